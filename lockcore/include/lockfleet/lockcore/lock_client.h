@@ -1,0 +1,176 @@
+// LockClient: the distributed lock.
+//
+// One LockClient per process (per Redis deployment) is the intended use: it
+// owns the lease watchdog (one thread renewing every held lock in batches)
+// and the local wait table where threads that failed to acquire park until a
+// release wakes them.
+//
+// Locks live in Redis under keys that share one Redis Cluster hash tag per
+// lock: "<prefix>:{<name>}:lock" (a hash: owner, count, fence, req) and
+// "<prefix>:{<name>}:fence" (the fencing counter; it never expires).
+//
+// Acquiring. Every attempt is one Lua script that grants the lock if it is
+// free or already ours (reentrancy), and otherwise reports the holder and the
+// lock's remaining TTL. A failed attempt in a timed or blocking acquisition
+// parks the thread on a local wait slot that was registered *before* the
+// attempt (so a release racing the attempt is never missed), for at most
+// min(remaining wait, the lock's remaining TTL, park_cap). It wakes early when
+// a holder in this process releases, or when the UnlockPublisher transport
+// delivers an unlock event (DeliverUnlockEvent). Either way it retries: the
+// wake-up is a hint, Redis is the truth.
+//
+// Owners. The default owner token is "<client_id>:<thread-number>", unique per
+// client and thread, so reentrancy is per thread. A caller may pass its own
+// token (AcquireOptions::owner) to share a hold across threads or processes.
+//
+// Thread-safety: all methods may be called from any thread concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "lockfleet/lockcore/clock.h"
+#include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/unlock_event.h"
+
+namespace lockfleet {
+
+// Longest accepted lock name, in bytes. Names are binary-safe otherwise.
+inline constexpr size_t kMaxLockNameBytes = 1024;
+
+struct LockClientOptions {
+  std::string key_prefix = "lockfleet";         // non-empty, no '{' or '}'
+  std::chrono::milliseconds default_lease{30000};  // watchdog lease, >= 30ms
+  std::chrono::milliseconds park_cap{1000};    // longest single park, > 0
+  std::shared_ptr<Clock> clock;                // Default: SteadyClock()
+  std::shared_ptr<UnlockPublisher> publisher;  // Default: none
+  std::string client_id;                       // Default: random 16 hex
+};
+
+// Called once when a held grant is lost (see lease.h), on the watchdog
+// thread. Keep it short; it must not throw, and must not block on the lock.
+using LostCallback = std::function<void(const std::string& name, int64_t fence)>;
+
+struct AcquireOptions {
+  // Explicit lease: the lock expires after this unless released, and is not
+  // renewed. Default: none — the watchdog renews default_lease until release.
+  std::optional<std::chrono::milliseconds> lease;
+  std::string owner;     // Default: empty — the calling thread's owner token
+  std::stop_token stop;  // Default: never stops. Cancels waiting.
+  LostCallback on_lost;  // Default: none
+};
+
+enum class AcquireStatus { kAcquired, kTimedOut, kCancelled };
+
+const char* AcquireStatusName(AcquireStatus status) noexcept;
+
+struct AcquireResult {
+  AcquireStatus status = AcquireStatus::kTimedOut;
+  Lease lease;  // held() iff status == kAcquired
+  // When not acquired: the holder and its remaining TTL seen by the last
+  // attempt (holder may be empty if the lock freed at the very end).
+  std::string holder;
+  std::chrono::milliseconds holder_ttl{0};
+  int attempts = 0;  // acquire scripts run
+
+  explicit operator bool() const { return status == AcquireStatus::kAcquired; }
+};
+
+struct LockInfo {
+  bool locked = false;
+  std::string owner;                // empty when unlocked
+  int64_t hold_count = 0;           // reentrant holds of the owner
+  std::chrono::milliseconds ttl{0};  // remaining lease; 0 when unlocked
+  int64_t fence = 0;                // fencing token of the current grant
+  int64_t last_fence = 0;           // highest token ever issued for the name
+};
+
+struct ForceUnlockResult {
+  bool was_locked = false;
+  std::string previous_owner;
+  int64_t previous_fence = 0;
+};
+
+// Counters since construction. Monotonic except `waiting`.
+struct LockStats {
+  uint64_t attempts = 0;            // acquire scripts run
+  uint64_t contended_attempts = 0;  // ... that found another holder
+  uint64_t acquisitions = 0;        // grants, reentrant ones included
+  uint64_t timeouts = 0;
+  uint64_t cancellations = 0;
+  uint64_t releases = 0;            // holds given back (Released/StillHeld)
+  uint64_t releases_not_held = 0;   // release found the lock gone
+  uint64_t releases_not_owner = 0;  // release refused: someone else holds it
+  uint64_t release_failures = 0;    // release threw (Redis error)
+  uint64_t wakeups_local = 0;       // woken by a release in this process
+  uint64_t wakeups_event = 0;       // woken by DeliverUnlockEvent
+  uint64_t wakeups_bound = 0;       // park bound expired
+  uint64_t renewals = 0;            // successful lease renewals
+  uint64_t renewal_failures = 0;    // renew round trips that threw
+  uint64_t leases_lost = 0;
+  uint64_t events_published = 0;
+  uint64_t events_received = 0;
+  uint64_t force_unlocks = 0;
+  int64_t waiting = 0;              // threads currently in a timed/blocking acquire
+};
+
+class LockClient {
+ public:
+  // Throws Error(kInvalidArgument) for bad options.
+  explicit LockClient(std::shared_ptr<RedisClient> redis,
+                      LockClientOptions options = {});
+  // Stops the watchdog. Leases still held stay usable for Release() but are
+  // no longer renewed.
+  ~LockClient();
+  LockClient(const LockClient&) = delete;
+  LockClient& operator=(const LockClient&) = delete;
+
+  // One attempt, no waiting.
+  AcquireResult TryAcquire(std::string_view name, const AcquireOptions& options = {});
+
+  // Waits up to `timeout` (or until `deadline` on options.clock). A zero or
+  // negative timeout makes exactly one attempt.
+  AcquireResult AcquireFor(std::string_view name, Clock::Duration timeout,
+                           const AcquireOptions& options = {});
+  AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline,
+                             const AcquireOptions& options = {});
+
+  // Waits without a time limit. Throws Error(kCancelled) if options.stop is
+  // triggered first.
+  Lease Acquire(std::string_view name, const AcquireOptions& options = {});
+
+  // A consistent snapshot of the lock's state in Redis (one script).
+  LockInfo Inspect(std::string_view name);
+
+  // Deletes the lock whoever holds it (fencing counter kept, so tokens keep
+  // increasing), wakes a local waiter and publishes a kForce unlock event.
+  // The previous holder learns of it at its next renewal (lost()).
+  ForceUnlockResult ForceUnlock(std::string_view name);
+
+  // Entry point for the notification transport: wakes at most one local
+  // waiter parked on event.lock. Events this client published itself are
+  // ignored (its waiters were woken directly). Never throws.
+  void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
+
+  // The owner token the calling thread gets by default.
+  std::string DefaultOwner() const;
+  const std::string& client_id() const;
+  LockStats stats() const;
+  RedisClient& redis();
+
+  // Test hook: runs on the acquiring thread after a failed attempt, before
+  // it parks. Lets tests force a release into the listen-first window.
+  void SetAfterFailedAttemptHookForTesting(std::function<void(std::string_view name)> hook);
+
+ private:
+  std::shared_ptr<internal::LockCore> core_;
+};
+
+}  // namespace lockfleet

@@ -1,0 +1,131 @@
+// RedisClient: a thread-safe handle to one Redis server with a small
+// connection pool. Owns every hiredis connection; no hiredis type appears in
+// this header.
+//
+// Connections are opened lazily and re-opened on the next use after a
+// failure, so a restarted server is picked up without restarting anything.
+// A command that fails on the connection level throws Error
+// (kRedisUnavailable, kRedisTimeout, kRedisAuth, kRedisProtocol); an error
+// *reply* to an ordinary command is returned as a Reply of type kError.
+//
+// Thread-safety: every method may be called from any thread concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/lockcore/redis_url.h"
+
+namespace lockfleet {
+
+struct RedisOptions {
+  std::string url = "redis://127.0.0.1:6379";  // see redis_url.h
+  int pool_size = 4;                            // connections, >= 1
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{2000};  // also bounds pool waits
+};
+
+// One reply, decoded. Strings are binary-safe.
+struct Reply {
+  enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
+  Type type = Type::kNil;
+  long long integer = 0;       // kInteger
+  std::string str;             // kString, kStatus, kError
+  std::vector<Reply> elements;  // kArray
+
+  bool is_nil() const { return type == Type::kNil; }
+  bool is_error() const { return type == Type::kError; }
+};
+
+// A command as its argument vector, e.g. {"SET", key, value}.
+using Command = std::vector<std::string>;
+
+// A Lua script. Immutable; cheap to share. The server-side SHA1 is learned on
+// first use and then EVALSHA is sent; a server that lost its script cache
+// (restart, SCRIPT FLUSH) is answered with EVAL transparently.
+class Script {
+ public:
+  explicit Script(std::string source);
+  Script(const Script&) = delete;
+  Script& operator=(const Script&) = delete;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  friend class RedisClient;
+  std::string source_;
+  mutable std::mutex mu_;
+  mutable std::string sha_;  // guarded by mu_; empty until learned
+};
+
+enum class OptimisticStatus {
+  kCommitted,  // the commands were applied atomically
+  kAborted,    // `decide` returned std::nullopt: nothing was written
+  kConflict,   // every attempt lost to a concurrent writer: nothing written
+};
+
+struct OptimisticResult {
+  OptimisticStatus status = OptimisticStatus::kConflict;
+  int attempts = 0;   // transactions tried (>= 1)
+  int conflicts = 0;  // EXECs aborted because a watched key changed
+  std::vector<Reply> replies;  // EXEC's replies when kCommitted
+};
+
+// Sees the current values of the watched keys (std::nullopt for a missing
+// key) and returns the commands to apply atomically, or std::nullopt to
+// abort. Called once per attempt; must not talk to Redis itself.
+using OptimisticDecide = std::function<std::optional<std::vector<Command>>(
+    const std::vector<std::optional<std::string>>& values)>;
+
+class RedisClient {
+ public:
+  // Does not connect. Throws Error(kInvalidArgument) for a bad URL or option.
+  explicit RedisClient(RedisOptions options);
+  ~RedisClient();
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  // One command, one round trip.
+  Reply Execute(const Command& command);
+
+  // Several commands in one round trip on one connection; replies in order.
+  std::vector<Reply> Pipeline(const std::vector<Command>& commands);
+
+  // Runs `script`. An error reply throws Error(kRedisScript).
+  Reply Eval(const Script& script, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args);
+
+  struct EvalCall {
+    const Script* script;
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+  };
+  // Several script calls in one round trip. Per-call error replies are
+  // returned as kError replies, not thrown.
+  std::vector<Reply> EvalPipeline(const std::vector<EvalCall>& calls);
+
+  // Check-and-set: WATCH `keys`, read them, ask `decide`, apply in
+  // MULTI/EXEC; on a conflict retry up to `max_attempts` times with a short
+  // randomized backoff. All keys must live in one hash slot on a cluster.
+  OptimisticResult OptimisticUpdate(const std::vector<std::string>& keys,
+                                    const OptimisticDecide& decide,
+                                    int max_attempts = 16);
+
+  // Round trips sent so far (pipelines count once). For benchmarks.
+  uint64_t round_trips() const noexcept;
+
+  const RedisEndpoint& endpoint() const noexcept;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockfleet

@@ -1,0 +1,50 @@
+// The seam between lockcore and a notification transport.
+//
+// When a lock is freed, LockClient wakes one waiter of its own process
+// directly and hands an UnlockEvent to its UnlockPublisher (if any), which
+// carries it to the other processes (lockfleet::notifier does this over
+// Kafka). A process that receives an event calls
+// LockClient::DeliverUnlockEvent, which wakes at most one local waiter parked
+// on that lock.
+//
+// Notification is a speed-up, never a correctness dependency: a parked waiter
+// never sleeps past the bound computed from the lock's remaining TTL, so a
+// lost, late, duplicated or forged event costs latency or one extra Redis
+// attempt, never a hang or a second holder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lockfleet {
+
+enum class UnlockCause {
+  kRelease,  // the owner released its last hold
+  kForce,    // an administrator force-unlocked the lock
+};
+
+// "release" / "force".
+const char* UnlockCauseName(UnlockCause cause) noexcept;
+
+struct UnlockEvent {
+  std::string lock;          // the lock name as given to LockClient
+  std::string owner;         // owner token of the releasing holder
+  std::string client_id;     // LockClient::client_id() of the releaser
+  int64_t fence = 0;         // fencing token of the grant that ended
+  int64_t released_at_ns = 0;  // system_clock time of the release, ns
+  UnlockCause cause = UnlockCause::kRelease;
+};
+
+// Implemented by a transport. Thread-safety: Publish may be called from any
+// thread concurrently.
+class UnlockPublisher {
+ public:
+  virtual ~UnlockPublisher() = default;
+
+  // Hands `event` off for delivery to other processes. Must neither block on
+  // the network nor throw: the releaser is on its critical path. Delivery is
+  // best effort; failures are the transport's to count and log.
+  virtual void Publish(const UnlockEvent& event) noexcept = 0;
+};
+
+}  // namespace lockfleet

@@ -1,0 +1,73 @@
+#include "lockfleet/lockcore/lease.h"
+
+#include "lock_core.h"
+#include "lockfleet/lockcore/error.h"
+
+namespace lockfleet {
+
+namespace {
+const std::string kEmpty;
+}
+
+Lease::Lease() noexcept = default;
+
+Lease::Lease(std::shared_ptr<internal::LockCore> core,
+             std::shared_ptr<internal::HeldLock> held_lock) noexcept
+    : core_(std::move(core)), held_lock_(std::move(held_lock)) {}
+
+Lease::~Lease() {
+  if (!held()) return;
+  try {
+    Release();
+  } catch (...) {  // counted in release_failures; the lease runs out by itself
+  }
+}
+
+Lease::Lease(Lease&& other) noexcept = default;
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this == &other) return *this;
+  if (held()) {
+    try {
+      Release();
+    } catch (...) {
+    }
+  }
+  core_ = std::move(other.core_);
+  held_lock_ = std::move(other.held_lock_);
+  return *this;
+}
+
+const std::string& Lease::name() const { return held() ? held_lock_->name : kEmpty; }
+const std::string& Lease::owner() const { return held() ? held_lock_->owner : kEmpty; }
+int64_t Lease::fence() const { return held() ? held_lock_->fence : 0; }
+
+bool Lease::lost() const noexcept { return !held() || core_->Lost(*held_lock_); }
+
+Clock::TimePoint Lease::valid_until() const {
+  if (!held()) return Clock::TimePoint::min();
+  return Clock::TimePoint(std::chrono::nanoseconds(held_lock_->valid_until_ns.load()));
+}
+
+ReleaseStatus Lease::Release() {
+  if (!held()) throw Error(ErrorCode::kInvalidArgument, "Release() on a Lease that holds nothing");
+  std::shared_ptr<internal::LockCore> core = std::move(core_);
+  std::shared_ptr<internal::HeldLock> held_lock = std::move(held_lock_);
+  return core->Release(held_lock);
+}
+
+const char* ReleaseStatusName(ReleaseStatus status) noexcept {
+  switch (status) {
+    case ReleaseStatus::kReleased:
+      return "released";
+    case ReleaseStatus::kStillHeld:
+      return "still_held";
+    case ReleaseStatus::kNotHeld:
+      return "not_held";
+    case ReleaseStatus::kNotOwner:
+      return "not_owner";
+  }
+  return "unknown";
+}
+
+}  // namespace lockfleet

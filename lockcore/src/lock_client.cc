@@ -1,0 +1,476 @@
+#include "lockfleet/lockcore/lock_client.h"
+
+#include <algorithm>
+#include <random>
+
+#include "lock_core.h"
+#include "lockfleet/lockcore/error.h"
+#include "scripts.h"
+
+namespace lockfleet {
+namespace internal {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string RandomClientId() {
+  std::random_device rd;
+  std::uniform_int_distribution<int> hex(0, 15);
+  std::string id;
+  for (int i = 0; i < 16; ++i) id += "0123456789abcdef"[hex(rd)];
+  return id;
+}
+
+uint64_t ThreadNumber() {
+  static std::atomic<uint64_t> next{1};
+  thread_local uint64_t number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+LockClientOptions Validate(LockClientOptions o) {
+  auto bad = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, why); };
+  if (o.key_prefix.empty() || o.key_prefix.find_first_of("{}") != std::string::npos) {
+    bad("key_prefix must be non-empty and contain no '{' or '}'");
+  }
+  if (o.default_lease < milliseconds(30)) bad("default_lease must be at least 30ms");
+  if (o.park_cap <= milliseconds(0)) bad("park_cap must be positive");
+  if (!o.clock) o.clock = SteadyClock();
+  if (o.client_id.empty()) o.client_id = RandomClientId();
+  return o;
+}
+
+void ValidateName(std::string_view name) {
+  if (name.empty()) throw Error(ErrorCode::kInvalidArgument, "lock name must not be empty");
+  if (name.size() > kMaxLockNameBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
+                    std::to_string(kMaxLockNameBytes));
+  }
+}
+
+// Local validity is shortened by the usual clock-drift allowance (Redlock).
+Clock::Duration Drift(milliseconds lease) { return lease / 100 + milliseconds(2); }
+
+int64_t Ns(Clock::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+const Reply& Element(const Reply& r, size_t i, const char* what) {
+  if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
+    throw Error(ErrorCode::kRedisProtocol, std::string("unexpected reply from ") + what);
+  }
+  return r.elements[i];
+}
+
+}  // namespace
+
+LockCore::LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options)
+    : redis_(std::move(redis)), options_(Validate(std::move(options))) {
+  if (!redis_) throw Error(ErrorCode::kInvalidArgument, "LockClient needs a RedisClient");
+}
+
+LockCore::~LockCore() { StopWatchdog(); }
+
+std::string LockCore::LockKey(std::string_view name) const {
+  return options_.key_prefix + ":{" + std::string(name) + "}:lock";
+}
+
+std::string LockCore::FenceKey(std::string_view name) const {
+  return options_.key_prefix + ":{" + std::string(name) + "}:fence";
+}
+
+std::string LockCore::NextRequestId() {
+  return std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+std::string LockCore::DefaultOwner() const {
+  return options_.client_id + ":" + std::to_string(ThreadNumber());
+}
+
+Reply LockCore::EvalRetryOnce(const Script& script, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args) {
+  // Every lock script is idempotent under retry (request ids, owner+fence
+  // checks), so one retry on a fresh connection is safe and rides over a
+  // server restart or a killed connection.
+  try {
+    return redis_->Eval(script, keys, args);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kRedisUnavailable) throw;
+  }
+  return redis_->Eval(script, keys, args);
+}
+
+LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& owner,
+                                    milliseconds lease, bool renew,
+                                    const AcquireOptions& options) {
+  Clock::TimePoint sent = options_.clock->Now();
+  Reply r = EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                          {owner, std::to_string(lease.count()), NextRequestId()});
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  Attempt out;
+  if (Element(r, 0, "acquire").integer != 1) {
+    contended_.fetch_add(1, std::memory_order_relaxed);
+    out.ttl_ms = Element(r, 1, "acquire").integer;
+    out.holder = Element(r, 2, "acquire").str;
+    return out;
+  }
+  int64_t fence = Element(r, 1, "acquire").integer;
+  std::shared_ptr<HeldLock> held;
+  std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>> lost_calls;
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<HeldLock>& entry = held_[{name, owner}];
+    if (entry && entry->fence == fence && !entry->lost) {
+      held = entry;  // reentrant: same grant
+      ++held->local_holds;
+    } else {
+      if (entry) MarkLostLocked(entry, &lost_calls);  // an older grant is gone
+      held = std::make_shared<HeldLock>();
+      held->name = name;
+      held->key = LockKey(name);
+      held->owner = owner;
+      held->fence = fence;
+      held->local_holds = 1;
+      held_[{name, owner}] = held;
+    }
+    int64_t valid = Ns(sent + lease - Drift(lease));
+    if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
+    if (renew && !held->renew) {
+      held->renew = true;
+      held->lease = lease;
+      held->next_check = sent + lease / 3;
+    } else if (!held->renew) {
+      held->lease = std::max(held->lease, lease);
+      held->next_check = Clock::TimePoint(std::chrono::nanoseconds(held->valid_until_ns.load()));
+    }
+    if (options.on_lost) held->on_lost.push_back(options.on_lost);
+  }
+  watchdog_cv_.notify_one();
+  for (auto& [h, cb] : lost_calls) cb(h->name, h->fence);
+  acquisitions_.fetch_add(1, std::memory_order_relaxed);
+  out.granted = true;
+  out.lease = Lease(shared_from_this(), std::move(held));
+  return out;
+}
+
+AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoint deadline,
+                                     bool wait, const AcquireOptions& options) {
+  ValidateName(name_view);
+  if (options.lease && *options.lease <= milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument, "lease must be positive");
+  }
+  const std::string name(name_view);
+  const std::string owner = options.owner.empty() ? DefaultOwner() : options.owner;
+  const milliseconds lease = options.lease.value_or(options_.default_lease);
+  const bool renew = !options.lease.has_value();
+
+  AcquireResult result;
+  auto finish = [&](Attempt& a) {
+    ++result.attempts;
+    if (a.granted) {
+      result.status = AcquireStatus::kAcquired;
+      result.lease = std::move(a.lease);
+      result.holder.clear();
+      return true;
+    }
+    result.holder = std::move(a.holder);
+    result.holder_ttl = milliseconds(a.ttl_ms);
+    return false;
+  };
+
+  if (!wait) {
+    Attempt a = TryOnce(name, owner, lease, renew, options);
+    if (!finish(a)) result.status = AcquireStatus::kTimedOut;
+    return result;
+  }
+
+  // Listen first: the slot is registered before the first attempt.
+  WaitTable::Slot slot;
+  waits_.Register(name, &slot);
+  waiting_.fetch_add(1, std::memory_order_relaxed);
+  struct Leave {
+    LockCore* core;
+    const std::string& name;
+    WaitTable::Slot* slot;
+    const AcquireResult& result;
+    ~Leave() {
+      core->waits_.Unregister(name, slot, result.status == AcquireStatus::kAcquired);
+      core->waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } leave{this, name, &slot, result};
+
+  for (;;) {
+    Attempt a = TryOnce(name, owner, lease, renew, options);
+    if (finish(a)) return result;
+    if (options.stop.stop_requested()) {
+      cancellations_.fetch_add(1, std::memory_order_relaxed);
+      result.status = AcquireStatus::kCancelled;
+      return result;
+    }
+    Clock::TimePoint now = options_.clock->Now();
+    if (now >= deadline) {
+      timeouts_.fetch_add(1, std::memory_order_relaxed);
+      result.status = AcquireStatus::kTimedOut;
+      return result;
+    }
+    {
+      std::function<void(std::string_view)> hook;
+      {
+        std::lock_guard lock(hook_mu_);
+        hook = hook_;
+      }
+      if (hook) hook(name);
+    }
+    // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
+    // surely expired on the server), and the configured cap.
+    Clock::Duration bound = std::min<Clock::Duration>(deadline - now, options_.park_cap);
+    if (a.ttl_ms >= 0) bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
+    switch (waits_.Park(&slot, bound, options.stop)) {
+      case WakeCause::kLocal:
+        wake_local_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case WakeCause::kEvent:
+        wake_event_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case WakeCause::kCancelled:
+        cancellations_.fetch_add(1, std::memory_order_relaxed);
+        result.status = AcquireStatus::kCancelled;
+        return result;
+      default:
+        wake_bound_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
+  const std::string request = NextRequestId();
+  {
+    std::lock_guard lock(mu_);
+    if (--held->local_holds <= 0) {
+      held->released = true;  // the watchdog ignores it from now on
+      Forget(held);
+    }
+  }
+  const std::vector<std::string> keys{held->key};
+  const std::vector<std::string> args{held->owner, std::to_string(held->fence), request};
+  Reply r;
+  bool retried = false;
+  try {
+    try {
+      r = redis_->Eval(ReleaseScript(), keys, args);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kRedisUnavailable) throw;
+      retried = true;
+      r = redis_->Eval(ReleaseScript(), keys, args);
+    }
+  } catch (...) {
+    release_failures_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  long long status = Element(r, 0, "release").integer;
+  // After a retry, "not held" / "someone else's" most likely means our first
+  // try freed it and only its reply was lost.
+  if (retried && status <= 0) status = 1;
+  switch (status) {
+    case 1:
+      releases_.fetch_add(1, std::memory_order_relaxed);
+      Freed(held->name, held->owner, held->fence, UnlockCause::kRelease);
+      return ReleaseStatus::kReleased;
+    case 2:
+      releases_.fetch_add(1, std::memory_order_relaxed);
+      return ReleaseStatus::kStillHeld;
+    case 0:
+      releases_not_held_.fetch_add(1, std::memory_order_relaxed);
+      return ReleaseStatus::kNotHeld;
+    default:
+      releases_not_owner_.fetch_add(1, std::memory_order_relaxed);
+      return ReleaseStatus::kNotOwner;
+  }
+}
+
+void LockCore::Freed(const std::string& name, const std::string& owner, int64_t fence,
+                     UnlockCause cause) {
+  waits_.WakeOne(name, WakeCause::kLocal);
+  if (!options_.publisher) return;
+  UnlockEvent event;
+  event.lock = name;
+  event.owner = owner;
+  event.client_id = options_.client_id;
+  event.fence = fence;
+  event.released_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  event.cause = cause;
+  options_.publisher->Publish(event);
+  events_published_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
+  auto it = held_.find({held->name, held->owner});
+  if (it != held_.end() && it->second == held) held_.erase(it);
+}
+
+void LockCore::MarkLostLocked(
+    const std::shared_ptr<HeldLock>& held,
+    std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls) {
+  if (held->lost.exchange(true)) return;
+  leases_lost_.fetch_add(1, std::memory_order_relaxed);
+  for (const LostCallback& cb : held->on_lost) calls->emplace_back(held, cb);
+}
+
+LockInfo LockCore::Inspect(std::string_view name) {
+  ValidateName(name);
+  Reply r = EvalRetryOnce(InspectScript(), {LockKey(name), FenceKey(name)}, {});
+  LockInfo info;
+  info.owner = Element(r, 0, "inspect").str;
+  info.locked = !info.owner.empty();
+  info.hold_count = Element(r, 1, "inspect").integer;
+  info.fence = Element(r, 2, "inspect").integer;
+  info.ttl = milliseconds(info.locked ? std::max<long long>(0, Element(r, 3, "inspect").integer)
+                                      : 0);
+  info.last_fence = Element(r, 4, "inspect").integer;
+  return info;
+}
+
+ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
+  ValidateName(name_view);
+  const std::string name(name_view);
+  Reply r = EvalRetryOnce(ForceUnlockScript(), {LockKey(name)}, {});
+  ForceUnlockResult out;
+  out.was_locked = Element(r, 0, "force-unlock").integer == 1;
+  if (!out.was_locked) return out;
+  out.previous_owner = Element(r, 1, "force-unlock").str;
+  out.previous_fence = Element(r, 2, "force-unlock").integer;
+  force_unlocks_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>> calls;
+  {
+    std::lock_guard lock(mu_);
+    auto it = held_.find({name, out.previous_owner});
+    if (it != held_.end() && it->second->fence == out.previous_fence) {
+      std::shared_ptr<HeldLock> victim = it->second;
+      MarkLostLocked(victim, &calls);
+      Forget(victim);
+    }
+  }
+  for (auto& [h, cb] : calls) cb(h->name, h->fence);
+  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce);
+  return out;
+}
+
+void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
+  events_received_.fetch_add(1, std::memory_order_relaxed);
+  if (event.client_id == options_.client_id) return;  // woken directly already
+  try {
+    waits_.WakeOne(event.lock, WakeCause::kEvent);
+  } catch (...) {  // allocation failure: the waiter's bound covers it
+  }
+}
+
+bool LockCore::Lost(const HeldLock& held) const noexcept {
+  return held.lost.load() || Ns(options_.clock->Now()) >= held.valid_until_ns.load();
+}
+
+LockStats LockCore::Stats() const {
+  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  LockStats s;
+  s.attempts = get(attempts_);
+  s.contended_attempts = get(contended_);
+  s.acquisitions = get(acquisitions_);
+  s.timeouts = get(timeouts_);
+  s.cancellations = get(cancellations_);
+  s.releases = get(releases_);
+  s.releases_not_held = get(releases_not_held_);
+  s.releases_not_owner = get(releases_not_owner_);
+  s.release_failures = get(release_failures_);
+  s.wakeups_local = get(wake_local_);
+  s.wakeups_event = get(wake_event_);
+  s.wakeups_bound = get(wake_bound_);
+  s.renewals = get(renewals_);
+  s.renewal_failures = get(renewal_failures_);
+  s.leases_lost = get(leases_lost_);
+  s.events_published = get(events_published_);
+  s.events_received = get(events_received_);
+  s.force_unlocks = get(force_unlocks_);
+  s.waiting = waiting_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void LockCore::SetHook(std::function<void(std::string_view)> hook) {
+  std::lock_guard lock(hook_mu_);
+  hook_ = std::move(hook);
+}
+
+}  // namespace internal
+
+// ---- LockClient: a thin handle on the core ----
+
+LockClient::LockClient(std::shared_ptr<RedisClient> redis, LockClientOptions options)
+    : core_(std::make_shared<internal::LockCore>(std::move(redis), std::move(options))) {
+  core_->StartWatchdog();
+}
+
+LockClient::~LockClient() { core_->StopWatchdog(); }
+
+AcquireResult LockClient::TryAcquire(std::string_view name, const AcquireOptions& options) {
+  return core_->AcquireUntil(name, Clock::TimePoint::min(), false, options);
+}
+
+AcquireResult LockClient::AcquireFor(std::string_view name, Clock::Duration timeout,
+                                     const AcquireOptions& options) {
+  Clock::TimePoint now = core_->options().clock->Now();
+  Clock::TimePoint deadline = timeout >= Clock::TimePoint::max() - now
+                                  ? Clock::TimePoint::max()
+                                  : now + std::max(timeout, Clock::Duration::zero());
+  return core_->AcquireUntil(name, deadline, true, options);
+}
+
+AcquireResult LockClient::AcquireUntil(std::string_view name, Clock::TimePoint deadline,
+                                       const AcquireOptions& options) {
+  return core_->AcquireUntil(name, deadline, true, options);
+}
+
+Lease LockClient::Acquire(std::string_view name, const AcquireOptions& options) {
+  AcquireResult r = core_->AcquireUntil(name, Clock::TimePoint::max(), true, options);
+  if (r.status != AcquireStatus::kAcquired) {
+    throw Error(ErrorCode::kCancelled, "acquisition of lock '" + std::string(name) + "' cancelled");
+  }
+  return std::move(r.lease);
+}
+
+LockInfo LockClient::Inspect(std::string_view name) { return core_->Inspect(name); }
+
+ForceUnlockResult LockClient::ForceUnlock(std::string_view name) {
+  return core_->ForceUnlock(name);
+}
+
+void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
+  core_->DeliverUnlockEvent(event);
+}
+
+std::string LockClient::DefaultOwner() const { return core_->DefaultOwner(); }
+const std::string& LockClient::client_id() const { return core_->options().client_id; }
+LockStats LockClient::stats() const { return core_->Stats(); }
+RedisClient& LockClient::redis() { return core_->redis(); }
+
+void LockClient::SetAfterFailedAttemptHookForTesting(
+    std::function<void(std::string_view name)> hook) {
+  core_->SetHook(std::move(hook));
+}
+
+const char* AcquireStatusName(AcquireStatus status) noexcept {
+  switch (status) {
+    case AcquireStatus::kAcquired:
+      return "acquired";
+    case AcquireStatus::kTimedOut:
+      return "timed_out";
+    case AcquireStatus::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+const char* UnlockCauseName(UnlockCause cause) noexcept {
+  return cause == UnlockCause::kForce ? "force" : "release";
+}
+
+}  // namespace lockfleet

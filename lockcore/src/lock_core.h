@@ -1,0 +1,113 @@
+// LockCore: the shared state behind LockClient and its Leases.
+//
+// Leases keep the core alive (shared_ptr), so a Lease may outlive its
+// LockClient; the client's destructor stops the watchdog thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "lockfleet/lockcore/lock_client.h"
+#include "wait_table.h"
+
+namespace lockfleet::internal {
+
+// One grant held by this process: (name, owner, fence). Reentrant Leases of
+// the same grant share it.
+struct HeldLock {
+  std::string name;
+  std::string key;  // the lock hash's Redis key
+  std::string owner;
+  int64_t fence = 0;
+  std::chrono::milliseconds lease{0};
+  bool renew = false;  // watchdog-renewed (no explicit lease)
+
+  // steady-clock ns of the validity deadline; read lock-free by lost().
+  std::atomic<int64_t> valid_until_ns{0};
+  std::atomic<bool> lost{false};
+
+  // Guarded by LockCore::mu_.
+  int local_holds = 0;
+  bool released = false;  // last local hold given back: never renew again
+  Clock::TimePoint next_check;  // next renewal (renew) or expiry check
+  std::vector<LostCallback> on_lost;
+};
+
+class LockCore : public std::enable_shared_from_this<LockCore> {
+ public:
+  LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options);
+  ~LockCore();
+
+  void StartWatchdog();
+  void StopWatchdog();
+
+  AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline, bool wait,
+                             const AcquireOptions& options);
+  ReleaseStatus Release(const std::shared_ptr<HeldLock>& held);
+  LockInfo Inspect(std::string_view name);
+  ForceUnlockResult ForceUnlock(std::string_view name);
+  void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
+  bool Lost(const HeldLock& held) const noexcept;
+
+  std::string DefaultOwner() const;
+  LockStats Stats() const;
+  void SetHook(std::function<void(std::string_view)> hook);
+
+  const LockClientOptions& options() const { return options_; }
+  RedisClient& redis() { return *redis_; }
+  void CountReleaseFailure() { release_failures_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  struct Attempt {
+    bool granted = false;
+    Lease lease;
+    int64_t ttl_ms = 0;
+    std::string holder;
+  };
+  Attempt TryOnce(const std::string& name, const std::string& owner,
+                  std::chrono::milliseconds lease, bool renew, const AcquireOptions& options);
+  Reply EvalRetryOnce(const Script& script, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& args);
+  std::string LockKey(std::string_view name) const;
+  std::string FenceKey(std::string_view name) const;
+  std::string NextRequestId();
+  void Freed(const std::string& name, const std::string& owner, int64_t fence,
+             UnlockCause cause);
+  void MarkLostLocked(const std::shared_ptr<HeldLock>& held,
+                      std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls);
+  void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
+
+  // Watchdog (watchdog.cc).
+  void WatchdogLoop();
+  void RenewDue(std::vector<std::shared_ptr<HeldLock>> due);
+
+  const std::shared_ptr<RedisClient> redis_;
+  const LockClientOptions options_;
+  WaitTable waits_;
+
+  mutable std::mutex mu_;
+  std::condition_variable watchdog_cv_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>> held_;  // mu_
+  bool stopping_ = false;                                                        // mu_
+  std::thread watchdog_;
+
+  std::mutex hook_mu_;
+  std::function<void(std::string_view)> hook_;  // hook_mu_
+
+  std::atomic<uint64_t> next_request_{0};
+  std::atomic<uint64_t> attempts_{0}, contended_{0}, acquisitions_{0}, timeouts_{0},
+      cancellations_{0}, releases_{0}, releases_not_held_{0}, releases_not_owner_{0},
+      release_failures_{0}, wake_local_{0}, wake_event_{0}, wake_bound_{0}, renewals_{0},
+      renewal_failures_{0}, leases_lost_{0}, events_published_{0}, events_received_{0},
+      force_unlocks_{0};
+  std::atomic<int64_t> waiting_{0};
+};
+
+}  // namespace lockfleet::internal

@@ -1,0 +1,168 @@
+#include "lockfleet/lockcore/redis_client.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "lockfleet/lockcore/error.h"
+#include "redis_client_impl.h"
+#include "redis_connection.h"
+
+namespace lockfleet {
+
+using internal::RedisConnection;
+
+Script::Script(std::string source) : source_(std::move(source)) {}
+
+RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
+  endpoint = ParseRedisUrl(options.url);
+  if (options.pool_size < 1 || options.pool_size > 1024) {
+    throw Error(ErrorCode::kInvalidArgument, "Redis pool_size must be 1..1024");
+  }
+  if (options.connect_timeout.count() <= 0 || options.command_timeout.count() <= 0) {
+    throw Error(ErrorCode::kInvalidArgument, "Redis timeouts must be positive");
+  }
+}
+
+RedisClient::Impl::Lent RedisClient::Impl::Borrow() {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, options.command_timeout,
+                    [&] { return !idle_.empty() || open_ < options.pool_size; })) {
+    throw Error(ErrorCode::kRedisTimeout,
+                "no free Redis connection within the command timeout (pool_size " +
+                    std::to_string(options.pool_size) + ")");
+  }
+  if (!idle_.empty()) {
+    auto conn = std::move(idle_.back());
+    idle_.pop_back();
+    return Lent(this, std::move(conn));
+  }
+  ++open_;
+  lock.unlock();
+  try {
+    return Lent(this, std::make_unique<RedisConnection>(endpoint, options.connect_timeout,
+                                                        options.command_timeout));
+  } catch (...) {
+    lock.lock();
+    --open_;
+    cv_.notify_one();
+    throw;
+  }
+}
+
+void RedisClient::Impl::Return(std::unique_ptr<RedisConnection> conn) {
+  std::lock_guard lock(mu_);
+  if (conn->broken()) {
+    // A broken connection usually means the server restarted or dropped us:
+    // the idle ones are most likely dead too, so reconnect them lazily
+    // instead of failing once per pooled connection.
+    open_ -= 1 + static_cast<int>(idle_.size());
+    idle_.clear();
+  } else {
+    idle_.push_back(std::move(conn));
+  }
+  cv_.notify_one();
+}
+
+RedisClient::Impl::Lent::~Lent() {
+  if (conn_) pool_->Return(std::move(conn_));
+}
+
+std::vector<Reply> RedisClient::Impl::Run(const std::vector<const Command*>& commands) {
+  Lent conn = Borrow();
+  round_trips.fetch_add(1, std::memory_order_relaxed);
+  return conn->Run(commands);
+}
+
+std::string RedisClient::Impl::ShaOf(const Script& script) {
+  {
+    std::lock_guard lock(script.mu_);
+    if (!script.sha_.empty()) return script.sha_;
+  }
+  Command load{"SCRIPT", "LOAD", script.source_};
+  std::vector<const Command*> one{&load};
+  Reply r = std::move(Run(one).front());
+  if (r.type != Reply::Type::kString) {
+    throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
+                "SCRIPT LOAD failed: " + r.str);
+  }
+  std::lock_guard lock(script.mu_);
+  script.sha_ = r.str;
+  return script.sha_;
+}
+
+RedisClient::RedisClient(RedisOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+RedisClient::~RedisClient() = default;
+
+Reply RedisClient::Execute(const Command& command) {
+  std::vector<const Command*> one{&command};
+  return std::move(impl_->Run(one).front());
+}
+
+std::vector<Reply> RedisClient::Pipeline(const std::vector<Command>& commands) {
+  if (commands.empty()) return {};
+  std::vector<const Command*> ptrs;
+  ptrs.reserve(commands.size());
+  for (const Command& c : commands) ptrs.push_back(&c);
+  return impl_->Run(ptrs);
+}
+
+namespace {
+
+Command EvalCommand(const char* verb, const std::string& body_or_sha,
+                    const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  Command cmd;
+  cmd.reserve(3 + keys.size() + args.size());
+  cmd.emplace_back(verb);
+  cmd.push_back(body_or_sha);
+  cmd.push_back(std::to_string(keys.size()));
+  cmd.insert(cmd.end(), keys.begin(), keys.end());
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return cmd;
+}
+
+bool IsNoScript(const Reply& r) { return r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0; }
+
+}  // namespace
+
+std::vector<Reply> RedisClient::EvalPipeline(const std::vector<EvalCall>& calls) {
+  if (calls.empty()) return {};
+  std::vector<Command> commands;
+  commands.reserve(calls.size());
+  for (const EvalCall& call : calls) {
+    commands.push_back(EvalCommand("EVALSHA", impl_->ShaOf(*call.script), call.keys, call.args));
+  }
+  std::vector<Reply> replies = Pipeline(commands);
+  // The server lost its script cache (restart, SCRIPT FLUSH): send the bodies.
+  std::vector<Command> retry;
+  std::vector<size_t> retry_index;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!IsNoScript(replies[i])) continue;
+    retry.push_back(EvalCommand("EVAL", calls[i].script->source(), calls[i].keys, calls[i].args));
+    retry_index.push_back(i);
+  }
+  if (!retry.empty()) {
+    std::vector<Reply> again = Pipeline(retry);
+    for (size_t j = 0; j < again.size(); ++j) replies[retry_index[j]] = std::move(again[j]);
+  }
+  return replies;
+}
+
+Reply RedisClient::Eval(const Script& script, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args) {
+  std::vector<EvalCall> one{{&script, keys, args}};
+  Reply r = std::move(EvalPipeline(one).front());
+  if (r.is_error()) {
+    throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
+                "Redis script failed: " + r.str);
+  }
+  return r;
+}
+
+uint64_t RedisClient::round_trips() const noexcept {
+  return impl_->round_trips.load(std::memory_order_relaxed);
+}
+
+const RedisEndpoint& RedisClient::endpoint() const noexcept { return impl_->endpoint; }
+
+}  // namespace lockfleet

@@ -1,0 +1,52 @@
+// RedisClient's private parts, shared by redis_client.cc and optimistic.cc.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lockfleet/lockcore/redis_client.h"
+#include "redis_connection.h"
+
+namespace lockfleet {
+
+class RedisClient::Impl {
+ public:
+  explicit Impl(RedisOptions opts);
+
+  // A connection lent out of the pool; returned (or dropped if broken) on
+  // destruction.
+  class Lent {
+   public:
+    Lent(Impl* pool, std::unique_ptr<internal::RedisConnection> conn)
+        : pool_(pool), conn_(std::move(conn)) {}
+    Lent(Lent&&) = default;
+    ~Lent();
+    internal::RedisConnection* operator->() { return conn_.get(); }
+
+   private:
+    Impl* pool_;
+    std::unique_ptr<internal::RedisConnection> conn_;
+  };
+
+  // Waits up to command_timeout for a free connection. Throws Error.
+  Lent Borrow();
+  std::vector<Reply> Run(const std::vector<const Command*>& commands);
+  std::string ShaOf(const Script& script);
+
+  RedisOptions options;
+  RedisEndpoint endpoint;
+  std::atomic<uint64_t> round_trips{0};
+
+ private:
+  void Return(std::unique_ptr<internal::RedisConnection> conn);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<internal::RedisConnection>> idle_;  // guarded by mu_
+  int open_ = 0;  // connections existing, idle or lent; guarded by mu_
+};
+
+}  // namespace lockfleet

@@ -1,0 +1,48 @@
+// One hiredis connection. Internal: the only place hiredis types live, and
+// the only place hiredis errors become lockfleet::Error.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/redis_url.h"
+
+struct redisContext;
+
+namespace lockfleet::internal {
+
+class RedisConnection {
+ public:
+  // Connects, authenticates and selects the db. Throws Error.
+  RedisConnection(const RedisEndpoint& endpoint, std::chrono::milliseconds connect_timeout,
+                  std::chrono::milliseconds command_timeout);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Sends all commands, then reads all replies (one round trip). Error
+  // replies come back as Reply::Type::kError. Connection failures throw
+  // Error and leave the connection broken().
+  std::vector<Reply> Run(const std::vector<const Command*>& commands);
+  Reply RunOne(const Command& command);
+
+  bool broken() const { return broken_; }
+
+ private:
+  struct ContextDeleter {
+    void operator()(redisContext* ctx) const;
+  };
+  [[noreturn]] void Fail(const char* what);
+
+  std::unique_ptr<redisContext, ContextDeleter> ctx_;
+  std::string where_;  // redacted endpoint, for messages
+  bool broken_ = false;
+};
+
+// Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode.
+ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise);
+
+}  // namespace lockfleet::internal

@@ -1,0 +1,143 @@
+// The lease watchdog: one thread per LockClient renews every held
+// watchdog-mode lock at lease/3, in pipelined batches, and notices leases
+// that ran out.
+#include <algorithm>
+
+#include "lock_core.h"
+#include "lockfleet/lockcore/error.h"
+#include "scripts.h"
+
+namespace lockfleet::internal {
+namespace {
+
+using std::chrono::milliseconds;
+using LostCalls = std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
+
+constexpr size_t kBatch = 256;           // renewals per pipelined round trip
+constexpr Clock::Duration kIdle = std::chrono::seconds(1);  // longest sleep
+
+int64_t Ns(Clock::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+Clock::TimePoint FromNs(int64_t ns) { return Clock::TimePoint(std::chrono::nanoseconds(ns)); }
+
+// After a failed renewal, try again soon — but not in a hot loop.
+Clock::Duration RetryDelay(milliseconds lease) {
+  return std::clamp<Clock::Duration>(lease / 10, milliseconds(10), milliseconds(1000));
+}
+
+void RunCallbacks(const LostCalls& calls) {
+  for (const auto& [held, cb] : calls) {
+    try {
+      cb(held->name, held->fence);
+    } catch (...) {  // a callback must not kill the watchdog
+    }
+  }
+}
+
+}  // namespace
+
+void LockCore::StartWatchdog() {
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
+}
+
+void LockCore::StopWatchdog() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  watchdog_cv_.notify_all();
+  if (!watchdog_.joinable()) return;
+  if (watchdog_.get_id() == std::this_thread::get_id()) {
+    watchdog_.detach();  // destroyed from a lost-callback: cannot join itself
+  } else {
+    watchdog_.join();
+  }
+}
+
+void LockCore::WatchdogLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const Clock::TimePoint now = options_.clock->Now();
+    Clock::TimePoint next = now + kIdle;
+    std::vector<std::shared_ptr<HeldLock>> renew;
+    std::vector<std::shared_ptr<HeldLock>> expired;
+    for (const auto& [key, held] : held_) {
+      if (held->next_check > now) {
+        next = std::min(next, held->next_check);
+      } else if (held->renew) {
+        renew.push_back(held);
+      } else {
+        expired.push_back(held);  // an explicit lease ran out
+      }
+    }
+    LostCalls calls;
+    for (const auto& held : expired) {
+      MarkLostLocked(held, &calls);
+      Forget(held);
+    }
+    if (renew.empty() && calls.empty()) {
+      watchdog_cv_.wait_for(lock, next - now);
+      continue;
+    }
+    lock.unlock();
+    RunCallbacks(calls);
+    for (size_t i = 0; i < renew.size(); i += kBatch) {
+      size_t end = std::min(renew.size(), i + kBatch);
+      RenewDue(std::vector<std::shared_ptr<HeldLock>>(renew.begin() + i, renew.begin() + end));
+    }
+    lock.lock();
+  }
+}
+
+void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
+  std::vector<RedisClient::EvalCall> calls;
+  calls.reserve(due.size());
+  for (const auto& held : due) {
+    calls.push_back({&RenewScript(),
+                     {held->key},
+                     {held->owner, std::to_string(held->fence), std::to_string(held->lease.count())}});
+  }
+  const Clock::TimePoint sent = options_.clock->Now();
+  std::vector<Reply> replies;
+  bool failed = false;
+  try {
+    replies = redis_->EvalPipeline(calls);
+  } catch (const Error&) {
+    failed = true;
+    renewal_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
+  LostCalls lost_calls;
+  {
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = options_.clock->Now();
+    for (size_t i = 0; i < due.size(); ++i) {
+      const std::shared_ptr<HeldLock>& held = due[i];
+      // Released or lost meanwhile: a "not ours" answer is expected, ignore.
+      if (held->released || held->lost.load()) continue;
+      bool ok = !failed && replies[i].type == Reply::Type::kInteger;
+      if (ok && replies[i].integer == 1) {
+        renewals_.fetch_add(1, std::memory_order_relaxed);
+        int64_t valid = Ns(sent + held->lease - (held->lease / 100 + milliseconds(2)));
+        if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
+        held->next_check = sent + held->lease / 3;
+      } else if (ok) {
+        // The lock is no longer ours: expired, force-unlocked or taken.
+        MarkLostLocked(held, &lost_calls);
+        Forget(held);
+      } else {
+        if (!failed) renewal_failures_.fetch_add(1, std::memory_order_relaxed);
+        if (now >= FromNs(held->valid_until_ns.load())) {
+          MarkLostLocked(held, &lost_calls);  // could not renew in time
+          Forget(held);
+        } else {
+          held->next_check = now + RetryDelay(held->lease);
+        }
+      }
+    }
+  }
+  RunCallbacks(lost_calls);
+}
+
+}  // namespace lockfleet::internal

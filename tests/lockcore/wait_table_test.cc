@@ -1,0 +1,103 @@
+// The local wait table in isolation: listen-first, wake-one, pass-on.
+#include "wait_table.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace lockfleet::internal {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(WaitTable, WakeBeforeParkIsNotLost) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  table.Register("a", &slot);
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));  // lands before Park
+  EXPECT_EQ(table.Park(&slot, seconds(30), {}), WakeCause::kEvent);
+  table.Unregister("a", &slot, true);
+}
+
+TEST(WaitTable, ParkIsBounded) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  table.Register("a", &slot);
+  EXPECT_EQ(table.Park(&slot, milliseconds(5), {}), WakeCause::kBound);
+  table.Unregister("a", &slot, false);
+}
+
+TEST(WaitTable, WakeOneWakesExactlyOneOldestFirst) {
+  WaitTable table;
+  WaitTable::Slot first, second;
+  table.Register("a", &first);
+  table.Register("a", &second);
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kLocal));
+  EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kLocal);
+  EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &first, true);
+  table.Unregister("a", &second, false);
+}
+
+TEST(WaitTable, WakesOnlyTheNamedLock) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  table.Register("a", &slot);
+  EXPECT_FALSE(table.WakeOne("b", WakeCause::kEvent));
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &slot, false);
+  EXPECT_EQ(table.waiters("a"), 0u);
+}
+
+TEST(WaitTable, DepartingWaiterPassesItsWakeOn) {
+  WaitTable table;
+  WaitTable::Slot leaving, staying;
+  table.Register("a", &leaving);
+  table.Register("a", &staying);
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));  // goes to `leaving`
+  table.Unregister("a", &leaving, /*acquired=*/false);  // timed out instead
+  EXPECT_EQ(table.Park(&staying, milliseconds(0), {}), WakeCause::kEvent);
+  table.Unregister("a", &staying, true);
+}
+
+TEST(WaitTable, AcquiringWaiterConsumesItsWake) {
+  WaitTable table;
+  WaitTable::Slot winner, other;
+  table.Register("a", &winner);
+  table.Register("a", &other);
+  table.WakeOne("a", WakeCause::kEvent);
+  table.Unregister("a", &winner, /*acquired=*/true);
+  EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &other, false);
+}
+
+TEST(WaitTable, StopTokenCancelsPark) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  table.Register("a", &slot);
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    stop.request_stop();
+  });
+  EXPECT_EQ(table.Park(&slot, seconds(60), stop.get_token()), WakeCause::kCancelled);
+  canceller.join();
+  table.Unregister("a", &slot, false);
+}
+
+TEST(WaitTable, CrossThreadWakeReachesParkedWaiter) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  table.Register("a", &slot);
+  std::thread waker([&] {
+    while (!table.WakeOne("a", WakeCause::kLocal)) std::this_thread::yield();
+  });
+  EXPECT_EQ(table.Park(&slot, seconds(60), {}), WakeCause::kLocal);
+  waker.join();
+  table.Unregister("a", &slot, true);
+}
+
+}  // namespace
+}  // namespace lockfleet::internal

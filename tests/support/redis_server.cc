@@ -1,0 +1,148 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_client.h"
+
+extern char** environ;
+
+namespace lockfleet::testing {
+namespace {
+
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port");
+  }
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string RedisServerBinary() {
+  const char* env = std::getenv("LOCKFLEET_REDIS_SERVER");
+  return env != nullptr && *env != '\0' ? env : "redis-server";
+}
+
+}  // namespace
+
+RedisServer::RedisServer() : RedisServer(Options{}) {}
+
+RedisServer::RedisServer(Options options) : options_(std::move(options)) {
+  char tmpl[] = "/tmp/lockfleet-redis-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::string auth = options_.requirepass.empty() ? "" : ":" + options_.requirepass + "@";
+  if (options_.tcp) {
+    port_ = FreeLoopbackPort();
+    url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
+  } else {
+    socket_path_ = dir_ + "/redis.sock";
+    url_ = "unix://" + auth + socket_path_;
+  }
+  try {
+    Start();
+  } catch (...) {
+    std::filesystem::remove_all(dir_);
+    throw;
+  }
+}
+
+RedisServer::~RedisServer() {
+  if (pid_ > 0) Kill();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void RedisServer::Start() {
+  if (pid_ > 0) return;
+  std::vector<std::string> args{RedisServerBinary(),
+                                "--save", "",
+                                "--appendonly", "no",
+                                "--dir", dir_,
+                                "--bind", "127.0.0.1",
+                                "--port", std::to_string(port_),
+                                "--daemonize", "no",
+                                "--loglevel", "warning",
+                                "--logfile", dir_ + "/redis.log"};
+  if (!socket_path_.empty()) {
+    args.insert(args.end(), {"--unixsocket", socket_path_, "--unixsocketperm", "700"});
+  }
+  if (!options_.requirepass.empty()) args.insert(args.end(), {"--requirepass", options_.requirepass});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+    throw std::runtime_error("cannot start " + args[0] + " (is redis-server installed?)");
+  }
+  pid_ = pid;
+  // Wait until it answers PING (generous: loaded CI machines are slow).
+  RedisOptions ro;
+  ro.url = url_;
+  ro.pool_size = 1;
+  ro.connect_timeout = std::chrono::milliseconds(500);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
+    }
+    try {
+      RedisClient client(ro);
+      if (client.Execute({"PING"}).str == "PONG") return;
+    } catch (const Error&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Kill();
+  throw std::runtime_error("redis-server did not answer PING within 20s");
+}
+
+void RedisServer::Stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGTERM);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisServer::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisServer::Pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::Resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+}  // namespace lockfleet::testing
