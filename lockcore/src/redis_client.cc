@@ -1,5 +1,7 @@
 #include "lockfleet/lockcore/redis_client.h"
 
+#include <signal.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -14,7 +16,26 @@ using internal::RedisConnection;
 
 Script::Script(std::string source) : source_(std::move(source)) {}
 
+namespace {
+
+// hiredis 0.14 writes with write(2), so a peer that closed the connection
+// raises SIGPIPE, whose default action kills the process. Ignore it (once,
+// and only if nobody chose a disposition): the write then fails with EPIPE
+// and becomes Error(kRedisUnavailable).
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+}  // namespace
+
 RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
+  IgnoreSigpipeOnce();
   endpoint = ParseRedisUrl(options.url);
   if (options.pool_size < 1 || options.pool_size > 1024) {
     throw Error(ErrorCode::kInvalidArgument, "Redis pool_size must be 1..1024");

@@ -63,15 +63,27 @@ void LockCore::WatchdogLoop() {
     Clock::TimePoint next = now + kIdle;
     std::vector<std::shared_ptr<HeldLock>> renew;
     std::vector<std::shared_ptr<HeldLock>> expired;
+    bool due_now = false;
     for (const auto& [key, held] : held_) {
-      if (held->next_check > now) {
-        next = std::min(next, held->next_check);
-      } else if (held->renew) {
+      if (!held->renew) {
+        if (held->next_check <= now) {
+          expired.push_back(held);  // an explicit lease ran out
+        } else {
+          next = std::min(next, held->next_check);
+        }
+      } else if (held->next_check <= now) {
+        due_now = true;
         renew.push_back(held);
+      } else if (held->next_check <= now + held->lease / 10) {
+        // Due soon: renewed early if something is due now, so locks taken
+        // at nearly the same time share one pipelined round trip.
+        renew.push_back(held);
+        next = std::min(next, held->next_check);
       } else {
-        expired.push_back(held);  // an explicit lease ran out
+        next = std::min(next, held->next_check);
       }
     }
+    if (!due_now) renew.clear();  // nothing due yet: sleep until it is
     LostCalls calls;
     for (const auto& held : expired) {
       MarkLostLocked(held, &calls);

@@ -8,6 +8,10 @@
 // (kRedisUnavailable, kRedisTimeout, kRedisAuth, kRedisProtocol); an error
 // *reply* to an ordinary command is returned as a Reply of type kError.
 //
+// SIGPIPE: the first RedisClient sets SIGPIPE to SIG_IGN if it still has its
+// default disposition, so a write to a closed connection is an error rather
+// than the death of the process.
+//
 // Thread-safety: every method may be called from any thread concurrently.
 #pragma once
 

@@ -1,0 +1,327 @@
+// Acquire / release / reentrancy / ownership / fencing, against a real
+// redis-server.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "lock_fixture.h"
+#include "lockfleet/lockcore/error.h"
+#include "scripts.h"
+#include "support/fake_clock.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class Lock : public LockTest {};
+
+TEST_F(Lock, AcquireAndRelease) {
+  auto client = NewClient();
+  AcquireResult r = client->TryAcquire("orders:42");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.status, AcquireStatus::kAcquired);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(r.lease.name(), "orders:42");
+  EXPECT_EQ(r.lease.owner(), client->DefaultOwner());
+  EXPECT_GT(r.lease.fence(), 0);
+  EXPECT_FALSE(r.lease.lost());
+
+  LockInfo info = client->Inspect("orders:42");
+  EXPECT_TRUE(info.locked);
+  EXPECT_EQ(info.owner, client->DefaultOwner());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(info.fence, r.lease.fence());
+  EXPECT_GT(info.ttl, milliseconds(25000));  // the 30 s watchdog lease
+  EXPECT_LE(info.ttl, milliseconds(30000));
+
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(r.lease.held());
+  EXPECT_FALSE(client->Inspect("orders:42").locked);
+  EXPECT_EQ(redis_->Execute({"EXISTS", LockKey("orders:42")}).integer, 0);
+}
+
+TEST_F(Lock, SecondClientIsRefusedAndToldWhoHoldsIt) {
+  auto a = NewClient();
+  auto b = NewClient();
+  AcquireResult held = a->TryAcquire("report", {.lease = milliseconds(20000)});
+  ASSERT_TRUE(held);
+  AcquireResult refused = b->TryAcquire("report");
+  EXPECT_EQ(refused.status, AcquireStatus::kTimedOut);
+  EXPECT_FALSE(refused.lease.held());
+  EXPECT_EQ(refused.holder, a->DefaultOwner());
+  EXPECT_GT(refused.holder_ttl, milliseconds(0));
+  EXPECT_LE(refused.holder_ttl, milliseconds(20000));
+  EXPECT_EQ(b->stats().contended_attempts, 1u);
+}
+
+TEST_F(Lock, ReentrantOnTheSameThread) {
+  auto client = NewClient();
+  AcquireResult outer = client->TryAcquire("r");
+  AcquireResult inner = client->TryAcquire("r");
+  ASSERT_TRUE(outer);
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(outer.lease.fence(), inner.lease.fence());
+  EXPECT_EQ(client->Inspect("r").hold_count, 2);
+
+  EXPECT_EQ(inner.lease.Release(), ReleaseStatus::kStillHeld);
+  LockInfo info = client->Inspect("r");
+  EXPECT_TRUE(info.locked);
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(outer.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(client->Inspect("r").locked);
+}
+
+TEST_F(Lock, AnotherThreadOfTheSameClientIsAnotherOwner) {
+  auto client = NewClient();
+  AcquireResult mine = client->TryAcquire("t");
+  ASSERT_TRUE(mine);
+  AcquireResult theirs;
+  std::thread([&] { theirs = client->TryAcquire("t"); }).join();
+  EXPECT_FALSE(theirs);
+  EXPECT_EQ(theirs.holder, mine.lease.owner());
+}
+
+TEST_F(Lock, CallerGivenOwnerSharesTheHoldAcrossThreads) {
+  auto client = NewClient();
+  AcquireResult first = client->TryAcquire("shared", {.owner = "job-7"});
+  AcquireResult second;
+  std::thread([&] { second = client->TryAcquire("shared", {.owner = "job-7"}); }).join();
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(client->Inspect("shared").hold_count, 2);
+  EXPECT_EQ(client->Inspect("shared").owner, "job-7");
+}
+
+TEST_F(Lock, ReleaseByNonOwnerIsRefusedAndTouchesNothing) {
+  auto a = NewClient();
+  auto b = NewClient();
+  AcquireResult stale = a->TryAcquire("pay:1");
+  ASSERT_TRUE(stale);
+  // An operator frees the lock; b takes it. a's lease is now stale.
+  ASSERT_TRUE(b->ForceUnlock("pay:1").was_locked);
+  AcquireResult fresh = b->TryAcquire("pay:1");
+  ASSERT_TRUE(fresh);
+
+  EXPECT_EQ(stale.lease.Release(), ReleaseStatus::kNotOwner);
+  LockInfo info = b->Inspect("pay:1");
+  EXPECT_TRUE(info.locked);
+  EXPECT_EQ(info.owner, b->DefaultOwner());
+  EXPECT_EQ(info.fence, fresh.lease.fence());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(a->stats().releases_not_owner, 1u);
+}
+
+TEST_F(Lock, SameOwnerWithAStaleGrantCannotReleaseItsNewGrant) {
+  auto client = NewClient();
+  AcquireResult old_grant = client->TryAcquire("g", {.owner = "w"});
+  ASSERT_TRUE(old_grant);
+  client->ForceUnlock("g");
+  AcquireResult new_grant = client->TryAcquire("g", {.owner = "w"});
+  ASSERT_TRUE(new_grant);
+  ASSERT_NE(old_grant.lease.fence(), new_grant.lease.fence());
+  EXPECT_TRUE(old_grant.lease.lost());
+  EXPECT_EQ(old_grant.lease.Release(), ReleaseStatus::kNotOwner);
+  EXPECT_TRUE(client->Inspect("g").locked);
+  EXPECT_EQ(client->Inspect("g").fence, new_grant.lease.fence());
+}
+
+TEST_F(Lock, ReleaseAfterExpiryReportsNotHeld) {
+  auto client = NewClient();
+  AcquireResult r = client->TryAcquire("e", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(r);
+  redis_->Execute({"DEL", LockKey("e")});  // as if the lease ran out
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kNotHeld);
+}
+
+TEST_F(Lock, ReleaseScriptIsIdempotentUnderRetry) {
+  auto client = NewClient();
+  AcquireResult outer = client->TryAcquire("idem", {.owner = "o"});
+  AcquireResult inner = client->TryAcquire("idem", {.owner = "o"});
+  ASSERT_TRUE(outer && inner);
+  std::string fence = std::to_string(outer.lease.fence());
+  auto release = [&](const std::string& request) {
+    return redis_->Eval(internal::ReleaseScript(), {LockKey("idem")}, {"o", fence, request});
+  };
+  // The same request twice (a retry after a lost reply) decrements once.
+  EXPECT_EQ(release("r1").elements[0].integer, 2);
+  EXPECT_EQ(release("r1").elements[0].integer, 2);
+  EXPECT_EQ(client->Inspect("idem").hold_count, 1);
+  EXPECT_EQ(release("r2").elements[0].integer, 1);  // freed
+  EXPECT_EQ(release("r2").elements[0].integer, 0);  // retry: not held, no harm
+  EXPECT_FALSE(client->Inspect("idem").locked);
+  // A stale retry never frees a newer grant, even by the same owner.
+  AcquireResult newer = client->TryAcquire("idem", {.owner = "o"});
+  ASSERT_TRUE(newer);
+  EXPECT_EQ(release("r2").elements[0].integer, -1);
+  EXPECT_TRUE(client->Inspect("idem").locked);
+  (void)outer.lease.Release();
+  (void)inner.lease.Release();
+}
+
+TEST_F(Lock, AcquireScriptIsIdempotentUnderRetry) {
+  auto acquire = [&](const std::string& request) {
+    return redis_->Eval(internal::AcquireScript(), {LockKey("ia"), "lockfleet:{ia}:fence"},
+                        {"o", "30000", request});
+  };
+  EXPECT_EQ(acquire("q1").elements[2].integer, 1);
+  EXPECT_EQ(acquire("q1").elements[2].integer, 1);  // a retry is not a 2nd hold
+  EXPECT_EQ(acquire("q2").elements[2].integer, 2);  // a real reentrant hold
+}
+
+TEST_F(Lock, RaiiGuardReleasesAtScopeEnd) {
+  auto client = NewClient();
+  {
+    Lease lease = client->Acquire("scoped");
+    EXPECT_TRUE(client->Inspect("scoped").locked);
+  }
+  EXPECT_FALSE(client->Inspect("scoped").locked);
+  // Move-assignment releases what the target held.
+  Lease a = client->Acquire("m1");
+  Lease b = client->Acquire("m2");
+  a = std::move(b);
+  EXPECT_FALSE(client->Inspect("m1").locked);
+  EXPECT_TRUE(client->Inspect("m2").locked);
+  EXPECT_EQ(a.name(), "m2");
+}
+
+TEST_F(Lock, LeaseOutlivesItsClient) {
+  Lease lease;
+  {
+    auto client = NewClient();
+    lease = client->Acquire("orphan");
+  }
+  EXPECT_EQ(lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(redis_->Execute({"EXISTS", LockKey("orphan")}).integer, 0);
+}
+
+TEST_F(Lock, FencingTokensStrictlyIncrease) {
+  auto a = NewClient();
+  auto b = NewClient();
+  int64_t last = 0;
+  auto expect_next = [&](const AcquireResult& r) {
+    ASSERT_TRUE(r);
+    EXPECT_GT(r.lease.fence(), last);
+    last = r.lease.fence();
+  };
+  for (int i = 0; i < 5; ++i) {
+    AcquireResult r = (i % 2 ? a : b)->TryAcquire("fence");
+    expect_next(r);
+    (void)r.lease.Release();
+  }
+  // Across lease expiry: the lock key vanishes, the counter does not.
+  {
+    AcquireResult r = a->TryAcquire("fence", {.lease = milliseconds(60000)});
+    expect_next(r);
+    redis_->Execute({"PEXPIRE", LockKey("fence"), "1"});
+    ASSERT_TRUE(WaitUntil([&] { return !a->Inspect("fence").locked; }));
+    expect_next(b->TryAcquire("fence"));
+  }
+  // Across force-unlock.
+  a->ForceUnlock("fence");
+  AcquireResult after_force = a->TryAcquire("fence");
+  expect_next(after_force);
+  EXPECT_EQ(a->Inspect("fence").last_fence, last);
+}
+
+TEST_F(Lock, InspectReportsEverything) {
+  auto client = NewClient();
+  EXPECT_FALSE(client->Inspect("i").locked);
+  EXPECT_EQ(client->Inspect("i").last_fence, 0);
+  AcquireResult r1 = client->TryAcquire("i", {.lease = milliseconds(5000)});
+  AcquireResult r2 = client->TryAcquire("i", {.lease = milliseconds(5000)});
+  LockInfo info = client->Inspect("i");
+  EXPECT_TRUE(info.locked);
+  EXPECT_EQ(info.hold_count, 2);
+  EXPECT_EQ(info.fence, r1.lease.fence());
+  EXPECT_EQ(info.last_fence, r1.lease.fence());
+  EXPECT_GT(info.ttl, milliseconds(0));
+  EXPECT_LE(info.ttl, milliseconds(5000));
+}
+
+TEST_F(Lock, KeysShareOneHashTagAndPrefixIsConfigurable) {
+  auto client = NewClient({.key_prefix = "shop"});
+  AcquireResult r = client->TryAcquire("sku:9");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(redis_->Execute({"EXISTS", "shop:{sku:9}:lock"}).integer, 1);
+  EXPECT_EQ(redis_->Execute({"GET", "shop:{sku:9}:fence"}).str, std::to_string(r.lease.fence()));
+  EXPECT_EQ(redis_->Execute({"PTTL", "shop:{sku:9}:fence"}).integer, -1);  // never expires
+  // The default prefix is a separate namespace.
+  EXPECT_TRUE(NewClient()->TryAcquire("sku:9"));
+}
+
+TEST_F(Lock, OddNamesWork) {
+  auto client = NewClient();
+  std::string binary("a\0b\xff{x}", 7);
+  for (const std::string& name :
+       {std::string("with spaces"), std::string("{braces}}{"), binary,
+        std::string(kMaxLockNameBytes, 'n')}) {
+    AcquireResult r = client->TryAcquire(name);
+    ASSERT_TRUE(r) << name.size();
+    EXPECT_TRUE(client->Inspect(name).locked);
+    EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  }
+}
+
+TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
+  auto client = NewClient();
+  auto code_of = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;
+  };
+  EXPECT_EQ(code_of([&] { client->TryAcquire(""); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { client->TryAcquire(std::string(kMaxLockNameBytes + 1, 'x')); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { client->TryAcquire("x", {.lease = milliseconds(0)}); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { LockClient(NewRedis(), {.key_prefix = "a{b"}); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { LockClient(NewRedis(), {.default_lease = milliseconds(5)}); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { LockClient(nullptr); }), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(Lock, FakeClockDecidesValidityWithoutSleeping) {
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.clock = clock});
+  AcquireResult r = client->TryAcquire("fc", {.lease = milliseconds(10000)});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r.lease.lost());
+  EXPECT_LE(r.lease.valid_until(), clock->Now() + milliseconds(10000));
+  EXPECT_GT(r.lease.valid_until(), clock->Now() + milliseconds(9000));
+  clock->Advance(seconds(11));
+  EXPECT_TRUE(r.lease.lost());  // past its lease: presumed lost
+}
+
+TEST_F(Lock, RedisDownIsAnErrorNotAContention) {
+  RedisOptions o;
+  o.url = "unix:///nonexistent/lockfleet.sock";
+  LockClient client(std::make_shared<RedisClient>(o));
+  try {
+    client.TryAcquire("x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable);
+    EXPECT_NE(std::string(e.what()).find("nonexistent"), std::string::npos);
+  }
+}
+
+TEST_F(Lock, ReleaseWhileRedisIsDownThrowsAndIsCounted) {
+  auto client = NewClient();
+  AcquireResult r = client->TryAcquire("down", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(r);
+  server_->Stop();
+  EXPECT_THROW(r.lease.Release(), Error);
+  EXPECT_FALSE(r.lease.held());
+  EXPECT_EQ(client->stats().release_failures, 1u);
+  server_->Start();
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
