@@ -18,6 +18,8 @@ std::string_view ErrorCodeName(ErrorCode code) noexcept {
       return "redis_script";
     case ErrorCode::kRedisBusy:
       return "redis_busy";
+    case ErrorCode::kKafka:
+      return "kafka";
     case ErrorCode::kCancelled:
       return "cancelled";
     case ErrorCode::kInternal:

@@ -21,6 +21,7 @@ enum class ErrorCode {
   kRedisProtocol,     // unexpected reply shape, protocol error
   kRedisScript,       // a Lua script returned an error
   kRedisBusy,         // server answered BUSY / LOADING / OOM / READONLY ...
+  kKafka,             // the Kafka transport failed (notifier)
   kCancelled,         // a blocking call was cancelled through its stop token
   kInternal,          // a bug in lockfleet; please report
 };

@@ -1,0 +1,120 @@
+// KafkaNotifier: carries unlock events between processes over Kafka.
+//
+// It is the UnlockPublisher of a LockClient (publishing side) and the one
+// Kafka consumer of its process (receiving side):
+//
+//   auto notifier = std::make_shared<KafkaNotifier>(kafka_options);
+//   LockClient locks(redis, {.publisher = notifier});
+//   notifier->Subscribe(&locks);      // deliver incoming events to `locks`
+//   ...
+//   notifier->Unsubscribe(&locks);    // REQUIRED before `locks` is destroyed
+//
+// Publishing never blocks: the event is queued in librdkafka's producer
+// (linger.ms=0 unless overridden) and sent by its threads; a full queue or a
+// failed delivery is counted and logged, never thrown (the lock was released
+// regardless, and waiters elsewhere fall back on their park bound).
+//
+// Receiving is a broadcast: the consumer assign()s every partition of the
+// topic at its end offset, with no consumer-group membership, so every
+// process sees every unlock from the moment it started. Each event is decoded
+// once and handed to every subscribed LockClient, which wakes at most one of
+// its waiters on that lock. Malformed records are counted and dropped.
+//
+// Outages: with the broker unreachable, publishes fail after
+// message_timeout (counted), the consumer keeps retrying, and locks keep
+// working on their park bounds. When the broker returns — including a broker
+// that restarted with an empty log — consumption resumes from the new end
+// without a restart (auto.offset.reset=latest).
+//
+// Thread-safety: all methods may be called from any thread concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/unlock_event.h"
+#include "lockfleet/notifier/unlock_codec.h"
+
+namespace lockfleet::notifier {
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError };
+
+// Where the notifier's log lines go. Default: one line per call on stderr.
+using LogSink = std::function<void(LogLevel level, std::string_view message)>;
+
+struct KafkaOptions {
+  std::string bootstrap;               // "host:port[,host:port...]", required
+  std::string topic = "lockfleet.unlock";
+  // How long a fetch waits for data on an empty partition. The embedded
+  // broker does not long-poll, so this is the wake-up latency floor there;
+  // 2 ms suits it. A real cluster long-polls: 100-500 ms costs no latency
+  // there and saves fetch requests.
+  std::chrono::milliseconds fetch_wait{2};
+  // A publish that cannot be delivered within this is dropped and counted.
+  std::chrono::milliseconds message_timeout{5000};
+  int queue_max_messages = 100000;     // producer queue bound; beyond: dropped
+  // Passed to librdkafka verbatim, producer and consumer alike, after the
+  // defaults above (so they override them): security.protocol, sasl.*,
+  // ssl.*, ... An unknown property is an Error(kInvalidArgument).
+  std::map<std::string, std::string> properties;
+  std::string client_id = "lockfleet";
+  LogSink log;                         // Default: stderr
+};
+
+// Counters since construction.
+struct NotifierStats {
+  uint64_t published = 0;        // handed to the producer
+  uint64_t publish_dropped = 0;  // refused at once (queue full, bad topic)
+  uint64_t delivered = 0;        // acknowledged by the broker
+  uint64_t delivery_failed = 0;  // not delivered within message_timeout
+  uint64_t consumed = 0;         // well-formed events received
+  uint64_t malformed = 0;        // dropped records, all reasons
+  std::map<std::string, uint64_t> malformed_by_reason;  // DecodeErrorName
+  uint64_t consumer_errors = 0;  // fetch / transport errors seen
+  uint64_t transport_errors = 0;  // broker connection failures, both clients
+  bool assigned = false;         // consumer has its partitions
+  int partitions = 0;
+  int64_t last_delay_ns = 0;     // receive time - release time, last event
+};
+
+class KafkaNotifier final : public UnlockPublisher {
+ public:
+  // Creates the producer and the consumer and starts the consumer thread.
+  // Does not wait for the broker. Throws Error(kInvalidArgument) for bad
+  // options or properties, Error(kKafka) if librdkafka refuses to start.
+  explicit KafkaNotifier(KafkaOptions options);
+  // Stops the consumer, waits up to 1 s for queued events to be delivered.
+  ~KafkaNotifier() override;
+  KafkaNotifier(const KafkaNotifier&) = delete;
+  KafkaNotifier& operator=(const KafkaNotifier&) = delete;
+
+  void Publish(const UnlockEvent& event) noexcept override;
+
+  // Incoming events go to every subscribed client. REQUIRES: a client is
+  // unsubscribed before it is destroyed; after Unsubscribe returns, no
+  // delivery to it is in progress or will start.
+  void Subscribe(LockClient* client);
+  void Unsubscribe(LockClient* client);
+
+  // Blocks until the consumer has its partitions (so events published from
+  // now on will be seen), or `timeout` passes. Returns whether it is ready.
+  bool WaitUntilReady(std::chrono::milliseconds timeout);
+
+  NotifierStats stats() const;
+  const KafkaOptions& options() const;
+
+  // Test hook: receives every decoded event before delivery.
+  void SetOnEventForTesting(std::function<void(const UnlockEvent&)> hook);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockfleet::notifier

@@ -1,0 +1,364 @@
+#include "lockfleet/notifier/kafka_notifier.h"
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "lockfleet/lockcore/error.h"
+#include "rate_limited_log.h"
+
+namespace lockfleet::notifier {
+namespace {
+
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+constexpr int kConsumeTimeoutMs = 100;     // bounds stop latency, not wake-up latency
+constexpr milliseconds kAssignRetry{200};  // while the topic or broker is missing
+constexpr auto kMetadataRefresh = std::chrono::seconds(10);  // partition changes
+
+void StderrLog(LogLevel level, std::string_view message) {
+  static const char* kNames[] = {"debug", "info", "warning", "error"};
+  std::fprintf(stderr, "lockfleet notifier [%s]: %.*s\n", kNames[static_cast<int>(level)],
+               static_cast<int>(message.size()), message.data());
+}
+
+std::string RandomSuffix() {
+  std::random_device rd;
+  return std::to_string(rd()) + std::to_string(rd());
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
+ public:
+  explicit Impl(KafkaOptions o) : options(std::move(o)), log(options.log ? options.log : StderrLog) {
+    if (options.bootstrap.empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "Kafka bootstrap servers are required");
+    }
+    if (options.topic.empty()) throw Error(ErrorCode::kInvalidArgument, "Kafka topic is required");
+    if (options.fetch_wait.count() < 0 || options.message_timeout.count() <= 0 ||
+        options.queue_max_messages < 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Kafka fetch_wait must be >= 0, message_timeout and queue_max_messages > 0");
+    }
+    const std::map<std::string, std::string> common{
+        {"bootstrap.servers", options.bootstrap},
+        {"client.id", options.client_id},
+        {"socket.nagle.disable", "true"},
+        {"reconnect.backoff.ms", "50"},
+        {"reconnect.backoff.max.ms", "1000"},
+        {"topic.metadata.refresh.interval.ms", "10000"},
+    };
+    auto producer_conf = MakeConf(common, {
+                                              {"linger.ms", "0"},
+                                              {"acks", "1"},
+                                              {"message.timeout.ms",
+                                               std::to_string(options.message_timeout.count())},
+                                              {"queue.buffering.max.messages",
+                                               std::to_string(options.queue_max_messages)},
+                                          });
+    std::string err;
+    if (producer_conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(this), err) !=
+        RdKafka::Conf::CONF_OK) {
+      throw Error(ErrorCode::kKafka, "cannot set delivery callback: " + err);
+    }
+    producer.reset(RdKafka::Producer::create(producer_conf.get(), err));
+    if (!producer) throw Error(ErrorCode::kKafka, "cannot create Kafka producer: " + err);
+
+    // Broadcast consumer: partitions are assign()ed, so the group id only
+    // satisfies librdkafka 2.0.2, which wants one; no group is joined.
+    auto consumer_conf =
+        MakeConf(common, {
+                             {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
+                             {"enable.auto.commit", "false"},
+                             {"enable.auto.offset.store", "false"},
+                             {"auto.offset.reset", "latest"},
+                             {"enable.partition.eof", "false"},
+                             {"fetch.wait.max.ms", std::to_string(options.fetch_wait.count())},
+                             {"fetch.error.backoff.ms", "50"},
+                         });
+    consumer.reset(RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
+    if (!consumer) throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    thread = std::thread([this] { Run(); });
+  }
+
+  ~Impl() override {
+    stop.store(true);
+    if (thread.joinable()) thread.join();
+    consumer->close();
+    producer->flush(1000);
+  }
+
+  std::unique_ptr<RdKafka::Conf> MakeConf(const std::map<std::string, std::string>& common,
+                                          const std::map<std::string, std::string>& own) {
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    std::string err;
+    auto set = [&](const std::string& key, const std::string& value, bool user) {
+      if (conf->set(key, value, err) != RdKafka::Conf::CONF_OK) {
+        throw Error(user ? ErrorCode::kInvalidArgument : ErrorCode::kKafka,
+                    "Kafka property '" + key + "': " + err);
+      }
+    };
+    for (const auto& [k, v] : common) set(k, v, false);
+    for (const auto& [k, v] : own) set(k, v, false);
+    for (const auto& [k, v] : options.properties) set(k, v, true);
+    if (conf->set("event_cb", static_cast<RdKafka::EventCb*>(this), err) !=
+        RdKafka::Conf::CONF_OK) {
+      throw Error(ErrorCode::kKafka, "cannot set event callback: " + err);
+    }
+    return conf;
+  }
+
+  void Publish(const UnlockEvent& event) noexcept {
+    try {
+      std::string value = EncodeUnlockEvent(event);
+      RdKafka::ErrorCode err = producer->produce(
+          options.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+          value.data(), value.size(), event.lock.data(), event.lock.size(), 0, nullptr);
+      if (err == RdKafka::ERR_NO_ERROR) {
+        published.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      publish_dropped.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("publish", LogLevel::kWarning,
+               "unlock event dropped: " + RdKafka::err2str(err), log);
+    } catch (...) {
+      publish_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Producer delivery reports (served by producer->poll on our thread).
+  void dr_cb(RdKafka::Message& message) override {
+    if (message.err() == RdKafka::ERR_NO_ERROR) {
+      delivered.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    delivery_failed.fetch_add(1, std::memory_order_relaxed);
+    logs.Log("delivery", LogLevel::kWarning,
+             "unlock event not delivered: " + message.errstr(), log);
+  }
+
+  // Errors and logs from both clients (served on our thread).
+  void event_cb(RdKafka::Event& event) override {
+    if (event.type() == RdKafka::Event::EVENT_ERROR) {
+      RdKafka::ErrorCode err = event.err();
+      if (err == RdKafka::ERR__TRANSPORT || err == RdKafka::ERR__ALL_BROKERS_DOWN ||
+          err == RdKafka::ERR__RESOLVE) {
+        transport_errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("transport", LogLevel::kWarning,
+                 "Kafka unreachable (" + RdKafka::err2str(err) + "): " + event.str() +
+                     "; waiters fall back on their park bounds",
+                 log);
+      } else {
+        logs.Log("error", event.fatal() ? LogLevel::kError : LogLevel::kWarning,
+                 "Kafka error: " + RdKafka::err2str(err) + ": " + event.str(), log);
+      }
+    } else if (event.type() == RdKafka::Event::EVENT_LOG && event.severity() <= 3) {
+      logs.Log("rdkafka", LogLevel::kError, event.fac() + ": " + event.str(), log);
+    }
+  }
+
+  void Run() {
+    Steady::time_point next_assign = Steady::now();
+    while (!stop.load()) {
+      if (Steady::now() >= next_assign) {
+        next_assign = Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
+      }
+      std::unique_ptr<RdKafka::Message> msg(consumer->consume(kConsumeTimeoutMs));
+      if (msg) Handle(*msg);
+      producer->poll(0);
+    }
+  }
+
+  // Assigns every partition at its current end. Returns false to retry soon.
+  // Also re-run periodically, to pick up added partitions.
+  bool TryAssign() {
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> topic(
+        RdKafka::Topic::create(consumer.get(), options.topic, nullptr, err));
+    if (!topic) {
+      logs.Log("assign", LogLevel::kError, "cannot create topic handle: " + err, log);
+      return false;
+    }
+    RdKafka::Metadata* raw = nullptr;
+    RdKafka::ErrorCode rc = consumer->metadata(false, topic.get(), &raw, 1000);
+    std::unique_ptr<RdKafka::Metadata> md(raw);
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("assign", LogLevel::kWarning,
+               "waiting for Kafka at " + options.bootstrap + ": " + RdKafka::err2str(rc), log);
+      return false;
+    }
+    int count = 0;
+    for (const RdKafka::TopicMetadata* t : *md->topics()) {
+      if (t->topic() == options.topic && t->err() == RdKafka::ERR_NO_ERROR) {
+        count = static_cast<int>(t->partitions()->size());
+      }
+    }
+    if (count == 0) {
+      logs.Log("assign", LogLevel::kWarning,
+               "Kafka topic '" + options.topic + "' not found; create it (the embedded broker "
+               "does) — retrying",
+               log);
+      return false;
+    }
+    if (count == partitions.load()) return true;
+    WarmProducer();
+    // Fix each start offset now (rather than OFFSET_END, resolved later), so
+    // that "ready" really means: every event published from here on is seen.
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (int p = 0; p < count; ++p) {
+      int64_t low = 0, high = RdKafka::Topic::OFFSET_END;
+      if (consumer->query_watermark_offsets(options.topic, p, &low, &high, 1000) !=
+          RdKafka::ERR_NO_ERROR) {
+        high = RdKafka::Topic::OFFSET_END;
+      }
+      parts.push_back(RdKafka::TopicPartition::create(options.topic, p, high));
+    }
+    rc = consumer->assign(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      logs.Log("assign", LogLevel::kError, "assign failed: " + RdKafka::err2str(rc), log);
+      return false;
+    }
+    {
+      std::lock_guard lock(mu);
+      partitions.store(count);
+    }
+    ready_cv.notify_all();
+    logs.Log("assigned", LogLevel::kInfo,
+             "listening for unlock events on '" + options.topic + "' (" + std::to_string(count) +
+                 " partitions)",
+             log);
+    return true;
+  }
+
+  // The producer connects and looks the topic up lazily, which would add
+  // about a second to the first unlock event; do it before declaring ready.
+  void WarmProducer() {
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> topic(
+        RdKafka::Topic::create(producer.get(), options.topic, nullptr, err));
+    if (!topic) return;
+    RdKafka::Metadata* raw = nullptr;
+    if (producer->metadata(false, topic.get(), &raw, 1000) == RdKafka::ERR_NO_ERROR) delete raw;
+  }
+
+  void Handle(RdKafka::Message& msg) {
+    switch (msg.err()) {
+      case RdKafka::ERR_NO_ERROR:
+        break;
+      case RdKafka::ERR__TIMED_OUT:
+      case RdKafka::ERR__PARTITION_EOF:
+        return;
+      default:
+        consumer_errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("consume", LogLevel::kWarning, "Kafka consume error: " + msg.errstr(), log);
+        return;
+    }
+    std::string_view value(static_cast<const char*>(msg.payload()), msg.len());
+    DecodeResult r = DecodeUnlockEvent(msg.payload() ? value : std::string_view());
+    if (!r.event) {
+      malformed.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard lock(mu);
+        ++malformed_by_reason[DecodeErrorName(r.error)];
+      }
+      logs.Log("malformed", LogLevel::kWarning,
+               "dropped a malformed unlock event (" + std::string(DecodeErrorName(r.error)) +
+                   ": " + r.detail + ") at partition " + std::to_string(msg.partition()) +
+                   " offset " + std::to_string(msg.offset()),
+               log);
+      return;
+    }
+    consumed.fetch_add(1, std::memory_order_relaxed);
+    if (r.event->released_at_ns > 0) {
+      last_delay_ns.store(NowNs() - r.event->released_at_ns, std::memory_order_relaxed);
+    }
+    std::lock_guard lock(mu);
+    if (hook) hook(*r.event);
+    for (LockClient* client : clients) client->DeliverUnlockEvent(*r.event);
+  }
+
+  KafkaOptions options;
+  LogSink log;
+  RateLimitedLog logs;
+  std::unique_ptr<RdKafka::Producer> producer;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+
+  mutable std::mutex mu;
+  std::condition_variable ready_cv;
+  std::vector<LockClient*> clients;                      // mu
+  std::map<std::string, uint64_t> malformed_by_reason;  // mu
+  std::function<void(const UnlockEvent&)> hook;          // mu
+  std::atomic<int> partitions{0};
+
+  std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0}, delivery_failed{0},
+      consumed{0}, malformed{0}, consumer_errors{0}, transport_errors{0};
+  std::atomic<int64_t> last_delay_ns{0};
+};
+
+KafkaNotifier::KafkaNotifier(KafkaOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+KafkaNotifier::~KafkaNotifier() = default;
+
+void KafkaNotifier::Publish(const UnlockEvent& event) noexcept { impl_->Publish(event); }
+
+void KafkaNotifier::Subscribe(LockClient* client) {
+  std::lock_guard lock(impl_->mu);
+  impl_->clients.push_back(client);
+}
+
+void KafkaNotifier::Unsubscribe(LockClient* client) {
+  std::lock_guard lock(impl_->mu);
+  std::erase(impl_->clients, client);
+}
+
+bool KafkaNotifier::WaitUntilReady(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->mu);
+  return impl_->ready_cv.wait_for(lock, timeout, [&] { return impl_->partitions.load() > 0; });
+}
+
+NotifierStats KafkaNotifier::stats() const {
+  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  NotifierStats s;
+  s.published = get(impl_->published);
+  s.publish_dropped = get(impl_->publish_dropped);
+  s.delivered = get(impl_->delivered);
+  s.delivery_failed = get(impl_->delivery_failed);
+  s.consumed = get(impl_->consumed);
+  s.malformed = get(impl_->malformed);
+  s.consumer_errors = get(impl_->consumer_errors);
+  s.transport_errors = get(impl_->transport_errors);
+  s.partitions = impl_->partitions.load();
+  s.assigned = s.partitions > 0;
+  s.last_delay_ns = impl_->last_delay_ns.load(std::memory_order_relaxed);
+  std::lock_guard lock(impl_->mu);
+  s.malformed_by_reason = impl_->malformed_by_reason;
+  return s;
+}
+
+const KafkaOptions& KafkaNotifier::options() const { return impl_->options; }
+
+void KafkaNotifier::SetOnEventForTesting(std::function<void(const UnlockEvent&)> hook) {
+  std::lock_guard lock(impl_->mu);
+  impl_->hook = std::move(hook);
+}
+
+}  // namespace lockfleet::notifier

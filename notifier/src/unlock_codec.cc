@@ -1,0 +1,164 @@
+#include "lockfleet/notifier/unlock_codec.h"
+
+#include <nlohmann/json.hpp>
+
+namespace lockfleet::notifier {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann::json refuses to serialize invalid UTF-8 (overlongs and
+// surrogates included); ask it rather than second-guess it.
+bool IsValidUtf8(const std::string& s) {
+  try {
+    (void)json(s).dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
+std::string Hex(std::string_view s) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() * 2);
+  for (unsigned char c : s) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xF];
+  }
+  return out;
+}
+
+std::optional<std::string> Unhex(std::string_view s) {
+  if (s.size() % 2 != 0) return std::nullopt;
+  auto val = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 2) {
+    int hi = val(s[i]), lo = val(s[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+void PutText(json& j, const char* field, const std::string& value) {
+  if (IsValidUtf8(value)) {
+    j[field] = value;
+  } else {
+    j[std::string(field) + "_hex"] = Hex(value);
+  }
+}
+
+DecodeResult Fail(DecodeError error, std::string detail) {
+  DecodeResult r;
+  r.error = error;
+  r.detail = std::move(detail);
+  return r;
+}
+
+// Reads text field `name` (or `name`_hex). Returns an error result on failure.
+std::optional<DecodeResult> GetText(const json& j, const std::string& name, bool required,
+                                    std::string* out) {
+  if (auto it = j.find(name); it != j.end()) {
+    if (!it->is_string()) return Fail(DecodeError::kBadField, "'" + name + "' is not a string");
+    *out = it->get<std::string>();
+    return std::nullopt;
+  }
+  if (auto it = j.find(name + "_hex"); it != j.end()) {
+    std::optional<std::string> raw;
+    if (it->is_string()) raw = Unhex(it->get<std::string>());
+    if (!raw) return Fail(DecodeError::kBadField, "'" + name + "_hex' is not hex");
+    *out = std::move(*raw);
+    return std::nullopt;
+  }
+  if (required) return Fail(DecodeError::kMissingField, "missing '" + name + "'");
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* DecodeErrorName(DecodeError error) noexcept {
+  switch (error) {
+    case DecodeError::kNone:
+      return "none";
+    case DecodeError::kTooLarge:
+      return "too_large";
+    case DecodeError::kNotJson:
+      return "not_json";
+    case DecodeError::kNotObject:
+      return "not_object";
+    case DecodeError::kWrongVersion:
+      return "wrong_version";
+    case DecodeError::kMissingField:
+      return "missing_field";
+    case DecodeError::kBadField:
+      return "bad_field";
+  }
+  return "unknown";
+}
+
+std::string EncodeUnlockEvent(const UnlockEvent& event) {
+  json j;
+  j["v"] = kUnlockEventVersion;
+  PutText(j, "lock", event.lock);
+  PutText(j, "owner", event.owner);
+  PutText(j, "client", event.client_id);
+  j["fence"] = event.fence;
+  j["released_at_ns"] = event.released_at_ns;
+  j["cause"] = UnlockCauseName(event.cause);
+  return j.dump();
+}
+
+DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
+  try {
+    if (value.size() > kMaxUnlockEventBytes) {
+      return Fail(DecodeError::kTooLarge, std::to_string(value.size()) + " bytes");
+    }
+    json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Fail(DecodeError::kNotJson, "not JSON");
+    if (!j.is_object()) return Fail(DecodeError::kNotObject, "not a JSON object");
+    auto v = j.find("v");
+    if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kUnlockEventVersion) {
+      return Fail(DecodeError::kWrongVersion, "unsupported format version");
+    }
+    UnlockEvent e;
+    if (auto err = GetText(j, "lock", true, &e.lock)) return *err;
+    if (e.lock.empty()) return Fail(DecodeError::kBadField, "'lock' is empty");
+    if (auto err = GetText(j, "owner", false, &e.owner)) return *err;
+    if (auto err = GetText(j, "client", false, &e.client_id)) return *err;
+    auto int_field = [&](const char* name, int64_t* out) -> std::optional<DecodeResult> {
+      auto it = j.find(name);
+      if (it == j.end()) return std::nullopt;  // optional: defaults to 0
+      if (!it->is_number_integer()) {
+        return Fail(DecodeError::kBadField, std::string("'") + name + "' is not an integer");
+      }
+      *out = it->get<int64_t>();
+      return std::nullopt;
+    };
+    if (auto err = int_field("fence", &e.fence)) return *err;
+    if (auto err = int_field("released_at_ns", &e.released_at_ns)) return *err;
+    if (auto c = j.find("cause"); c != j.end()) {
+      if (!c->is_string()) return Fail(DecodeError::kBadField, "'cause' is not a string");
+      const std::string cause = c->get<std::string>();
+      if (cause == "release") {
+        e.cause = UnlockCause::kRelease;
+      } else if (cause == "force") {
+        e.cause = UnlockCause::kForce;
+      } else {
+        return Fail(DecodeError::kBadField, "unknown cause '" + cause + "'");
+      }
+    }
+    DecodeResult r;
+    r.event = std::move(e);
+    return r;
+  } catch (...) {
+    return Fail(DecodeError::kBadField, "undecodable");
+  }
+}
+
+}  // namespace lockfleet::notifier

@@ -1,0 +1,284 @@
+// KafkaNotifier against the embedded broker (librdkafka's mock cluster, a real
+// Kafka-protocol broker over TCP) and a real redis-server. Each "process" is a
+// LockClient with its own RedisClient and its own KafkaNotifier.
+#include "lockfleet/notifier/kafka_notifier.h"
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/embedded_broker.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::notifier {
+namespace {
+
+using lockfleet::testing::RedisServer;
+using lockfleet::testing::WaitUntil;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Steady = std::chrono::steady_clock;
+
+constexpr milliseconds kNoCap{600000};  // parks end by wake-up or TTL only
+
+void Quiet(LogLevel, std::string_view) {}
+
+// One simulated process: its own Redis connections, lock client and notifier.
+struct Process {
+  Process(const std::string& redis_url, const std::string& bootstrap,
+          milliseconds park_cap = kNoCap) {
+    KafkaOptions k;
+    k.bootstrap = bootstrap;
+    k.log = Quiet;
+    notifier = std::make_shared<KafkaNotifier>(k);
+    RedisOptions r;
+    r.url = redis_url;
+    locks = std::make_unique<LockClient>(std::make_shared<RedisClient>(r),
+                                         LockClientOptions{.park_cap = park_cap, .publisher = notifier});
+    notifier->Subscribe(locks.get());
+    EXPECT_TRUE(notifier->WaitUntilReady(seconds(30)));
+  }
+  ~Process() { notifier->Unsubscribe(locks.get()); }
+
+  std::shared_ptr<KafkaNotifier> notifier;
+  std::unique_ptr<LockClient> locks;
+};
+
+class Notifier : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    redis_ = new RedisServer();
+    broker_ = new EmbeddedBroker();
+  }
+  static void TearDownTestSuite() {
+    delete broker_;
+    delete redis_;
+  }
+  static RedisServer* redis_;
+  static EmbeddedBroker* broker_;
+};
+RedisServer* Notifier::redis_ = nullptr;
+EmbeddedBroker* Notifier::broker_ = nullptr;
+
+TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
+  Process holder(redis_->url(), broker_->bootstrap());
+  Process waiter(redis_->url(), broker_->bootstrap());
+  AcquireResult held = holder.locks->TryAcquire("kafka:1");  // 30 s lease
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async,
+                        [&] { return waiter.locks->AcquireFor("kafka:1", seconds(60)); });
+  // Contended once: from here on the waiter is parked or about to be.
+  ASSERT_TRUE(WaitUntil([&] { return waiter.locks->stats().contended_attempts >= 1; }));
+  auto released = Steady::now();
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = fut.get();
+  auto handoff = Steady::now() - released;
+  ASSERT_TRUE(got);
+  EXPECT_EQ(waiter.locks->stats().wakeups_event, 1u);
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // not the 30 s lease
+  EXPECT_LT(handoff, seconds(10));
+  EXPECT_GE(holder.notifier->stats().published, 1u);
+  EXPECT_TRUE(WaitUntil([&] { return holder.notifier->stats().delivered >= 1; }));
+  std::printf("cross-process hand-off through Kafka: %.2f ms\n",
+              std::chrono::duration<double, std::milli>(handoff).count());
+}
+
+TEST_F(Notifier, EventForALockNobodyWaitsOnIsJustDecoded) {
+  Process a(redis_->url(), broker_->bootstrap());
+  Process b(redis_->url(), broker_->bootstrap());
+  uint64_t before = b.notifier->stats().consumed;
+  ASSERT_TRUE(a.locks->TryAcquire("lonely"));  // released at once (temporary)
+  ASSERT_TRUE(WaitUntil([&] { return b.notifier->stats().consumed > before; }));
+  EXPECT_EQ(b.locks->stats().wakeups_event, 0u);
+  EXPECT_EQ(b.notifier->stats().malformed, 0u);
+}
+
+TEST_F(Notifier, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
+  Process holder(redis_->url(), broker_->bootstrap());
+  Process waiter(redis_->url(), broker_->bootstrap());
+  for (int i = 0; i < 20; ++i) {
+    std::string name = "krace:" + std::to_string(i);
+    Lease held = std::move(holder.locks->TryAcquire(name).lease);
+    ASSERT_TRUE(held.held());
+    // The release (and its Kafka event) lands between the waiter's failed
+    // attempt and its park, with a varying delay.
+    waiter.locks->SetAfterFailedAttemptHookForTesting([&, i](std::string_view) {
+      if (!held.held()) return;
+      (void)held.Release();
+      std::this_thread::sleep_for(std::chrono::microseconds(i % 5 * 300));
+    });
+    auto start = Steady::now();
+    AcquireResult r = waiter.locks->AcquireFor(name, seconds(60));
+    waiter.locks->SetAfterFailedAttemptHookForTesting(nullptr);
+    ASSERT_TRUE(r) << i;
+    EXPECT_LT(Steady::now() - start, seconds(20)) << i;  // the TTL bound is 30 s
+  }
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
+}
+
+TEST_F(Notifier, BrokerOutageCostsLatencyNeverSafetyAndRecovers) {
+  Process a(redis_->url(), broker_->bootstrap(), milliseconds(100));
+  Process b(redis_->url(), broker_->bootstrap(), milliseconds(100));
+  std::atomic<int> inside{0}, overlaps{0}, acquired{0};
+  std::atomic<bool> stop{false};
+  auto contend = [&](Process& p) {
+    while (!stop.load()) {
+      AcquireResult r = p.locks->AcquireFor("outage", seconds(30));
+      if (!r) continue;
+      if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+      std::this_thread::sleep_for(milliseconds(2));
+      inside.fetch_sub(1);
+      acquired.fetch_add(1);
+    }
+  };
+  std::thread ta(contend, std::ref(a)), tb(contend, std::ref(b));
+  ASSERT_TRUE(WaitUntil([&] { return acquired.load() >= 20; }));
+  broker_->SetDown();
+  int at_down = acquired.load();
+  // Locks keep working on their park bounds while Kafka is gone.
+  EXPECT_TRUE(WaitUntil([&] { return acquired.load() >= at_down + 20; }, seconds(60)));
+  EXPECT_TRUE(WaitUntil([&] {
+    return a.notifier->stats().transport_errors + b.notifier->stats().transport_errors +
+               a.notifier->stats().consumer_errors + b.notifier->stats().consumer_errors >
+           0;
+  }));
+  broker_->SetUp();
+  uint64_t events_before = b.locks->stats().wakeups_event + a.locks->stats().wakeups_event;
+  // Kafka wake-ups resume without restarting anything.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return b.locks->stats().wakeups_event + a.locks->stats().wakeups_event > events_before + 5;
+      },
+      seconds(60)));
+  stop.store(true);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(overlaps.load(), 0);
+}
+
+TEST_F(Notifier, MalformedRecordsAreCountedAndDropped) {
+  Process p(redis_->url(), broker_->bootstrap());
+  // An independent producer writes junk to the unlock topic.
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", broker_->bootstrap(), err);
+  conf->set("linger.ms", "0", err);
+  std::unique_ptr<RdKafka::Producer> junk(RdKafka::Producer::create(conf.get(), err));
+  ASSERT_TRUE(junk) << err;
+  std::vector<std::string> values{"garbage", "[1,2]", R"({"v":99,"lock":"x"})", R"({"v":1})",
+                                  std::string(kMaxUnlockEventBytes * 2, 'x'),
+                                  std::string("\0\1\2\xff", 4)};
+  for (std::string& v : values) {
+    junk->produce("lockfleet.unlock", RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                  v.data(), v.size(), nullptr, 0, 0, nullptr);
+  }
+  junk->flush(10000);
+  ASSERT_TRUE(WaitUntil([&] { return p.notifier->stats().malformed >= values.size(); }));
+  NotifierStats s = p.notifier->stats();
+  EXPECT_EQ(s.malformed, values.size());
+  EXPECT_EQ(s.malformed_by_reason["not_json"], 2u);
+  EXPECT_EQ(s.malformed_by_reason["not_object"], 1u);
+  EXPECT_EQ(s.malformed_by_reason["wrong_version"], 1u);
+  EXPECT_EQ(s.malformed_by_reason["missing_field"], 1u);
+  EXPECT_EQ(s.malformed_by_reason["too_large"], 1u);
+  // And the consumer still works afterwards.
+  Process other(redis_->url(), broker_->bootstrap());
+  uint64_t before = p.notifier->stats().consumed;
+  ASSERT_TRUE(other.locks->TryAcquire("after-junk"));
+  EXPECT_TRUE(WaitUntil([&] { return p.notifier->stats().consumed > before; }));
+}
+
+TEST_F(Notifier, BadOptionsAreRefused) {
+  KafkaOptions k;
+  k.log = Quiet;
+  EXPECT_THROW(KafkaNotifier{k}, Error);  // no bootstrap
+  k.bootstrap = broker_->bootstrap();
+  k.properties["no.such.property"] = "1";
+  try {
+    KafkaNotifier n(k);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no.such.property"), std::string::npos);
+  }
+}
+
+TEST_F(Notifier, UnreachableBrokerNeverBlocksThePublisher) {
+  KafkaOptions k;
+  k.bootstrap = "127.0.0.1:1";
+  k.message_timeout = milliseconds(300);
+  k.log = Quiet;
+  auto notifier = std::make_shared<KafkaNotifier>(k);
+  EXPECT_FALSE(notifier->WaitUntilReady(milliseconds(200)));
+  RedisOptions r;
+  r.url = redis_->url();
+  LockClient locks(std::make_shared<RedisClient>(r), {.publisher = notifier});
+  auto start = Steady::now();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(locks.TryAcquire("no-kafka"));
+  EXPECT_LT(Steady::now() - start, seconds(10));
+  EXPECT_TRUE(WaitUntil([&] { return notifier->stats().delivery_failed == 50; }));
+}
+
+TEST_F(Notifier, FixedPortBootstrapThroughTheForwarder) {
+  // Find a free port, then serve the broker there.
+  int port = 0;
+  {
+    EmbeddedBroker tmp;  // its mock port is free again once destroyed
+    port = std::stoi(tmp.bootstrap().substr(tmp.bootstrap().rfind(':') + 1));
+  }
+  EmbeddedBroker fixed({.port = port});
+  EXPECT_EQ(fixed.bootstrap(), "127.0.0.1:" + std::to_string(port));
+  Process a(redis_->url(), fixed.bootstrap());
+  Process b(redis_->url(), fixed.bootstrap());
+  uint64_t before = b.notifier->stats().consumed;
+  ASSERT_TRUE(a.locks->TryAcquire("fixed-port"));
+  EXPECT_TRUE(WaitUntil([&] { return b.notifier->stats().consumed > before; }));
+}
+
+#ifdef LOCKFLEET_KCAT
+// The event format, read back by an independent Kafka client (kcat).
+TEST_F(Notifier, KcatReadsTheDocumentedFormat) {
+  Process p(redis_->url(), broker_->bootstrap());
+  AcquireResult r = p.locks->TryAcquire("kcat:check", {.owner = "owner-1"});
+  ASSERT_TRUE(r);
+  int64_t fence = r.lease.fence();
+  ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  ASSERT_TRUE(WaitUntil([&] { return p.notifier->stats().delivered >= 1; }));
+  std::string cmd = std::string(LOCKFLEET_KCAT) + " -C -q -b " + broker_->bootstrap() +
+                    " -t lockfleet.unlock -o beginning -e -f '%k\\t%s\\n' 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  ASSERT_EQ(::pclose(pipe), 0) << out;
+  bool found = false;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t end = out.find('\n', pos);
+    std::string line = out.substr(pos, end - pos);
+    pos = end == std::string::npos ? out.size() : end + 1;
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos || line.substr(0, tab) != "kcat:check") continue;
+    auto j = nlohmann::json::parse(line.substr(tab + 1));
+    EXPECT_EQ(j["v"], 1);
+    EXPECT_EQ(j["lock"], "kcat:check");
+    EXPECT_EQ(j["owner"], "owner-1");
+    EXPECT_EQ(j["client"], p.locks->client_id());
+    EXPECT_EQ(j["fence"], fence);
+    EXPECT_EQ(j["cause"], "release");
+    EXPECT_GT(j["released_at_ns"].get<int64_t>(), 1700000000000000000);
+    found = true;
+  }
+  EXPECT_TRUE(found) << out;
+}
+#endif
+
+}  // namespace
+}  // namespace lockfleet::notifier
