@@ -1,0 +1,159 @@
+#include "child_process.h"
+
+#include <dirent.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+extern char** environ;
+
+namespace lockfleet::cli {
+namespace {
+
+// posix_spawn* report errors through their return value.
+void Check(int rc, const char* what) {
+  if (rc != 0) {
+    throw std::runtime_error(std::string(what) + ": " + std::strerror(rc));
+  }
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings)
+    out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string_view KeyOf(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+}  // namespace
+
+SpawnResult Spawn(const std::vector<std::string>& argv,
+                  const std::vector<std::string>& env,
+                  const std::vector<int>& close_fds,
+                  const sigset_t& reset_to_default) {
+  posix_spawnattr_t attr;
+  Check(posix_spawnattr_init(&attr), "posix_spawnattr_init");
+  posix_spawn_file_actions_t actions;
+  if (int rc = posix_spawn_file_actions_init(&actions); rc != 0) {
+    posix_spawnattr_destroy(&attr);
+    Check(rc, "posix_spawn_file_actions_init");
+  }
+  SpawnResult result;
+  try {
+    sigset_t empty;
+    sigemptyset(&empty);
+    Check(posix_spawnattr_setsigmask(&attr, &empty),
+          "posix_spawnattr_setsigmask");
+    Check(posix_spawnattr_setsigdefault(&attr, &reset_to_default),
+          "posix_spawnattr_setsigdefault");
+    Check(posix_spawnattr_setflags(
+              &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+          "posix_spawnattr_setflags");
+    for (int fd : close_fds) {
+      Check(posix_spawn_file_actions_addclose(&actions, fd),
+            "posix_spawn_file_actions_addclose");
+    }
+    std::vector<char*> c_argv = CStrings(argv);
+    std::vector<char*> c_env = CStrings(env);
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, c_argv[0], &actions, &attr, c_argv.data(),
+                                c_env.data());
+    if (rc == 0) {
+      result.pid = pid;
+    } else {
+      result.error = rc;
+    }
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    throw;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return result;
+}
+
+sigset_t SignalsAtDefault() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+    struct sigaction action;
+    if (sigaction(signal, nullptr, &action) == 0 &&
+        (action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler == SIG_DFL) {
+      sigaddset(&set, signal);
+    }
+  }
+  return set;
+}
+
+int SpawnFailureStatus(const SpawnResult& result) {
+  return result.error == ENOENT ? kExitNotFound : kExitCannotExecute;
+}
+
+std::string SpawnFailureMessage(const std::string& command,
+                                const SpawnResult& result) {
+  if (result.error == ENOENT && command.find('/') == std::string::npos) {
+    return command + ": command not found";
+  }
+  return command + ": " + std::strerror(result.error);
+}
+
+void WaitForExit(pid_t pid) {
+  siginfo_t info;
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0) {
+    if (errno != EINTR) return;  // ECHILD: already reaped; nothing to wait for
+  }
+}
+
+int Reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return kExitCannotExecute;  // not our child: cannot be
+  }
+  if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::vector<std::string> EnvironmentWith(
+    const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view key = KeyOf(*entry);
+    const bool overridden =
+        std::any_of(overrides.begin(), overrides.end(),
+                    [&](const std::string& o) { return KeyOf(o) == key; });
+    if (!overridden) env.emplace_back(*entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+std::vector<int> OpenFileDescriptors() {
+  std::vector<int> fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  const int own = dirfd(dir);
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    const int fd = std::atoi(entry->d_name);
+    if (fd != own) fds.push_back(fd);
+  }
+  closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
+}  // namespace lockfleet::cli

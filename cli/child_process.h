@@ -1,0 +1,76 @@
+// Running a user's COMMAND as a child process, the way a shell would.
+//
+// The child starts with an empty signal mask (the CLI blocks SIGINT/SIGTERM,
+// see signals.h), so it sees those signals normally. Dispositions the CLI
+// inherited are passed on — an ignored SIGHUP under nohup(1) stays ignored —
+// except those named in `reset_to_default`: pass the signals that were at
+// their default when the process started, so that a library ignoring, say,
+// SIGPIPE does not leak that into COMMAND. It inherits stdin/stdout/stderr and
+// every file descriptor the CLI itself inherited, but not the descriptors the
+// CLI opened since (Redis connections and the like): pass those in `close_fds`.
+//
+// Reaping is split in two (WaitForExit, then Reap) so that a caller who may
+// kill() the child from another thread can stop doing so after the child has
+// exited but before its pid is freed for reuse.
+//
+// Thread-safety: free functions; safe to call concurrently on different
+// children.
+#pragma once
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+namespace lockfleet::cli {
+
+// Exit statuses the CLI shares with shells.
+inline constexpr int kExitCannotExecute = 126;  // found, but exec failed
+inline constexpr int kExitNotFound = 127;       // not on PATH / no such file
+inline constexpr int kExitSignalBase = 128;     // + signal number
+
+struct SpawnResult {
+  pid_t pid = -1;  // > 0 on success
+  int error = 0;   // errno of the failed spawn (exec errors included)
+
+  bool ok() const { return pid > 0; }
+};
+
+// Starts argv[0] (searched on PATH unless it contains '/') with arguments
+// `argv` and exactly the environment `env` ("KEY=value" strings), closing
+// `close_fds` and resetting `reset_to_default` in the child.
+// REQUIRES: !argv.empty().
+SpawnResult Spawn(const std::vector<std::string>& argv,
+                  const std::vector<std::string>& env,
+                  const std::vector<int>& close_fds,
+                  const sigset_t& reset_to_default);
+
+// Of the signals a command-runner cares about (SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT, SIGPIPE), those whose disposition is SIG_DFL right now. Call it
+// first thing in main().
+sigset_t SignalsAtDefault();
+
+// The exit status to report for a failed spawn (127 or 126) and a one-line
+// explanation in the style of a shell, e.g. "frob: command not found".
+int SpawnFailureStatus(const SpawnResult& result);
+std::string SpawnFailureMessage(const std::string& command,
+                                const SpawnResult& result);
+
+// Blocks until child `pid` has exited, without reaping it: the pid stays
+// valid (a zombie) until Reap(). Retries on EINTR.
+void WaitForExit(pid_t pid);
+
+// Reaps child `pid` and returns its status as a shell reports it: the exit
+// code, or 128 + signal if a signal killed it.
+int Reap(pid_t pid);
+
+// The current environment with `overrides` ("KEY=value") replacing or adding
+// entries of the same KEY.
+std::vector<std::string> EnvironmentWith(
+    const std::vector<std::string>& overrides);
+
+// The file descriptors open in this process right now, ascending.
+std::vector<int> OpenFileDescriptors();
+
+}  // namespace lockfleet::cli

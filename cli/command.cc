@@ -1,0 +1,41 @@
+#include "command.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace lockfleet::cli {
+
+void PrintError(std::string_view message) {
+  std::cerr << "lockfleet: " << message << std::endl;
+}
+
+std::string Quoted(std::string_view text) {
+  constexpr size_t kMaxShown = 80;
+  std::string out = "'";
+  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (text.size() > kMaxShown) out += "...";
+  out += "'";
+  return out;
+}
+
+void HelpFormatter::SetSynopsis(const CLI::App* app, std::string synopsis) {
+  synopses_[app] = std::move(synopsis);
+}
+
+std::string HelpFormatter::make_usage(const CLI::App* app,
+                                      std::string name) const {
+  const auto it = synopses_.find(app);
+  if (it == synopses_.end()) return CLI::Formatter::make_usage(app, name);
+  return get_label("Usage") + ": " + name + " " + it->second + "\n";
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,22 @@
+// `lockfleet lock`: run a command while holding a distributed lock.
+//
+//   lockfleet lock [--redis URL] [--wait DURATION] [--lease DURATION]
+//                  NAME -- COMMAND [ARGS...]
+//
+// flock(1) across machines, like `etcdctl lock` or `consul lock`: waits for
+// lock NAME, runs COMMAND with LOCKFLEET_NAME and LOCKFLEET_FENCE in its
+// environment while the lease watchdog keeps the lock alive, then releases
+// the lock and exits with COMMAND's status. The help text (kLockFooter in the
+// .cc) lists every exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "command.h"
+
+namespace lockfleet::cli {
+
+// Declares `lock` on `parent` and returns how to run it.
+Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter);
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,334 @@
+#include "lock_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "lockfleet/config/duration.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+
+namespace lockfleet::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string SignalName(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
+// "host:pid:client-id": unique (client ids are random) and tells an operator
+// reading "held by ..." where the holder runs.
+std::string OwnerToken(const std::string& client_id) {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
+         std::to_string(getpid()) + ":" + client_id;
+}
+
+// Releases `lease`; a Redis failure is reported as a warning, since the lock
+// then frees by itself when its lease runs out. Returns the release status,
+// or nullopt if Redis failed.
+std::optional<ReleaseStatus> ReleaseOrWarn(Lease& lease,
+                                           const std::string& name) {
+  try {
+    return lease.Release();
+  } catch (const Error& e) {
+    PrintError("warning: could not release lock " + Quoted(name) + " (" +
+               e.what() + "); it frees when its lease runs out");
+    return std::nullopt;
+  }
+}
+
+// One run of `lockfleet lock`: acquire, run COMMAND, release. The signal
+// watcher thread and the lease watchdog thread talk to the main thread
+// through the members guarded by mu_.
+class LockRun {
+ public:
+  LockRun(const LockRequest& request, const Context& context)
+      : request_(request), context_(context) {}
+
+  int Run();
+
+ private:
+  enum class Next { kSpawn, kInterrupted, kLost };
+
+  int Hold(LockClient& client);
+  int RunCommand(Lease lease);
+  int ReportRedisError(const Error& error, const RedisClient& redis) const;
+  std::vector<int> DescriptorsToClose() const;
+
+  // On the signal watcher thread.
+  void OnSignal(int signal);
+  // On the lease watchdog thread.
+  void OnLost();
+
+  const LockRequest& request_;
+  const Context& context_;
+  std::vector<int> inherited_fds_;  // open before any Redis connection
+  std::stop_source stop_;           // cancels the acquisition
+
+  std::mutex mu_;
+  pid_t child_ = 0;          // guarded by mu_; > 0 while COMMAND is signalable
+  int signal_ = 0;           // guarded by mu_; first signal received, or 0
+  bool lost_ = false;        // guarded by mu_; on_lost fired
+  bool terminated_ = false;  // guarded by mu_; OnLost sent COMMAND SIGTERM
+};
+
+int LockRun::Run() {
+  inherited_fds_ = OpenFileDescriptors();
+  ScopedSignalHandler on_signal(context_.signals,
+                                [this](int signal) { OnSignal(signal); });
+
+  std::shared_ptr<RedisClient> redis;
+  try {
+    redis =
+        std::make_shared<RedisClient>(RedisOptions{.url = request_.redis_url});
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    PrintError(request_.redis_url_source + ": " + e.what());
+    return kExitUsage;
+  }
+
+  LockClientOptions options;
+  if (request_.lease) options.default_lease = *request_.lease;
+  std::unique_ptr<LockClient> client;
+  try {
+    client = std::make_unique<LockClient>(redis, options);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    PrintError("invalid --lease " +
+               config::FormatDuration(options.default_lease) + ": " + e.what());
+    return kExitUsage;
+  }
+
+  try {
+    return Hold(*client);
+  } catch (const Error& e) {
+    return ReportRedisError(e, *redis);
+  }
+}
+
+int LockRun::Hold(LockClient& client) {
+  AcquireOptions options;
+  options.owner = OwnerToken(client.client_id());
+  options.stop = stop_.get_token();
+  options.on_lost = [this](const std::string&, int64_t) { OnLost(); };
+
+  AcquireResult result;
+  if (request_.wait) {
+    result = client.AcquireFor(request_.name, *request_.wait, options);
+  } else {
+    try {
+      result.lease = client.Acquire(request_.name, options);
+      result.status = AcquireStatus::kAcquired;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kCancelled) throw;
+      result.status = AcquireStatus::kCancelled;
+    }
+  }
+
+  switch (result.status) {
+    case AcquireStatus::kAcquired:
+      return RunCommand(std::move(result.lease));
+    case AcquireStatus::kCancelled: {
+      int signal = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        signal = signal_;
+      }
+      PrintError("interrupted by " + SignalName(signal) +
+                 " while waiting for lock " + Quoted(request_.name));
+      return signal != 0 ? kExitSignalBase + signal : kExitSoftware;
+    }
+    case AcquireStatus::kTimedOut:
+      break;
+  }
+  std::string message =
+      *request_.wait == milliseconds(0)
+          ? "lock " + Quoted(request_.name) + " is busy (--wait 0)"
+          : "timed out after " + config::FormatDuration(*request_.wait) +
+                " waiting for lock " + Quoted(request_.name);
+  if (result.holder.empty()) {
+    message += ": it was freed just as the wait ended";
+  } else {
+    message += ": held by " + Quoted(result.holder) + " (remaining TTL " +
+               config::FormatDuration(result.holder_ttl) + ")";
+  }
+  PrintError(message);
+  return kExitTimedOut;
+}
+
+int LockRun::RunCommand(Lease lease) {
+  const int64_t fence = lease.fence();
+  const std::vector<std::string> env =
+      EnvironmentWith({"LOCKFLEET_NAME=" + request_.name,
+                       "LOCKFLEET_FENCE=" + std::to_string(fence)});
+  const std::vector<int> close_fds = DescriptorsToClose();
+
+  // Spawning under mu_ makes "a signal arrived before COMMAND existed" and
+  // "COMMAND exists and gets the signal" the only two cases.
+  Next next = Next::kSpawn;
+  int signal = 0;
+  SpawnResult spawned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (signal_ != 0) {
+      next = Next::kInterrupted;
+      signal = signal_;
+    } else if (lost_) {
+      next = Next::kLost;
+    } else {
+      spawned =
+          Spawn(request_.command, env, close_fds, context_.signals_at_default);
+      if (spawned.ok()) child_ = spawned.pid;
+    }
+  }
+  if (next == Next::kInterrupted) {
+    ReleaseOrWarn(lease, request_.name);
+    PrintError("interrupted by " + SignalName(signal) +
+               " before COMMAND started; lock " + Quoted(request_.name) +
+               " released");
+    return kExitSignalBase + signal;
+  }
+  if (next == Next::kLost) {
+    ReleaseOrWarn(lease, request_.name);
+    PrintError("lost lock " + Quoted(request_.name) +
+               " before COMMAND started");
+    return kExitLockLost;
+  }
+  if (!spawned.ok()) {
+    ReleaseOrWarn(lease, request_.name);
+    PrintError(SpawnFailureMessage(request_.command[0], spawned));
+    return SpawnFailureStatus(spawned);
+  }
+
+  // Stop signalling the pid after COMMAND exits and before the pid is
+  // reaped (and may be reused).
+  WaitForExit(spawned.pid);
+  bool lost = false;
+  bool terminated = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    child_ = 0;
+    lost = lost_;
+    terminated = terminated_;
+  }
+  const int status = Reap(spawned.pid);
+
+  lost = lost || lease.lost();
+  const std::optional<ReleaseStatus> released =
+      ReleaseOrWarn(lease, request_.name);
+  if (released == ReleaseStatus::kNotHeld ||
+      released == ReleaseStatus::kNotOwner) {
+    lost = true;
+  }
+  if (lost) {
+    PrintError("lost lock " + Quoted(request_.name) + " (fence " +
+               std::to_string(fence) +
+               ") while COMMAND ran: its lease expired or it was "
+               "force-unlocked" +
+               (terminated ? "; sent COMMAND SIGTERM" : ""));
+    return kExitLockLost;
+  }
+  return status;
+}
+
+int LockRun::ReportRedisError(const Error& error,
+                              const RedisClient& redis) const {
+  switch (error.code()) {
+    case ErrorCode::kInvalidArgument:
+      PrintError(error.what());
+      return kExitUsage;
+    case ErrorCode::kRedisUnavailable:
+    case ErrorCode::kRedisTimeout:
+    case ErrorCode::kRedisAuth:
+    case ErrorCode::kRedisProtocol:
+    case ErrorCode::kRedisScript:
+    case ErrorCode::kRedisBusy: {
+      // lockcore's connection errors already name the server; say where
+      // the others happened.
+      const std::string url = redis.endpoint().Redacted();
+      const std::string what = error.what();
+      PrintError((what.find(url) == std::string::npos
+                      ? "Redis at " + url + ": " + what
+                      : what) +
+                 " (" + std::string(ErrorCodeName(error.code())) + ")");
+      return kExitUnavailable;
+    }
+    case ErrorCode::kKafka:
+      PrintError(std::string(error.what()) + " (kafka)");
+      return kExitUnavailable;
+    case ErrorCode::kCancelled:
+    case ErrorCode::kInternal:
+      break;
+  }
+  PrintError(std::string("internal error (") +
+             std::string(ErrorCodeName(error.code())) + "): " + error.what());
+  return kExitSoftware;
+}
+
+// Descriptors opened since startup (Redis connections, the watchdog's
+// plumbing) are ours, not COMMAND's; whatever lockfleet inherited is passed
+// on, as flock(1) does.
+std::vector<int> LockRun::DescriptorsToClose() const {
+  std::vector<int> close_fds;
+  for (int fd : OpenFileDescriptors()) {
+    if (!std::binary_search(inherited_fds_.begin(), inherited_fds_.end(), fd)) {
+      close_fds.push_back(fd);
+    }
+  }
+  return close_fds;
+}
+
+void LockRun::OnSignal(int signal) {
+  bool cancel = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (signal_ == 0) signal_ = signal;
+    if (child_ > 0) {
+      kill(child_, signal);
+    } else {
+      cancel = true;
+    }
+  }
+  // Outside mu_: request_stop() runs lockcore's stop callbacks, which take
+  // lockcore's locks.
+  if (cancel) stop_.request_stop();
+}
+
+void LockRun::OnLost() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lost_ = true;
+  if (child_ > 0 && !terminated_) {
+    kill(child_, SIGTERM);
+    terminated_ = true;
+  }
+}
+
+}  // namespace
+
+int RunLock(const LockRequest& request, const Context& context) {
+  return LockRun(request, context).Run();
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,438 @@
+// `lockfleet lock` end to end: the real binary against a private
+// redis-server. Every wait is a poll with a generous deadline; no assertion
+// depends on tight timing.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_process.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+constexpr char kName[] = "jobs/nightly backup";
+
+// A shell loop that runs until `file` exists.
+std::string UntilExists(const std::string& file) {
+  return "while [ ! -e '" + file + "' ]; do sleep 0.02; done";
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A loopback TCP port nobody listens on (bound once, then closed).
+int ClosedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class LockCommandTest : public ::testing::Test {
+ protected:
+  LockCommandTest()
+      : redis_(
+            std::make_shared<RedisClient>(RedisOptions{.url = server_.url()})),
+        client_(redis_) {}
+
+  // lockfleet lock --redis URL OPTIONS... NAME -- sh -c SCRIPT
+  std::vector<std::string> Lock(const std::vector<std::string>& options,
+                                const std::string& script,
+                                const std::string& name = kName) const {
+    std::vector<std::string> args{"lock", "--redis", server_.url()};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {name, "--", "sh", "-c", script});
+    return args;
+  }
+
+  std::string File(const std::string& name) const { return dir_.File(name); }
+
+  // Starts a holder of kName that runs until File("release") exists, and
+  // waits until its COMMAND started.
+  std::unique_ptr<CliProcess> StartHolder(
+      const std::vector<std::string>& options = {}) {
+    auto holder = std::make_unique<CliProcess>(
+        Lock(options,
+             "touch '" + File("held") + "'; " + UntilExists(File("release"))));
+    EXPECT_TRUE(WaitForFile(File("held"))) << holder->Stderr();
+    holder_owner_ = client_.Inspect(kName).owner;
+    return holder;
+  }
+
+  void ReleaseHolder(CliProcess& holder) {
+    WriteFile(File("release"), "");
+    EXPECT_EQ(holder.Wait(), 0) << holder.Stderr();
+  }
+
+  // Connections the server has open right now (INFO clients).
+  int64_t ConnectedClients() {
+    const Reply info = redis_->Execute({"INFO", "clients"});
+    const std::string key = "connected_clients:";
+    const size_t at = info.str.find(key);
+    return at == std::string::npos
+               ? -1
+               : std::stoll(info.str.substr(at + key.size()));
+  }
+
+  RedisServer server_;
+  TempDir dir_;
+  std::string holder_owner_;  // owner token of the last StartHolder()
+  std::shared_ptr<RedisClient> redis_;
+  LockClient client_;
+};
+
+TEST_F(LockCommandTest, ConcurrentHoldersSerialize) {
+  const std::string log = File("log");
+  const std::string script = "echo \"start $(date +%s%N)\" >> '" + log +
+                             "'; sleep 0.3; echo \"end $(date +%s%N)\" >> '" +
+                             log + "'";
+  std::vector<std::unique_ptr<CliProcess>> holders;
+  for (int i = 0; i < 3; ++i) {
+    holders.push_back(std::make_unique<CliProcess>(Lock({}, script)));
+  }
+  for (auto& holder : holders) EXPECT_EQ(holder->Wait(), 0) << holder->Stderr();
+
+  const std::vector<std::string> lines = Lines(ReadFile(log));
+  ASSERT_EQ(lines.size(), 6u) << ReadFile(log);
+  int64_t previous_end = 0;
+  for (size_t i = 0; i < lines.size(); i += 2) {
+    ASSERT_EQ(lines[i].rfind("start ", 0), 0u) << ReadFile(log);
+    ASSERT_EQ(lines[i + 1].rfind("end ", 0), 0u) << ReadFile(log);
+    const int64_t start = std::stoll(lines[i].substr(6));
+    const int64_t end = std::stoll(lines[i + 1].substr(4));
+    EXPECT_GE(start, previous_end) << ReadFile(log);
+    EXPECT_GE(end, start);
+    previous_end = end;
+  }
+}
+
+TEST_F(LockCommandTest, SetsNameAndStrictlyIncreasingFence) {
+  const std::string out = File("env");
+  for (int i = 0; i < 3; ++i) {
+    const CliResult result = RunCli(Lock(
+        {}, "printf '%s|%s\\n' \"$LOCKFLEET_NAME\" \"$LOCKFLEET_FENCE\" >> '" +
+                out + "'"));
+    ASSERT_EQ(result.status, 0) << result.err;
+  }
+  const std::vector<std::string> lines = Lines(ReadFile(out));
+  ASSERT_EQ(lines.size(), 3u);
+  int64_t previous = 0;
+  for (const std::string& line : lines) {
+    const size_t bar = line.find('|');
+    ASSERT_NE(bar, std::string::npos) << line;
+    EXPECT_EQ(line.substr(0, bar), kName);
+    const int64_t fence = std::stoll(line.substr(bar + 1));
+    EXPECT_GT(fence, previous) << ReadFile(out);
+    previous = fence;
+  }
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, PassesExitStatusThrough) {
+  EXPECT_EQ(RunCli(Lock({}, "exit 7")).status, 7);
+  EXPECT_EQ(RunCli(Lock({}, "exit 0")).status, 0);
+  EXPECT_EQ(RunCli(Lock({}, "kill -TERM $$")).status, 128 + SIGTERM);
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, CommandNotFoundOrNotExecutable) {
+  CliResult result = RunCli({"lock", "--redis", server_.url(), kName, "--",
+                             "lockfleet-no-such-command", "arg"});
+  EXPECT_EQ(result.status, 127);
+  EXPECT_EQ(result.err,
+            "lockfleet: lockfleet-no-such-command: command not found\n");
+
+  const std::string script = File("not-executable");
+  WriteFile(script, "#!/bin/sh\nexit 0\n");
+  result = RunCli({"lock", "--redis", server_.url(), kName, "--", script});
+  EXPECT_EQ(result.status, 126);
+  EXPECT_NE(result.err.find(script), std::string::npos) << result.err;
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, CommandStartsWithCleanSignalMask) {
+  const CliResult result =
+      RunCli({"lock", "--redis", server_.url(), kName, "--", "grep", "^SigBlk",
+              "/proc/self/status"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "SigBlk:\t0000000000000000\n");
+}
+
+TEST_F(LockCommandTest, CommandDoesNotInheritRedisConnections) {
+  // lockfleet gets only 0-2 (see CliProcess); ls adds one for the directory.
+  const CliResult result = RunCli(
+      {"lock", "--redis", server_.url(), kName, "--", "ls", "/proc/self/fd"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "0\n1\n2\n3\n");
+}
+
+TEST_F(LockCommandTest, WaitZeroOnHeldLockNamesTheHolder) {
+  auto holder = StartHolder();
+  const LockInfo info = client_.Inspect(kName);
+  ASSERT_TRUE(info.locked);
+
+  const CliResult result =
+      RunCli(Lock({"--wait", "0"}, "touch '" + File("ran") + "'"));
+  EXPECT_EQ(result.status, 75);
+  EXPECT_FALSE(FileExists(File("ran")));
+  ASSERT_EQ(Lines(result.err).size(), 1u) << result.err;
+  EXPECT_EQ(result.err.rfind("lockfleet: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find(kName), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(info.owner), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(std::to_string(holder->pid())), std::string::npos)
+      << "the owner token names the holder's pid: " << result.err;
+  EXPECT_NE(result.err.find("remaining TTL"), std::string::npos) << result.err;
+
+  ReleaseHolder(*holder);
+}
+
+TEST_F(LockCommandTest, WaitTimesOut) {
+  auto holder = StartHolder();
+  const auto start = steady_clock::now();
+  const CliResult result =
+      RunCli(Lock({"--wait", "300ms"}, "touch '" + File("ran") + "'"));
+  const auto elapsed = steady_clock::now() - start;
+  EXPECT_EQ(result.status, 75) << result.err;
+  EXPECT_GE(elapsed, milliseconds(290));
+  EXPECT_FALSE(FileExists(File("ran")));
+  EXPECT_NE(result.err.find("timed out after 300ms"), std::string::npos)
+      << result.err;
+  ReleaseHolder(*holder);
+}
+
+TEST_F(LockCommandTest, WaitsForTheHolderToFinish) {
+  auto holder = StartHolder();
+  CliProcess waiter(Lock({"--wait", "20s"}, "touch '" + File("ran") + "'"));
+  EXPECT_TRUE(waiter.Running());
+  EXPECT_FALSE(FileExists(File("ran")));
+  ReleaseHolder(*holder);
+  EXPECT_EQ(waiter.Wait(), 0) << waiter.Stderr();
+  EXPECT_TRUE(FileExists(File("ran")));
+}
+
+TEST_F(LockCommandTest, RedisUnreachable) {
+  for (const std::string& url :
+       {"redis://127.0.0.1:" + std::to_string(ClosedPort()),
+        "unix://" + File("no-such.sock")}) {
+    const CliResult result =
+        RunCli({"lock", "--redis", url, kName, "--", "touch", File("ran")});
+    EXPECT_EQ(result.status, 69) << url << ": " << result.err;
+    ASSERT_EQ(Lines(result.err).size(), 1u) << result.err;
+    EXPECT_EQ(result.err.rfind("lockfleet: ", 0), 0u) << result.err;
+    EXPECT_NE(result.err.find("redis_unavailable"), std::string::npos)
+        << result.err;
+  }
+  EXPECT_FALSE(FileExists(File("ran")));
+}
+
+TEST_F(LockCommandTest, BadArgumentsExitTwo) {
+  const std::string url = server_.url();
+  const std::string ran = File("ran");
+  const std::vector<std::vector<std::string>> cases = {
+      {},                                             // no subcommand
+      {"frobnicate"},                                 // unknown one
+      {"lock", "--redis", url, "--", "touch", ran},   // no NAME
+      {"lock", "--redis", url, kName, "touch", ran},  // no "--"
+      {"lock", "--redis", url, kName},                // no COMMAND
+      {"lock", "--redis", url, kName, "--"},          // empty COMMAND
+      {"lock", "--redis", url, "--wait", "5parsecs", kName, "--", "touch", ran},
+      {"lock", "--redis", url, "--wait", "-1s", kName, "--", "touch", ran},
+      {"lock", "--redis", url, "--lease", "soon", kName, "--", "touch", ran},
+      {"lock", "--redis", url, "--lease", "1ms", kName, "--", "touch", ran},
+      {"lock", "--redis", url, "--bogus", kName, "--", "touch", ran},
+      {"lock", "--redis", "foo://x", kName, "--", "touch", ran},
+      {"lock", "--redis", url, "", "--", "touch", ran},  // empty NAME
+  };
+  for (const auto& args : cases) {
+    std::string shown;
+    for (const std::string& arg : args) shown += " '" + arg + "'";
+    const CliResult result = RunCli(args);
+    EXPECT_EQ(result.status, 2) << shown << "\n" << result.err;
+    EXPECT_EQ(result.err.rfind("lockfleet: ", 0), 0u) << shown << "\n"
+                                                      << result.err;
+  }
+  EXPECT_FALSE(FileExists(ran));
+
+  const CliResult bad_duration = RunCli(
+      {"lock", "--redis", url, "--wait", "5parsecs", kName, "--", "true"});
+  EXPECT_NE(bad_duration.err.find("'parsecs'"), std::string::npos)
+      << bad_duration.err;
+  EXPECT_NE(bad_duration.err.find("Usage: lockfleet lock"), std::string::npos)
+      << bad_duration.err;
+}
+
+TEST_F(LockCommandTest, HelpDescribesExitStatuses) {
+  const CliResult top = RunCli({"--help"});
+  EXPECT_EQ(top.status, 0);
+  EXPECT_NE(top.out.find("lock"), std::string::npos);
+  EXPECT_NE(top.out.find("75"), std::string::npos) << top.out;
+
+  const CliResult lock = RunCli({"lock", "--help"});
+  EXPECT_EQ(lock.status, 0);
+  for (const char* needle :
+       {"NAME -- COMMAND", "--wait", "--lease", "renewed", "LOCKFLEET_FENCE",
+        "LOCKFLEET_REDIS", "69", "75", "76", "127"}) {
+    EXPECT_NE(lock.out.find(needle), std::string::npos) << needle;
+  }
+}
+
+TEST_F(LockCommandTest, UsesRedisUrlFromEnvironment) {
+  const CliResult result = RunCli({"lock", kName, "--", "touch", File("ran")},
+                                  {"LOCKFLEET_REDIS=" + server_.url()});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_TRUE(FileExists(File("ran")));
+}
+
+TEST_F(LockCommandTest, SigtermWhileRunningIsForwardedAndLockReleased) {
+  CliProcess holder(Lock({}, "trap 'echo got-term > \"" + File("term") +
+                                 "\"; exit 3' TERM; "
+                                 "touch '" +
+                                 File("started") +
+                                 "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  holder.Signal(SIGTERM);
+  EXPECT_EQ(holder.Wait(), 3) << holder.Stderr();
+  EXPECT_EQ(ReadFile(File("term")), "got-term\n");
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+  EXPECT_EQ(RunCli(Lock({"--wait", "0"}, "exit 0")).status, 0);
+}
+
+TEST_F(LockCommandTest, SigintWhileRunningKillsCommand) {
+  CliProcess holder({"lock", "--redis", server_.url(), kName, "--", "sh", "-c",
+                     "touch '" + File("started") + "'; exec sleep 60"});
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  // Between touch and exec the shell may still get the signal; either way
+  // it dies of SIGINT.
+  holder.Signal(SIGINT);
+  EXPECT_EQ(holder.Wait(), 128 + SIGINT) << holder.Stderr();
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, SignalWhileWaitingCancelsWithoutTakingTheLock) {
+  auto holder = StartHolder();
+  for (int signal : {SIGINT, SIGTERM}) {
+    const int64_t clients_before = ConnectedClients();
+    CliProcess waiter(Lock({}, "touch '" + File("ran") + "'"));
+    // lockfleet connects only once it is ready to be interrupted (its
+    // handler is in place before its Redis client exists).
+    ASSERT_TRUE(WaitUntil([&] {
+      return ConnectedClients() > clients_before || !waiter.Running();
+    })) << waiter.Stderr();
+    ASSERT_TRUE(waiter.Running()) << waiter.Stderr();
+    waiter.Signal(signal);
+    EXPECT_EQ(waiter.Wait(seconds(10)), 128 + signal) << waiter.Stderr();
+    EXPECT_EQ(waiter.Stderr(),
+              "lockfleet: interrupted by " +
+                  std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                  " while waiting for lock '" + kName + "'\n");
+  }
+  EXPECT_EQ(client_.Inspect(kName).owner, holder_owner_);
+  ReleaseHolder(*holder);
+  EXPECT_FALSE(FileExists(File("ran")));
+  EXPECT_FALSE(client_.Inspect(kName).locked)
+      << "a cancelled waiter must not hold the lock";
+}
+
+TEST_F(LockCommandTest, KilledHolderLockFreesAfterLease) {
+  CliProcess holder(Lock({"--lease", "1s"},
+                         "echo $$ > '" + File("pid") + "'; exec sleep 60"));
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFile(File("pid")).empty(); }))
+      << holder.Stderr();
+  const pid_t orphan = std::stoi(ReadFile(File("pid")));
+  holder.Signal(SIGKILL);
+  EXPECT_EQ(holder.Wait(), 128 + SIGKILL);
+
+  const CliResult next =
+      RunCli(Lock({"--wait", "10s"}, "touch '" + File("ran") + "'"));
+  ::kill(orphan, SIGKILL);  // COMMAND outlived its lockfleet; clean it up
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_TRUE(FileExists(File("ran")));
+}
+
+TEST_F(LockCommandTest, LockLostWhileRunningTerminatesCommand) {
+  CliProcess holder(
+      Lock({"--lease", "300ms"}, "trap 'echo got-term > \"" + File("term") +
+                                     "\"; exit 0' TERM; "
+                                     "touch '" +
+                                     File("started") +
+                                     "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  const ForceUnlockResult forced = client_.ForceUnlock(kName);
+  EXPECT_TRUE(forced.was_locked);
+
+  EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
+  EXPECT_EQ(Lines(holder.Stderr()).size(), 1u) << holder.Stderr();
+  EXPECT_EQ(ReadFile(File("term")), "got-term\n");
+  EXPECT_NE(holder.Stderr().find("lost lock"), std::string::npos)
+      << holder.Stderr();
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, RedisOutageWhileRunningLosesTheLock) {
+  CliProcess holder(
+      Lock({"--lease", "300ms"}, "trap 'echo got-term > \"" + File("term") +
+                                     "\"; exit 0' TERM; "
+                                     "touch '" +
+                                     File("started") +
+                                     "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  server_.Pause();  // renewals stall; the lease runs out on lockfleet's clock
+  const std::optional<int> status = holder.Wait(seconds(20));
+  server_.Resume();
+  EXPECT_EQ(status, 76) << holder.Stderr();
+  EXPECT_EQ(ReadFile(File("term")), "got-term\n");
+  EXPECT_NE(holder.Stderr().find("lost lock"), std::string::npos)
+      << holder.Stderr();
+}
+
+TEST_F(LockCommandTest, LongCommandKeepsTheLockPastItsLease) {
+  auto holder = StartHolder({"--lease", "300ms"});
+  const std::string owner = client_.Inspect(kName).owner;
+  const auto start = steady_clock::now();
+  int contenders = 0;
+  // Several lease lengths; the watchdog must keep renewing meanwhile.
+  while (steady_clock::now() - start < milliseconds(1500) || contenders < 3) {
+    const CliResult contender = RunCli(Lock({"--wait", "0"}, "exit 0"));
+    EXPECT_EQ(contender.status, 75) << contender.err;
+    const LockInfo info = client_.Inspect(kName);
+    EXPECT_TRUE(info.locked);
+    EXPECT_EQ(info.owner, owner);
+    EXPECT_LE(info.ttl, milliseconds(300));
+    ++contenders;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(holder->Running());
+  ReleaseHolder(*holder);
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
