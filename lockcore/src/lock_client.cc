@@ -141,7 +141,6 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& 
       held->next_check = sent + lease / 3;
     } else if (!held->renew) {
       held->lease = std::max(held->lease, lease);
-      held->next_check = Clock::TimePoint(std::chrono::nanoseconds(held->valid_until_ns.load()));
     }
     if (options.on_lost) held->on_lost.push_back(options.on_lost);
   }

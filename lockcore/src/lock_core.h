@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,8 @@ struct HeldLock {
   // Guarded by LockCore::mu_.
   int local_holds = 0;
   bool released = false;  // last local hold given back: never renew again
-  Clock::TimePoint next_check;  // next renewal (renew) or expiry check
+  bool renewing = false;  // queued for, or in, a renewal round trip
+  Clock::TimePoint next_check;  // next renewal (renew mode)
   std::vector<LostCallback> on_lost;
 };
 
@@ -84,8 +86,12 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                       std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
 
-  // Watchdog (watchdog.cc).
+  // Watchdog (watchdog.cc). The watchdog thread only decides: it watches
+  // validity deadlines and queues due renewals; the renewer thread does the
+  // round trips. So a stalled Redis delays renewals, never the news that a
+  // lease ran out.
   void WatchdogLoop();
+  void RenewerLoop();
   void RenewDue(std::vector<std::shared_ptr<HeldLock>> due);
 
   const std::shared_ptr<RedisClient> redis_;
@@ -97,6 +103,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>> held_;  // mu_
   bool stopping_ = false;                                                        // mu_
   std::thread watchdog_;
+  std::thread renewer_;
+  std::condition_variable renewer_cv_;
+  std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
 
   std::mutex hook_mu_;
   std::function<void(std::string_view)> hook_;  // hook_mu_

@@ -1,5 +1,6 @@
 #include "redis_connection.h"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 
 #include <cerrno>
@@ -79,6 +80,9 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
     throw Error(timeout ? ErrorCode::kRedisTimeout : ErrorCode::kRedisUnavailable,
                 "cannot connect to Redis at " + where_ + ": " + ctx_->errstr);
   }
+  // Child processes (lockfleet lock's COMMAND, say) must not inherit our
+  // connections. hiredis 0.14 cannot open the socket with SOCK_CLOEXEC.
+  ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
   if (redisSetTimeout(ctx_.get(), ToTimeval(command_timeout)) != REDIS_OK) Fail("set timeout");
   if (endpoint.unix_path.empty()) redisEnableKeepAlive(ctx_.get());
 

@@ -40,6 +40,7 @@ void RunCallbacks(const LostCalls& calls) {
 
 void LockCore::StartWatchdog() {
   watchdog_ = std::thread([this] { WatchdogLoop(); });
+  renewer_ = std::thread([this] { RenewerLoop(); });
 }
 
 void LockCore::StopWatchdog() {
@@ -48,11 +49,14 @@ void LockCore::StopWatchdog() {
     stopping_ = true;
   }
   watchdog_cv_.notify_all();
-  if (!watchdog_.joinable()) return;
-  if (watchdog_.get_id() == std::this_thread::get_id()) {
-    watchdog_.detach();  // destroyed from a lost-callback: cannot join itself
-  } else {
-    watchdog_.join();
+  renewer_cv_.notify_all();
+  for (std::thread* t : {&watchdog_, &renewer_}) {
+    if (!t->joinable()) continue;
+    if (t->get_id() == std::this_thread::get_id()) {
+      t->detach();  // destroyed from a lost-callback: cannot join itself
+    } else {
+      t->join();
+    }
   }
 }
 
@@ -65,13 +69,14 @@ void LockCore::WatchdogLoop() {
     std::vector<std::shared_ptr<HeldLock>> expired;
     bool due_now = false;
     for (const auto& [key, held] : held_) {
-      if (!held->renew) {
-        if (held->next_check <= now) {
-          expired.push_back(held);  // an explicit lease ran out
-        } else {
-          next = std::min(next, held->next_check);
-        }
-      } else if (held->next_check <= now) {
+      const Clock::TimePoint valid_until = FromNs(held->valid_until_ns.load());
+      if (now >= valid_until) {
+        expired.push_back(held);  // the lease ran out: not renewed in time
+        continue;
+      }
+      next = std::min(next, valid_until);
+      if (!held->renew || held->renewing) continue;
+      if (held->next_check <= now) {
         due_now = true;
         renew.push_back(held);
       } else if (held->next_check <= now + held->lease / 10) {
@@ -89,17 +94,36 @@ void LockCore::WatchdogLoop() {
       MarkLostLocked(held, &calls);
       Forget(held);
     }
-    if (renew.empty() && calls.empty()) {
-      watchdog_cv_.wait_for(lock, next - now);
+    if (!renew.empty()) {
+      for (const auto& held : renew) held->renewing = true;
+      renew_queue_.push_back(std::move(renew));
+      renewer_cv_.notify_one();
+    }
+    if (!calls.empty()) {
+      lock.unlock();
+      RunCallbacks(calls);
+      lock.lock();
       continue;
     }
+    if (due_now) continue;  // recompute: the queued ones are now `renewing`
+    watchdog_cv_.wait_for(lock, next - now);
+  }
+}
+
+void LockCore::RenewerLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    renewer_cv_.wait(lock, [&] { return stopping_ || !renew_queue_.empty(); });
+    if (stopping_) return;
+    std::vector<std::shared_ptr<HeldLock>> batch = std::move(renew_queue_.front());
+    renew_queue_.pop_front();
     lock.unlock();
-    RunCallbacks(calls);
-    for (size_t i = 0; i < renew.size(); i += kBatch) {
-      size_t end = std::min(renew.size(), i + kBatch);
-      RenewDue(std::vector<std::shared_ptr<HeldLock>>(renew.begin() + i, renew.begin() + end));
+    for (size_t i = 0; i < batch.size(); i += kBatch) {
+      size_t end = std::min(batch.size(), i + kBatch);
+      RenewDue(std::vector<std::shared_ptr<HeldLock>>(batch.begin() + i, batch.begin() + end));
     }
     lock.lock();
+    watchdog_cv_.notify_one();
   }
 }
 
@@ -126,6 +150,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
     const Clock::TimePoint now = options_.clock->Now();
     for (size_t i = 0; i < due.size(); ++i) {
       const std::shared_ptr<HeldLock>& held = due[i];
+      held->renewing = false;
       // Released or lost meanwhile: a "not ours" answer is expected, ignore.
       if (held->released || held->lost.load()) continue;
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;

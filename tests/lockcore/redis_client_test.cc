@@ -2,7 +2,10 @@
 // reconnection.
 #include "lockfleet/lockcore/redis_client.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
@@ -83,6 +86,23 @@ TEST_F(Redis, KilledConnectionIsReplacedTransparentlyForLockScripts) {
   // The lock client's pooled connection is dead; the acquire script is
   // retried once on a fresh one (it is idempotent under retry).
   EXPECT_TRUE(client->TryAcquire("k2"));
+}
+
+TEST_F(Redis, ConnectionsAreNotInheritedByChildProcesses) {
+  ASSERT_EQ(redis_->Execute({"PING"}).str, "PONG");
+  // Every socket this process holds must be close-on-exec.
+  int sockets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (ec || target.string().rfind("socket:", 0) != 0) continue;
+    int fd = std::stoi(entry.path().filename().string());
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags < 0) continue;
+    ++sockets;
+    EXPECT_TRUE(flags & FD_CLOEXEC) << "fd " << fd;
+  }
+  EXPECT_GE(sockets, 1);
 }
 
 TEST_F(Redis, UnreachableServerIsReportedClearly) {

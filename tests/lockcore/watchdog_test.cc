@@ -88,6 +88,32 @@ TEST_F(Watchdog, TellsTheHolderWhenRedisIsGoneForLongerThanTheLease) {
   server_->Start();
 }
 
+// A stalled Redis (not a refused connection) blocks the renewal round trip
+// until the command timeout. The holder must still be told when its lease
+// runs out, not when the stalled renewal finally gives up: by then another
+// process may have held the lock for seconds.
+TEST_F(Watchdog, TellsTheHolderOnTimeWhenRedisStalls) {
+  RedisOptions ro;
+  ro.url = server_->url();
+  ro.command_timeout = std::chrono::seconds(20);
+  LockClient holder(std::make_shared<RedisClient>(ro), {.default_lease = milliseconds(300)});
+  LostProbe probe;
+  AcquireResult r = holder.TryAcquire("stalled", {.on_lost = probe.callback()});
+  ASSERT_TRUE(r);
+  std::this_thread::sleep_for(milliseconds(150));  // past the first renewal
+  auto paused = std::chrono::steady_clock::now();
+  server_->Pause();
+  bool told = WaitUntil([&] { return probe.calls.load() == 1; }, seconds(15));
+  auto took = std::chrono::steady_clock::now() - paused;
+  server_->Resume();
+  ASSERT_TRUE(told);
+  EXPECT_TRUE(r.lease.lost());
+  // The lease is 300 ms; the stalled renewal would only fail after 20 s.
+  EXPECT_LT(took, seconds(8));
+  std::printf("lost-lease notice %.0f ms after Redis stalled (lease 300 ms)\n",
+              std::chrono::duration<double, std::milli>(took).count());
+}
+
 TEST_F(Watchdog, ForceUnlockInTheSameClientMarksTheLeaseLostAtOnce) {
   auto client = NewClient();
   LostProbe probe;
