@@ -34,6 +34,10 @@ LockClientOptions Validate(LockClientOptions o) {
   }
   if (o.default_lease < milliseconds(30)) bad("default_lease must be at least 30ms");
   if (o.park_cap <= milliseconds(0)) bad("park_cap must be positive");
+  if (o.presence_window < milliseconds(30)) bad("presence_window must be at least 30ms");
+  if (o.claim_window <= o.presence_window / 3) {
+    bad("claim_window must exceed presence_window / 3 (a grantee parks that long at most)");
+  }
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
   return o;
@@ -79,6 +83,11 @@ std::string LockCore::FenceKey(std::string_view name) const {
   return options_.key_prefix + ":{" + std::string(name) + "}:fence";
 }
 
+std::vector<std::string> LockCore::Keys(std::string_view name) const {
+  const std::string tag = options_.key_prefix + ":{" + std::string(name) + "}:";
+  return {tag + "lock", tag + "fence", tag + "queue", tag + "waiters"};
+}
+
 std::string LockCore::NextRequestId() {
   return std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) + 1);
 }
@@ -102,10 +111,16 @@ Reply LockCore::EvalRetryOnce(const Script& script, const std::vector<std::strin
 
 LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& owner,
                                     milliseconds lease, bool renew,
-                                    const AcquireOptions& options) {
+                                    const AcquireOptions& options,
+                                    const std::string& waiter_id, bool enqueue) {
   Clock::TimePoint sent = options_.clock->Now();
-  Reply r = EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                          {owner, std::to_string(lease.count()), NextRequestId()});
+  Reply r = waiter_id.empty()
+                ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                                {owner, std::to_string(lease.count()), NextRequestId()})
+                : EvalRetryOnce(AcquireFairScript(), Keys(name),
+                                {owner, std::to_string(lease.count()), NextRequestId(),
+                                 waiter_id, std::to_string(options_.presence_window.count()),
+                                 enqueue ? "1" : "0"});
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -162,6 +177,11 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
   const std::string owner = options.owner.empty() ? DefaultOwner() : options.owner;
   const milliseconds lease = options.lease.value_or(options_.default_lease);
   const bool renew = !options.lease.has_value();
+  const bool fair = options.fair.value_or(options_.fair);
+  // Fair mode queues under a wait id unique to this call; a try-only attempt
+  // never queues.
+  const std::string waiter_id =
+      fair ? options_.client_id + ":w" + NextRequestId() : std::string();
 
   AcquireResult result;
   auto finish = [&](Attempt& a) {
@@ -178,13 +198,14 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
   };
 
   if (!wait) {
-    Attempt a = TryOnce(name, owner, lease, renew, options);
+    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, false);
     if (!finish(a)) result.status = AcquireStatus::kTimedOut;
     return result;
   }
 
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
+  slot.waiter_id = waiter_id;
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   struct Leave {
@@ -193,14 +214,26 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
     WaitTable::Slot* slot;
     const AcquireResult& result;
     ~Leave() {
-      core->waits_.Unregister(name, slot, result.status == AcquireStatus::kAcquired);
+      bool acquired = result.status == AcquireStatus::kAcquired;
+      // A fair waiter that gives up must leave the queue (and pass on a
+      // grant that may have reached it since its last attempt).
+      if (!acquired && !slot->waiter_id.empty()) core->Abandon(name, slot->waiter_id);
+      core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
   } leave{this, name, &slot, result};
 
   for (;;) {
-    Attempt a = TryOnce(name, owner, lease, renew, options);
+    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, true);
     if (finish(a)) return result;
+    {
+      std::function<void(std::string_view)> hook;
+      {
+        std::lock_guard lock(hook_mu_);
+        hook = hook_;
+      }
+      if (hook) hook(name);
+    }
     if (options.stop.stop_requested()) {
       cancellations_.fetch_add(1, std::memory_order_relaxed);
       result.status = AcquireStatus::kCancelled;
@@ -212,18 +245,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
       result.status = AcquireStatus::kTimedOut;
       return result;
     }
-    {
-      std::function<void(std::string_view)> hook;
-      {
-        std::lock_guard lock(hook_mu_);
-        hook = hook_;
-      }
-      if (hook) hook(name);
-    }
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
     // surely expired on the server), and the configured cap.
     Clock::Duration bound = std::min<Clock::Duration>(deadline - now, options_.park_cap);
     if (a.ttl_ms >= 0) bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
+    // A queued waiter must refresh its presence before it lapses.
+    if (fair) bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
     switch (waits_.Park(&slot, bound, options.stop)) {
       case WakeCause::kLocal:
         wake_local_.fetch_add(1, std::memory_order_relaxed);
@@ -250,8 +277,9 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
       Forget(held);
     }
   }
-  const std::vector<std::string> keys{held->key};
-  const std::vector<std::string> args{held->owner, std::to_string(held->fence), request};
+  const std::vector<std::string> keys = Keys(held->name);
+  const std::vector<std::string> args{held->owner, std::to_string(held->fence), request,
+                                      std::to_string(options_.claim_window.count())};
   Reply r;
   bool retried = false;
   try {
@@ -272,8 +300,9 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
   if (retried && status <= 0) status = 1;
   switch (status) {
     case 1:
+    case 3:  // freed and handed to the first queued waiter
       releases_.fetch_add(1, std::memory_order_relaxed);
-      Freed(held->name, held->owner, held->fence, UnlockCause::kRelease);
+      Freed(held->name, held->owner, held->fence, UnlockCause::kRelease, r, 1);
       return ReleaseStatus::kReleased;
     case 2:
       releases_.fetch_add(1, std::memory_order_relaxed);
@@ -288,10 +317,20 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
 }
 
 void LockCore::Freed(const std::string& name, const std::string& owner, int64_t fence,
-                     UnlockCause cause) {
-  waits_.WakeOne(name, WakeCause::kLocal);
-  if (!options_.publisher) return;
+                     UnlockCause cause, const Reply& handoff, size_t handoff_at) {
   UnlockEvent event;
+  if (handoff.type == Reply::Type::kArray && handoff.elements.size() >= handoff_at + 3 &&
+      handoff.elements[0].integer == 3) {
+    event.next_waiter = handoff.elements[handoff_at].str;
+    event.next_owner = handoff.elements[handoff_at + 1].str;
+    event.next_fence = handoff.elements[handoff_at + 2].integer;
+  }
+  if (event.next_waiter.empty()) {
+    waits_.WakeOne(name, WakeCause::kLocal);
+  } else {
+    waits_.WakeWaiter(name, event.next_waiter, WakeCause::kLocal);  // if it is ours
+  }
+  if (!options_.publisher) return;
   event.lock = name;
   event.owner = owner;
   event.client_id = options_.client_id;
@@ -302,6 +341,20 @@ void LockCore::Freed(const std::string& name, const std::string& owner, int64_t 
   event.cause = cause;
   options_.publisher->Publish(event);
   events_published_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void LockCore::Abandon(const std::string& name, const std::string& waiter_id) noexcept {
+  try {
+    Reply r = EvalRetryOnce(AbandonScript(), Keys(name),
+                            {waiter_id, std::to_string(options_.claim_window.count())});
+    if (Element(r, 0, "abandon").integer != 0) {
+      // A grant had reached us: it is passed on (or the lock freed).
+      Freed(name, "", 0, UnlockCause::kRelease, r, 1);
+    }
+  } catch (...) {
+    // Redis unreachable: our queue entry lapses after presence_window, and a
+    // grant to us after claim_window. Bounded either way.
+  }
 }
 
 void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
@@ -319,7 +372,7 @@ void LockCore::MarkLostLocked(
 
 LockInfo LockCore::Inspect(std::string_view name) {
   ValidateName(name);
-  Reply r = EvalRetryOnce(InspectScript(), {LockKey(name), FenceKey(name)}, {});
+  Reply r = EvalRetryOnce(InspectScript(), Keys(name), {});
   LockInfo info;
   info.owner = Element(r, 0, "inspect").str;
   info.locked = !info.owner.empty();
@@ -328,15 +381,25 @@ LockInfo LockCore::Inspect(std::string_view name) {
   info.ttl = milliseconds(info.locked ? std::max<long long>(0, Element(r, 3, "inspect").integer)
                                       : 0);
   info.last_fence = Element(r, 4, "inspect").integer;
+  info.pending_waiter = Element(r, 5, "inspect").str;
+  for (size_t i = 6; i < r.elements.size(); ++i) {
+    const Reply& w = r.elements[i];
+    QueuedWaiter q;
+    q.waiter_id = Element(w, 0, "inspect").str;
+    q.owner = Element(w, 1, "inspect").str;
+    q.presence_left = milliseconds(Element(w, 2, "inspect").integer);
+    info.queue.push_back(std::move(q));
+  }
   return info;
 }
 
 ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
   ValidateName(name_view);
   const std::string name(name_view);
-  Reply r = EvalRetryOnce(ForceUnlockScript(), {LockKey(name)}, {});
+  Reply r = EvalRetryOnce(ForceUnlockScript(), Keys(name),
+                          {std::to_string(options_.claim_window.count())});
   ForceUnlockResult out;
-  out.was_locked = Element(r, 0, "force-unlock").integer == 1;
+  out.was_locked = Element(r, 0, "force-unlock").integer != 0;
   if (!out.was_locked) return out;
   out.previous_owner = Element(r, 1, "force-unlock").str;
   out.previous_fence = Element(r, 2, "force-unlock").integer;
@@ -352,7 +415,7 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
     }
   }
   for (auto& [h, cb] : calls) cb(h->name, h->fence);
-  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce);
+  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r, 3);
   return out;
 }
 
@@ -360,7 +423,12 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   events_received_.fetch_add(1, std::memory_order_relaxed);
   if (event.client_id == options_.client_id) return;  // woken directly already
   try {
-    waits_.WakeOne(event.lock, WakeCause::kEvent);
+    if (event.next_waiter.empty()) {
+      waits_.WakeOne(event.lock, WakeCause::kEvent);
+    } else {
+      // A fair hand-off: only the named grantee wakes, if it waits here.
+      waits_.WakeWaiter(event.lock, event.next_waiter, WakeCause::kEvent);
+    }
   } catch (...) {  // allocation failure: the waiter's bound covers it
   }
 }

@@ -73,15 +73,23 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     int64_t ttl_ms = 0;
     std::string holder;
   };
+  // One acquire script. `waiter_id` empty: barging; else fair, queueing up
+  // when refused if `enqueue`.
   Attempt TryOnce(const std::string& name, const std::string& owner,
-                  std::chrono::milliseconds lease, bool renew, const AcquireOptions& options);
+                  std::chrono::milliseconds lease, bool renew, const AcquireOptions& options,
+                  const std::string& waiter_id, bool enqueue);
+  // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
+  void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
+  std::vector<std::string> Keys(std::string_view name) const;  // all four
   Reply EvalRetryOnce(const Script& script, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args);
   std::string LockKey(std::string_view name) const;
   std::string FenceKey(std::string_view name) const;
   std::string NextRequestId();
+  // The lock was freed (`reply` from release/abandon/force-unlock: {1} or
+  // {3, waiter, owner, fence} when handed on): wake and publish.
   void Freed(const std::string& name, const std::string& owner, int64_t fence,
-             UnlockCause cause);
+             UnlockCause cause, const Reply& handoff, size_t handoff_at);
   void MarkLostLocked(const std::shared_ptr<HeldLock>& held,
                       std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held

@@ -1,14 +1,58 @@
 #include "scripts.h"
 
+#include <string>
+
 namespace lockfleet::internal {
+namespace {
 
 // The lock hash holds: owner (token), count (reentrant holds), fence (token
 // of this grant), req (id of the last acquire, so a retried acquire is not
-// counted twice), rel (id of the last partial release, likewise).
+// counted twice), rel (id of the last partial release, likewise), pending
+// (fair hand-off: the waiter id the lock was granted to, until it claims it).
+
+// Shared by the fair scripts: server time, pruning of stale queue heads, and
+// the hand-off of a freed lock to the first live waiter.
+constexpr const char* kFairPrelude = R"lua(
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Drops waiters at the head whose presence deadline passed (they died, or
+-- stopped waiting without saying so). Returns the first live waiter id.
+local function live_head(now)
+  while true do
+    local head = redis.call('LINDEX', KEYS[3], 0)
+    if not head then return nil end
+    local info = redis.call('HGET', KEYS[4], head)
+    local deadline = info and tonumber(string.match(info, '^(%d+)|')) or 0
+    if deadline >= now then return head end
+    redis.call('LPOP', KEYS[3])
+    redis.call('HDEL', KEYS[4], head)
+  end
+end
+-- The lock is free (hash deleted): grant it to the first live waiter, with a
+-- new fencing token and the claim window as its lease. Returns the reply.
+local function hand_off(claim_ms)
+  local head = live_head(now_ms())
+  if not head then return {1} end
+  local info = redis.call('HGET', KEYS[4], head)
+  local next_owner = string.match(info, '^%d+|(.*)$')
+  redis.call('LPOP', KEYS[3])
+  redis.call('HDEL', KEYS[4], head)
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 1, 'fence', fence, 'pending', head)
+  redis.call('PEXPIRE', KEYS[1], claim_ms)
+  return {3, head, next_owner, fence}
+end
+)lua";
+
+Script MakeFair(const char* body) { return Script(std::string(kFairPrelude) + body); }
+
+}  // namespace
 
 const Script& AcquireScript() {
   static const Script script(R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'req')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'req', 'pending')
 local lease = tonumber(ARGV[2])
 if not cur[1] then
   local fence = redis.call('INCR', KEYS[2])
@@ -16,7 +60,7 @@ if not cur[1] then
   redis.call('PEXPIRE', KEYS[1], lease)
   return {1, fence, 1}
 end
-if cur[1] == ARGV[1] then
+if cur[1] == ARGV[1] and not cur[5] then
   if cur[4] == ARGV[3] then
     return {1, tonumber(cur[3]), tonumber(cur[2])}
   end
@@ -32,13 +76,66 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
   return script;
 }
 
+const Script& AcquireFairScript() {
+  static const Script script = MakeFair(R"lua(
+local owner, lease, req, wid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'req', 'pending')
+if cur[1] == owner then
+  if cur[5] == wid then
+    -- Our hand-off: claim it with our own lease.
+    redis.call('HDEL', KEYS[1], 'pending')
+    redis.call('HSET', KEYS[1], 'req', req)
+    redis.call('PEXPIRE', KEYS[1], lease)
+    return {1, tonumber(cur[3]), tonumber(cur[2])}
+  end
+  if not cur[5] then
+    if cur[4] == req then
+      return {1, tonumber(cur[3]), tonumber(cur[2])}
+    end
+    local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+    redis.call('HSET', KEYS[1], 'req', req)
+    if redis.call('PTTL', KEYS[1]) < lease then
+      redis.call('PEXPIRE', KEYS[1], lease)
+    end
+    return {1, tonumber(cur[3]), count}
+  end
+end
+local now = now_ms()
+if not cur[1] then
+  local head = live_head(now)
+  if (not head) or head == wid then
+    if head then
+      redis.call('LPOP', KEYS[3])
+      redis.call('HDEL', KEYS[4], wid)
+    end
+    local fence = redis.call('INCR', KEYS[2])
+    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', fence, 'req', req)
+    redis.call('PEXPIRE', KEYS[1], lease)
+    return {1, fence, 1}
+  end
+end
+if ARGV[6] == '1' then
+  -- Queue up (once), and refresh our presence deadline.
+  local presence = tonumber(ARGV[5])
+  if redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. owner) == 1 then
+    redis.call('RPUSH', KEYS[3], wid)
+  end
+  local keep = presence * 2
+  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
+  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+end
+return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
+)lua");
+  return script;
+}
+
 const Script& ReleaseScript() {
-  static const Script script(R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'rel')
+  static const Script script = MakeFair(R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'rel', 'pending')
 if not cur[1] then
   return {0}
 end
-if cur[1] ~= ARGV[1] or cur[3] ~= ARGV[2] then
+if cur[1] ~= ARGV[1] or cur[3] ~= ARGV[2] or cur[5] then
   return {-1, cur[1]}
 end
 if cur[4] == ARGV[3] then
@@ -47,10 +144,25 @@ end
 local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
 if count <= 0 then
   redis.call('DEL', KEYS[1])
-  return {1}
+  return hand_off(tonumber(ARGV[4]))
 end
 redis.call('HSET', KEYS[1], 'rel', ARGV[3])
 return {2, count}
+)lua");
+  return script;
+}
+
+const Script& AbandonScript() {
+  static const Script script = MakeFair(R"lua(
+local wid = ARGV[1]
+redis.call('LREM', KEYS[3], 1, wid)
+redis.call('HDEL', KEYS[4], wid)
+if redis.call('HGET', KEYS[1], 'pending') ~= wid then
+  return {0}
+end
+-- The lock was handed to us but we are leaving: pass it on.
+redis.call('DEL', KEYS[1])
+return hand_off(tonumber(ARGV[2]))
 )lua");
   return script;
 }
@@ -71,22 +183,33 @@ return 1
 }
 
 const Script& InspectScript() {
-  static const Script script(R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence')
+  static const Script script = MakeFair(R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local last = redis.call('GET', KEYS[2]) or '0'
-return {cur[1] or '', tonumber(cur[2] or '0'), tonumber(cur[3] or '0'),
-        redis.call('PTTL', KEYS[1]), tonumber(last)}
+local out = {cur[1] or '', tonumber(cur[2] or '0'), tonumber(cur[3] or '0'),
+             redis.call('PTTL', KEYS[1]), tonumber(last), cur[4] or ''}
+local now = now_ms()
+for _, wid in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  local info = redis.call('HGET', KEYS[4], wid) or '0|'
+  local deadline, owner = string.match(info, '^(%d+)|(.*)$')
+  table.insert(out, {wid, owner or '', tonumber(deadline or '0') - now})
+end
+return out
 )lua");
   return script;
 }
 
 const Script& ForceUnlockScript() {
-  static const Script script(R"lua(
+  static const Script script = MakeFair(R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if not cur[1] then
   return {0, '', 0}
 end
 redis.call('DEL', KEYS[1])
+local r = hand_off(tonumber(ARGV[1]))
+if r[1] == 3 then
+  return {3, cur[1], tonumber(cur[2]), r[2], r[3], r[4]}
+end
 return {1, cur[1], tonumber(cur[2])}
 )lua");
   return script;

@@ -55,6 +55,21 @@ bool WaitTable::WakeOneLocked(const std::string& name, WakeCause cause) {
   return true;
 }
 
+bool WaitTable::WakeWaiter(const std::string& name, const std::string& waiter_id,
+                           WakeCause cause) {
+  std::lock_guard lock(mu_);
+  auto it = slots_.find(name);
+  if (it == slots_.end()) return false;
+  for (Slot* slot : it->second) {
+    if (slot->waiter_id != waiter_id) continue;
+    slot->woken = true;
+    slot->cause = cause;
+    slot->cv.notify_one();
+    return true;
+  }
+  return false;
+}
+
 size_t WaitTable::waiters(const std::string& name) const {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);

@@ -25,6 +25,7 @@ enum class WakeCause { kNone, kLocal, kEvent, kBound, kCancelled };
 class WaitTable {
  public:
   struct Slot {
+    std::string waiter_id;  // fair mode: the id queued in Redis; may be empty
     std::condition_variable_any cv;
     bool woken = false;  // guarded by WaitTable::mu_
     WakeCause cause = WakeCause::kNone;
@@ -43,6 +44,10 @@ class WaitTable {
   // Wakes the longest-waiting slot on `name` that is not already woken.
   // Returns false if there was none.
   bool WakeOne(const std::string& name, WakeCause cause);
+
+  // Wakes the slot on `name` whose waiter_id is `waiter_id` (a fair grantee).
+  // Returns false if it is not waiting here.
+  bool WakeWaiter(const std::string& name, const std::string& waiter_id, WakeCause cause);
 
   size_t waiters(const std::string& name) const;
 

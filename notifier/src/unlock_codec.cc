@@ -111,6 +111,11 @@ std::string EncodeUnlockEvent(const UnlockEvent& event) {
   j["fence"] = event.fence;
   j["released_at_ns"] = event.released_at_ns;
   j["cause"] = UnlockCauseName(event.cause);
+  if (!event.next_waiter.empty()) {
+    PutText(j, "next_waiter", event.next_waiter);
+    PutText(j, "next_owner", event.next_owner);
+    j["next_fence"] = event.next_fence;
+  }
   return j.dump();
 }
 
@@ -140,6 +145,9 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
       *out = it->get<int64_t>();
       return std::nullopt;
     };
+    if (auto err = GetText(j, "next_waiter", false, &e.next_waiter)) return *err;
+    if (auto err = GetText(j, "next_owner", false, &e.next_owner)) return *err;
+    if (auto err = int_field("next_fence", &e.next_fence)) return *err;
     if (auto err = int_field("fence", &e.fence)) return *err;
     if (auto err = int_field("released_at_ns", &e.released_at_ns)) return *err;
     if (auto c = j.find("cause"); c != j.end()) {

@@ -143,7 +143,10 @@ TEST_F(Lock, ReleaseScriptIsIdempotentUnderRetry) {
   ASSERT_TRUE(outer && inner);
   std::string fence = std::to_string(outer.lease.fence());
   auto release = [&](const std::string& request) {
-    return redis_->Eval(internal::ReleaseScript(), {LockKey("idem")}, {"o", fence, request});
+    return redis_->Eval(internal::ReleaseScript(),
+                        {LockKey("idem"), "lockfleet:{idem}:fence", "lockfleet:{idem}:queue",
+                         "lockfleet:{idem}:waiters"},
+                        {"o", fence, request, "2000"});
   };
   // The same request twice (a retry after a lost reply) decrements once.
   EXPECT_EQ(release("r1").elements[0].integer, 2);

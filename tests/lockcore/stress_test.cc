@@ -17,14 +17,15 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class Stress : public LockTest {};
+class Stress : public LockTest, public ::testing::WithParamInterface<bool> {};
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
-TEST_F(Stress, NoTwoHoldersEver) {
+TEST_P(Stress, NoTwoHoldersEver) {
+  const bool fair = GetParam();
   const int kClients = 4;  // stand-ins for processes: own pools, own watchdogs
   const int kThreadsPerClient = 4;
   const int kLocks = 3;
@@ -34,7 +35,8 @@ TEST_F(Stress, NoTwoHoldersEver) {
   auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   std::vector<std::unique_ptr<LockClient>> clients;
   for (int c = 0; c < kClients; ++c) {
-    clients.push_back(NewClient({.park_cap = milliseconds(200), .publisher = bus_ptr}));
+    clients.push_back(
+        NewClient({.park_cap = milliseconds(200), .fair = fair, .publisher = bus_ptr}));
     bus.Subscribe(clients.back().get());
   }
   std::atomic<int> occupancy[kLocks] = {};
@@ -86,12 +88,15 @@ TEST_F(Stress, NoTwoHoldersEver) {
   }
   EXPECT_EQ(lost, 0u);
   std::printf(
-      "stress: %ld acquisitions, %d clients x %d threads on %d locks, %.2f s, %.0f acq/s; "
+      "stress (%s): %ld acquisitions, %d clients x %d threads on %d locks, %.2f s, %.0f acq/s; "
       "wake-ups: local %lu, event %lu, bound %lu\n",
-      acquisitions.load(), kClients, kThreadsPerClient, kLocks, secs, acquisitions.load() / secs,
+      fair ? "fair" : "barging", acquisitions.load(), kClients, kThreadsPerClient, kLocks, secs, acquisitions.load() / secs,
       static_cast<unsigned long>(local), static_cast<unsigned long>(event),
       static_cast<unsigned long>(bound));
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, Stress, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Fair" : "Barging"; });
 
 }  // namespace
 }  // namespace lockfleet::testing

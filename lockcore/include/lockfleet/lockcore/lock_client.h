@@ -19,6 +19,18 @@
 // delivers an unlock event (DeliverUnlockEvent). Either way it retries: the
 // wake-up is a hint, Redis is the truth.
 //
+// Fairness. In fair mode (the default) a waiter that is refused joins a
+// queue kept in Redis next to the lock ("<prefix>:{<name>}:queue" and
+// ":waiters"). A release that frees the lock grants it, in the same script,
+// to the first waiter whose presence has not lapsed — new fencing token, the
+// claim window as its lease — and the unlock event names that waiter, so only
+// its thread wakes, in whatever process it is: no herd, no barging. The
+// grantee claims the grant with one script call that sets its own lease. A
+// waiter that times out or is cancelled leaves the queue, passing on a grant
+// that reached it meanwhile. A lost event costs at most presence_window / 3:
+// fair waiters never park longer, because they must refresh their place.
+// Barging (fair = false, per client or per call) ignores the queue.
+//
 // Owners. The default owner token is "<client_id>:<thread-number>", unique per
 // client and thread, so reentrancy is per thread. A caller may pass its own
 // token (AcquireOptions::owner) to share a hold across threads or processes.
@@ -34,6 +46,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lockfleet/lockcore/clock.h"
 #include "lockfleet/lockcore/lease.h"
@@ -49,6 +62,15 @@ struct LockClientOptions {
   std::string key_prefix = "lockfleet";         // non-empty, no '{' or '}'
   std::chrono::milliseconds default_lease{30000};  // watchdog lease, >= 30ms
   std::chrono::milliseconds park_cap{1000};    // longest single park, > 0
+  // Fair mode (the default): waiters queue in Redis in arrival order and a
+  // release hands the lock straight to the first live one (see "Fairness").
+  bool fair = true;
+  // A queued waiter refreshes its place at least every presence_window / 3;
+  // one that stops (died, hung) is skipped once this much time has passed.
+  std::chrono::milliseconds presence_window{3000};  // >= 30ms
+  // A handed-off lock the grantee has not claimed within this passes on.
+  // Must exceed presence_window / 3 (the longest fair park).
+  std::chrono::milliseconds claim_window{2000};
   std::shared_ptr<Clock> clock;                // Default: SteadyClock()
   std::shared_ptr<UnlockPublisher> publisher;  // Default: none
   std::string client_id;                       // Default: random 16 hex
@@ -65,6 +87,8 @@ struct AcquireOptions {
   std::string owner;     // Default: empty — the calling thread's owner token
   std::stop_token stop;  // Default: never stops. Cancels waiting.
   LostCallback on_lost;  // Default: none
+  // Queue fairly (true) or barge (false). Default: LockClientOptions::fair.
+  std::optional<bool> fair;
 };
 
 enum class AcquireStatus { kAcquired, kTimedOut, kCancelled };
@@ -83,6 +107,12 @@ struct AcquireResult {
   explicit operator bool() const { return status == AcquireStatus::kAcquired; }
 };
 
+struct QueuedWaiter {
+  std::string waiter_id;  // unique per waiting call
+  std::string owner;      // the owner token it will hold the lock as
+  std::chrono::milliseconds presence_left{0};  // until it is skipped as dead
+};
+
 struct LockInfo {
   bool locked = false;
   std::string owner;                // empty when unlocked
@@ -90,6 +120,10 @@ struct LockInfo {
   std::chrono::milliseconds ttl{0};  // remaining lease; 0 when unlocked
   int64_t fence = 0;                // fencing token of the current grant
   int64_t last_fence = 0;           // highest token ever issued for the name
+  // Fair mode: the waiter the lock was handed to and that has not claimed it
+  // yet (owner is then its owner token), and the queue, first in line first.
+  std::string pending_waiter;
+  std::vector<QueuedWaiter> queue;
 };
 
 struct ForceUnlockResult {
@@ -165,8 +199,10 @@ class LockClient {
   LockStats stats() const;
   RedisClient& redis();
 
-  // Test hook: runs on the acquiring thread after a failed attempt, before
-  // it parks. Lets tests force a release into the listen-first window.
+  // Test hook: runs on the acquiring thread after each failed attempt of a
+  // timed or blocking acquisition, before it decides to give up or park.
+  // Lets tests force a release into the listen-first window, or a hand-off
+  // into the window before a timed-out waiter leaves.
   void SetAfterFailedAttemptHookForTesting(std::function<void(std::string_view name)> hook);
 
  private:

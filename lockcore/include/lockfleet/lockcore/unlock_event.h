@@ -33,6 +33,12 @@ struct UnlockEvent {
   int64_t fence = 0;         // fencing token of the grant that ended
   int64_t released_at_ns = 0;  // system_clock time of the release, ns
   UnlockCause cause = UnlockCause::kRelease;
+  // Fair hand-off: the lock was granted directly to this queued waiter (its
+  // wait id, owner token and the grant's fencing token). Only that waiter's
+  // process wakes, and only that thread. Empty when the lock became free.
+  std::string next_waiter;
+  std::string next_owner;
+  int64_t next_fence = 0;
 };
 
 // Implemented by a transport. Thread-safety: Publish may be called from any

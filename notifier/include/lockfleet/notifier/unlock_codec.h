@@ -7,7 +7,9 @@
 //   {"v":1,"lock":"orders:42","owner":"3f9c…:7","client":"3f9c…",
 //    "fence":17,"released_at_ns":1763712345123456789,"cause":"release"}
 //
-// Lock names and owner tokens that are not valid UTF-8 travel hex-encoded in
+// A fair hand-off adds "next_waiter", "next_owner" and "next_fence": the
+// queued waiter the lock was granted to. Lock names and owner tokens that are
+// not valid UTF-8 travel hex-encoded in
 // "lock_hex" / "owner_hex" instead. Decoders ignore unknown fields, so fields
 // may be added within a version; a change that breaks readers bumps "v".
 #pragma once

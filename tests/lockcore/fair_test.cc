@@ -1,0 +1,331 @@
+// Fair mode: FIFO hand-off named in the unlock event, waiter liveness (dead,
+// cancelled, timed-out waiters, lost grant events), reentrancy, barging.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "lock_fixture.h"
+#include "support/loopback_bus.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Steady = std::chrono::steady_clock;
+
+class Fair : public LockTest {
+ protected:
+  // Clients connected by an in-memory bus; a long presence window and park
+  // cap, so that every hand-off below must come from a wake-up.
+  std::unique_ptr<LockClient> Connected(LockClientOptions o = {}) {
+    if (o.presence_window == LockClientOptions{}.presence_window) {
+      o.presence_window = seconds(60);
+      o.claim_window = seconds(30);
+    }
+    if (o.park_cap == LockClientOptions{}.park_cap) o.park_cap = seconds(600);
+    o.publisher = bus_ptr_;
+    auto c = NewClient(o);
+    bus_.Subscribe(c.get());
+    subscribed_.push_back(c.get());
+    return c;
+  }
+  void TearDown() override {
+    for (LockClient* c : subscribed_) bus_.Unsubscribe(c);
+  }
+  int64_t ServerMs() {
+    Reply t = redis_->Execute({"TIME"});
+    return std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+  }
+
+  LoopbackBus bus_;
+  std::shared_ptr<UnlockPublisher> bus_ptr_{&bus_, [](UnlockPublisher*) {}};
+  std::vector<LockClient*> subscribed_;
+};
+
+TEST_F(Fair, HandsOffInArrivalOrderAndWakesOnlyTheGrantee) {
+  auto holder = Connected();
+  AcquireResult held = holder->TryAcquire("fifo");
+  ASSERT_TRUE(held);
+  constexpr int kWaiters = 5;
+  std::vector<std::unique_ptr<LockClient>> clients;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::vector<int> order;
+  for (int i = 0; i < kWaiters; ++i) {
+    clients.push_back(Connected());
+    LockClient* c = clients.back().get();
+    threads.emplace_back([&, c, i] {
+      AcquireResult r = c->AcquireFor("fifo", seconds(60));
+      ASSERT_TRUE(r);
+      {
+        std::lock_guard lock(mu);
+        order.push_back(i);
+      }
+      std::this_thread::sleep_for(milliseconds(3));
+    });
+    // Arrival order is queue order: wait until this waiter is queued.
+    ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("fifo").queue.size() == size_t(i + 1); }));
+  }
+  LockInfo queued = holder->Inspect("fifo");
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(queued.queue[i].owner.rfind(clients[i]->client_id(), 0), 0u) << i;
+    EXPECT_GT(queued.queue[i].presence_left, milliseconds(0));
+  }
+  (void)held.lease.Release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  uint64_t attempts = 0, event_wakes = 0, bound_wakes = 0;
+  for (auto& c : clients) {
+    LockStats s = c->stats();
+    attempts += s.attempts;
+    event_wakes += s.wakeups_event;
+    bound_wakes += s.wakeups_bound;
+  }
+  // Nobody raced: one refused attempt (which queued) and one claim each, one
+  // wake-up per hand-off, no waiter woke for nothing.
+  EXPECT_EQ(attempts, 2u * kWaiters);
+  EXPECT_EQ(event_wakes, uint64_t(kWaiters));
+  EXPECT_EQ(bound_wakes, 0u);
+  LockInfo after = holder->Inspect("fifo");
+  EXPECT_FALSE(after.locked);
+  EXPECT_TRUE(after.queue.empty());
+}
+
+TEST_F(Fair, UnlockEventNamesTheGranteeAndItsToken) {
+  struct Recorder : UnlockPublisher {
+    std::mutex mu;
+    std::vector<UnlockEvent> events;
+    void Publish(const UnlockEvent& e) noexcept override {
+      std::lock_guard lock(mu);
+      events.push_back(e);
+    }
+  };
+  auto recorder = std::make_shared<Recorder>();
+  auto holder = NewClient({.publisher = recorder});
+  auto waiter = NewClient({.park_cap = milliseconds(50)});  // no events: polls
+  AcquireResult held = holder->TryAcquire("named");
+  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("named", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("named").queue.size() == 1; }));
+  std::string queued_as = holder->Inspect("named").queue[0].waiter_id;
+  (void)held.lease.Release();
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  std::lock_guard lock(recorder->mu);
+  ASSERT_EQ(recorder->events.size(), 1u);
+  const UnlockEvent& e = recorder->events[0];
+  EXPECT_EQ(e.next_waiter, queued_as);
+  EXPECT_EQ(e.next_owner, got.lease.owner());
+  EXPECT_EQ(e.next_fence, got.lease.fence());
+  EXPECT_GT(e.next_fence, e.fence);
+}
+
+TEST_F(Fair, TryAcquireNeverQueuesAndDefersToQueuedWaiters) {
+  auto a = Connected();
+  auto b = Connected();
+  AcquireResult held = a->TryAcquire("t");
+  EXPECT_FALSE(b->TryAcquire("t"));
+  EXPECT_TRUE(a->Inspect("t").queue.empty());
+  // A live waiter is ahead (a crashed holder's lock just expired): a fair
+  // newcomer defers to it, a barging one does not.
+  (void)held.lease.Release();
+  redis_->Execute({"RPUSH", "lockfleet:{t}:queue", "other:w1"});
+  redis_->Execute({"HSET", "lockfleet:{t}:waiters", "other:w1",
+                   std::to_string(ServerMs() + 60000) + "|other-owner"});
+  EXPECT_FALSE(b->TryAcquire("t"));
+  AcquireResult barged = b->TryAcquire("t", {.fair = false});
+  EXPECT_TRUE(barged);
+}
+
+TEST_F(Fair, DeadWaiterAtTheHeadIsSkippedOnceItsPresenceLapses) {
+  auto holder = Connected({.presence_window = milliseconds(300), .claim_window = milliseconds(200)});
+  auto waiter = Connected({.presence_window = milliseconds(300), .claim_window = milliseconds(200)});
+  AcquireResult held = holder->TryAcquire("dead");
+  // A waiter that was killed: queued first, never refreshes again.
+  redis_->Execute({"RPUSH", "lockfleet:{dead}:queue", "ghost:w1"});
+  redis_->Execute({"HSET", "lockfleet:{dead}:waiters", "ghost:w1",
+                   std::to_string(ServerMs() + 300) + "|ghost-owner"});
+  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("dead", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("dead").queue.size() == 2; }));
+  auto released = Steady::now();
+  (void)held.lease.Release();  // the ghost may still look present: it gets it
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  // At most: the ghost's presence (300 ms) or its claim window (200 ms),
+  // plus the waiter's refresh park (100 ms). Generous for loaded machines.
+  EXPECT_LT(Steady::now() - released, seconds(5));
+  EXPECT_TRUE(holder->Inspect("dead").queue.empty());
+}
+
+TEST_F(Fair, HandOffToAProcessThatDiedPassesOnAfterTheClaimWindow) {
+  auto holder = Connected({.presence_window = milliseconds(600), .claim_window = milliseconds(300)});
+  auto waiter = Connected({.presence_window = milliseconds(600), .claim_window = milliseconds(300)});
+  AcquireResult held = holder->TryAcquire("claim");
+  redis_->Execute({"RPUSH", "lockfleet:{claim}:queue", "ghost:w1"});
+  redis_->Execute({"HSET", "lockfleet:{claim}:waiters", "ghost:w1",
+                   std::to_string(ServerMs() + 60000) + "|ghost-owner"});
+  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("claim", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("claim").queue.size() == 2; }));
+  (void)held.lease.Release();
+  LockInfo pending = holder->Inspect("claim");
+  EXPECT_EQ(pending.pending_waiter, "ghost:w1");
+  EXPECT_EQ(pending.owner, "ghost-owner");
+  EXPECT_LE(pending.ttl, milliseconds(300));
+  AcquireResult got = fut.get();  // after the ghost's claim window lapses
+  ASSERT_TRUE(got);
+  EXPECT_GT(got.lease.fence(), pending.fence);
+}
+
+TEST_F(Fair, LostGrantEventIsRecoveredAtTheNextBoundedPark) {
+  auto holder = NewClient();
+  // Not on any bus: the grant event never reaches it.
+  auto waiter = NewClient({.park_cap = seconds(600), .presence_window = milliseconds(300),
+                           .claim_window = milliseconds(250)});
+  AcquireResult held = holder->TryAcquire("lost-grant");  // 30 s lease
+  auto fut =
+      std::async(std::launch::async, [&] { return waiter->AcquireFor("lost-grant", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return waiter->stats().contended_attempts >= 1; }));
+  (void)held.lease.Release();
+  auto start = Steady::now();
+  ASSERT_TRUE(fut.get());
+  EXPECT_LT(Steady::now() - start, seconds(10));  // not the 30 s lease
+  EXPECT_GE(waiter->stats().wakeups_bound, 1u);
+}
+
+TEST_F(Fair, CancelledWaiterIsNeverLeftHoldingTheLock) {
+  auto holder = Connected();
+  auto a = Connected();
+  auto b = Connected();
+  for (int i = 0; i < 20; ++i) {
+    std::string name = "cancel:" + std::to_string(i);
+    AcquireResult held = holder->TryAcquire(name);
+    std::stop_source stop;
+    auto fa = std::async(std::launch::async, [&] {
+      return a->AcquireFor(name, seconds(60), {.stop = stop.get_token()});
+    });
+    ASSERT_TRUE(WaitUntil([&] { return a->Inspect(name).queue.size() == 1; }));
+    auto fb = std::async(std::launch::async, [&] { return b->AcquireFor(name, seconds(60)); });
+    ASSERT_TRUE(WaitUntil([&] { return a->Inspect(name).queue.size() == 2; }));
+    // Cancel a and release the holder at nearly the same time.
+    std::thread canceller([&, i] {
+      std::this_thread::sleep_for(std::chrono::microseconds(i % 4 * 250));
+      stop.request_stop();
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 3 * 300));
+    (void)held.lease.Release();
+    canceller.join();
+    AcquireResult ra = fa.get();
+    if (ra) {
+      (void)ra.lease.Release();  // a won the race fair and square
+    } else {
+      EXPECT_EQ(ra.status, AcquireStatus::kCancelled);
+      LockInfo info = a->Inspect(name);
+      EXPECT_NE(info.owner.rfind(a->client_id(), 0), 0u) << "cancelled waiter holds " << i;
+    }
+    ASSERT_TRUE(fb.get()) << i;  // b always gets it, promptly
+  }
+}
+
+TEST_F(Fair, TimedOutWaiterPassesOnAGrantThatReachedItTooLate) {
+  auto holder = Connected();
+  auto a = Connected();
+  auto b = Connected();
+  AcquireResult held = holder->TryAcquire("late");
+  std::future<AcquireResult> fb;
+  // After a's last refused attempt, and after its deadline: b queues behind
+  // it, then the holder releases, handing the lock to a — which is leaving.
+  a->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
+    if (!held.lease.held()) return;
+    fb = std::async(std::launch::async, [&] { return b->AcquireFor("late", seconds(60)); });
+    ASSERT_TRUE(WaitUntil([&] { return a->Inspect("late").queue.size() == 2; }));
+    std::this_thread::sleep_for(milliseconds(20));  // past a's deadline
+    (void)held.lease.Release();
+    EXPECT_FALSE(a->Inspect("late").pending_waiter.empty());  // handed to a
+  });
+  AcquireResult ra = a->AcquireFor("late", milliseconds(5));
+  a->SetAfterFailedAttemptHookForTesting(nullptr);
+  EXPECT_EQ(ra.status, AcquireStatus::kTimedOut);
+  AcquireResult rb = fb.get();
+  ASSERT_TRUE(rb);  // a passed the grant on as it left
+  EXPECT_EQ(a->Inspect("late").owner, rb.lease.owner());
+}
+
+TEST_F(Fair, ReentrantHoldsDeferTheHandOffUntilTheLastRelease) {
+  auto holder = Connected();
+  auto waiter = Connected();
+  AcquireResult outer = holder->TryAcquire("re");
+  AcquireResult inner = holder->TryAcquire("re");  // reentrant, queue or not
+  ASSERT_TRUE(outer && inner);
+  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("re", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("re").queue.size() == 1; }));
+  AcquireResult again = holder->TryAcquire("re");  // still reentrant with a queue
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.lease.Release(), ReleaseStatus::kStillHeld);
+  EXPECT_EQ(inner.lease.Release(), ReleaseStatus::kStillHeld);
+  EXPECT_TRUE(holder->Inspect("re").pending_waiter.empty());
+  EXPECT_EQ(outer.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  EXPECT_GT(got.lease.fence(), outer.lease.fence());
+}
+
+TEST_F(Fair, ForceUnlockHandsTheLockToTheQueue) {
+  auto holder = Connected();
+  auto waiter = Connected();
+  AcquireResult held = holder->TryAcquire("force");
+  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("force", seconds(60)); });
+  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("force").queue.size() == 1; }));
+  ForceUnlockResult f = holder->ForceUnlock("force");
+  EXPECT_TRUE(f.was_locked);
+  EXPECT_EQ(f.previous_owner, held.lease.owner());
+  ASSERT_TRUE(fut.get());
+  EXPECT_TRUE(held.lease.lost());
+}
+
+// Every contender makes progress, in turn: Jain's fairness index over the
+// per-contender acquisition counts of a time-bounded run.
+TEST_F(Fair, NoStarvationUnderContention) {
+  constexpr int kClients = 4, kThreads = 2;
+  std::vector<std::unique_ptr<LockClient>> clients;
+  for (int c = 0; c < kClients; ++c) clients.push_back(Connected());
+  std::atomic<bool> stop{false};
+  std::atomic<int> inside{0}, overlaps{0};
+  std::vector<long> counts(kClients * kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, c, t] {
+        while (!stop.load()) {
+          AcquireResult r = clients[c]->AcquireFor("hot", seconds(60));
+          if (!r) continue;
+          if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          inside.fetch_sub(1);
+          ++counts[c * kThreads + t];
+        }
+      });
+    }
+  }
+  std::this_thread::sleep_for(milliseconds(1500));
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  double sum = 0, squares = 0;
+  long least = counts[0];
+  for (long n : counts) {
+    sum += n;
+    squares += double(n) * n;
+    least = std::min(least, n);
+  }
+  double jain = sum * sum / (counts.size() * squares);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GT(least, 0) << "a contender starved";
+  EXPECT_GT(jain, 0.9);
+  std::printf("fair: %d contenders, %.0f acquisitions, min %ld, Jain %.3f\n",
+              kClients * kThreads, sum, least, jain);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
