@@ -11,7 +11,8 @@ class SteadyClockImpl final : public Clock {
 }  // namespace
 
 std::shared_ptr<Clock> SteadyClock() {
-  static const std::shared_ptr<Clock> clock = std::make_shared<SteadyClockImpl>();
+  static const std::shared_ptr<Clock> clock =
+      std::make_shared<SteadyClockImpl>();
   return clock;
 }
 

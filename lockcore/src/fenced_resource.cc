@@ -63,7 +63,8 @@ return {1, hi, result}
 FenceResult Decode(Reply r) {
   FenceResult out;
   if (r.type != Reply::Type::kArray || r.elements.size() < 2) {
-    throw Error(ErrorCode::kRedisProtocol, "unexpected reply from fenced write");
+    throw Error(ErrorCode::kRedisProtocol,
+                "unexpected reply from fenced write");
   }
   out.accepted = r.elements[0].integer == 1;
   out.highest_fence = r.elements[1].integer;
@@ -72,16 +73,22 @@ FenceResult Decode(Reply r) {
 }
 
 void CheckFence(int64_t fence) {
-  if (fence <= 0) throw Error(ErrorCode::kInvalidArgument, "fencing tokens are positive");
+  if (fence <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "fencing tokens are positive");
 }
 
 }  // namespace
 
-FencedResource::FencedResource(std::shared_ptr<RedisClient> redis, std::string name,
-                               std::string key_prefix)
-    : redis_(std::move(redis)), name_(std::move(name)), prefix_(std::move(key_prefix)) {
-  if (!redis_) throw Error(ErrorCode::kInvalidArgument, "FencedResource needs a RedisClient");
-  if (name_.empty()) throw Error(ErrorCode::kInvalidArgument, "resource name must not be empty");
+FencedResource::FencedResource(std::shared_ptr<RedisClient> redis,
+                               std::string name, std::string key_prefix)
+    : redis_(std::move(redis)),
+      name_(std::move(name)),
+      prefix_(std::move(key_prefix)) {
+  if (!redis_)
+    throw Error(ErrorCode::kInvalidArgument,
+                "FencedResource needs a RedisClient");
+  if (name_.empty())
+    throw Error(ErrorCode::kInvalidArgument, "resource name must not be empty");
   fence_key_ = Key("fence");
 }
 
@@ -89,11 +96,14 @@ std::string FencedResource::Key(std::string_view suffix) const {
   return prefix_ + ":{res:" + name_ + "}:" + std::string(suffix);
 }
 
-FenceResult FencedResource::Write(int64_t fence, const std::vector<Command>& commands) {
+FenceResult FencedResource::Write(int64_t fence,
+                                  const std::vector<Command>& commands) {
   CheckFence(fence);
-  std::vector<std::string> args{std::to_string(fence), std::to_string(commands.size())};
+  std::vector<std::string> args{std::to_string(fence),
+                                std::to_string(commands.size())};
   for (const Command& cmd : commands) {
-    if (cmd.empty()) throw Error(ErrorCode::kInvalidArgument, "empty command in fenced write");
+    if (cmd.empty())
+      throw Error(ErrorCode::kInvalidArgument, "empty command in fenced write");
     args.push_back(std::to_string(cmd.size()));
     args.insert(args.end(), cmd.begin(), cmd.end());
   }
@@ -115,7 +125,8 @@ int64_t FencedResource::HighestFence() {
   Reply r = redis_->Execute({"GET", fence_key_});
   if (r.is_nil()) return 0;
   if (r.type != Reply::Type::kString) {
-    throw Error(ErrorCode::kRedisProtocol, "fence key holds a non-string: " + r.str);
+    throw Error(ErrorCode::kRedisProtocol,
+                "fence key holds a non-string: " + r.str);
   }
   return std::stoll(r.str);
 }
@@ -124,7 +135,10 @@ const Script& FencedResource::ScriptFor(std::string_view body) {
   std::lock_guard lock(mu_);
   auto it = scripts_.find(body);
   if (it == scripts_.end()) {
-    it = scripts_.emplace(std::string(body), std::make_unique<Script>(WrapBody(body))).first;
+    it = scripts_
+             .emplace(std::string(body),
+                      std::make_unique<Script>(WrapBody(body)))
+             .first;
   }
   return *it->second;
 }

@@ -12,8 +12,11 @@ const std::string kEmpty;
 Lease::Lease() noexcept = default;
 
 Lease::Lease(std::shared_ptr<internal::LockCore> core,
-             std::shared_ptr<internal::HeldLock> held_lock) noexcept
-    : core_(std::move(core)), held_lock_(std::move(held_lock)) {}
+             std::shared_ptr<internal::HeldLock> held_lock,
+             std::string hold_id) noexcept
+    : core_(std::move(core)),
+      held_lock_(std::move(held_lock)),
+      hold_id_(std::move(hold_id)) {}
 
 Lease::~Lease() {
   if (!held()) return;
@@ -35,25 +38,35 @@ Lease& Lease::operator=(Lease&& other) noexcept {
   }
   core_ = std::move(other.core_);
   held_lock_ = std::move(other.held_lock_);
+  hold_id_ = std::move(other.hold_id_);
   return *this;
 }
 
-const std::string& Lease::name() const { return held() ? held_lock_->name : kEmpty; }
-const std::string& Lease::owner() const { return held() ? held_lock_->owner : kEmpty; }
+const std::string& Lease::name() const {
+  return held() ? held_lock_->name : kEmpty;
+}
+const std::string& Lease::owner() const {
+  return held() ? held_lock_->owner : kEmpty;
+}
 int64_t Lease::fence() const { return held() ? held_lock_->fence : 0; }
 
-bool Lease::lost() const noexcept { return !held() || core_->Lost(*held_lock_); }
+bool Lease::lost() const noexcept {
+  return !held() || core_->Lost(*held_lock_);
+}
 
 Clock::TimePoint Lease::valid_until() const {
   if (!held()) return Clock::TimePoint::min();
-  return Clock::TimePoint(std::chrono::nanoseconds(held_lock_->valid_until_ns.load()));
+  return Clock::TimePoint(
+      std::chrono::nanoseconds(held_lock_->valid_until_ns.load()));
 }
 
 ReleaseStatus Lease::Release() {
-  if (!held()) throw Error(ErrorCode::kInvalidArgument, "Release() on a Lease that holds nothing");
+  if (!held())
+    throw Error(ErrorCode::kInvalidArgument,
+                "Release() on a Lease that holds nothing");
   std::shared_ptr<internal::LockCore> core = std::move(core_);
   std::shared_ptr<internal::HeldLock> held_lock = std::move(held_lock_);
-  return core->Release(held_lock);
+  return core->Release(held_lock, hold_id_);
 }
 
 const char* ReleaseStatusName(ReleaseStatus status) noexcept {

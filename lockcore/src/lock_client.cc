@@ -28,15 +28,21 @@ uint64_t ThreadNumber() {
 }
 
 LockClientOptions Validate(LockClientOptions o) {
-  auto bad = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, why); };
-  if (o.key_prefix.empty() || o.key_prefix.find_first_of("{}") != std::string::npos) {
+  auto bad = [](const std::string& why) {
+    throw Error(ErrorCode::kInvalidArgument, why);
+  };
+  if (o.key_prefix.empty() ||
+      o.key_prefix.find_first_of("{}") != std::string::npos) {
     bad("key_prefix must be non-empty and contain no '{' or '}'");
   }
-  if (o.default_lease < milliseconds(30)) bad("default_lease must be at least 30ms");
+  if (o.default_lease < milliseconds(30))
+    bad("default_lease must be at least 30ms");
   if (o.park_cap <= milliseconds(0)) bad("park_cap must be positive");
-  if (o.presence_window < milliseconds(30)) bad("presence_window must be at least 30ms");
+  if (o.presence_window < milliseconds(30))
+    bad("presence_window must be at least 30ms");
   if (o.claim_window <= o.presence_window / 3) {
-    bad("claim_window must exceed presence_window / 3 (a grantee parks that long at most)");
+    bad("claim_window must exceed presence_window / 3 (a grantee parks that "
+        "long at most)");
   }
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
@@ -44,33 +50,42 @@ LockClientOptions Validate(LockClientOptions o) {
 }
 
 void ValidateName(std::string_view name) {
-  if (name.empty()) throw Error(ErrorCode::kInvalidArgument, "lock name must not be empty");
+  if (name.empty())
+    throw Error(ErrorCode::kInvalidArgument, "lock name must not be empty");
   if (name.size() > kMaxLockNameBytes) {
     throw Error(ErrorCode::kInvalidArgument,
-                "lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
+                "lock name is " + std::to_string(name.size()) +
+                    " bytes; the limit is " +
                     std::to_string(kMaxLockNameBytes));
   }
 }
 
 // Local validity is shortened by the usual clock-drift allowance (Redlock).
-Clock::Duration Drift(milliseconds lease) { return lease / 100 + milliseconds(2); }
+Clock::Duration Drift(milliseconds lease) {
+  return lease / 100 + milliseconds(2);
+}
 
 int64_t Ns(Clock::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             t.time_since_epoch())
+      .count();
 }
 
 const Reply& Element(const Reply& r, size_t i, const char* what) {
   if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
-    throw Error(ErrorCode::kRedisProtocol, std::string("unexpected reply from ") + what);
+    throw Error(ErrorCode::kRedisProtocol,
+                std::string("unexpected reply from ") + what);
   }
   return r.elements[i];
 }
 
 }  // namespace
 
-LockCore::LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options)
+LockCore::LockCore(std::shared_ptr<RedisClient> redis,
+                   LockClientOptions options)
     : redis_(std::move(redis)), options_(Validate(std::move(options))) {
-  if (!redis_) throw Error(ErrorCode::kInvalidArgument, "LockClient needs a RedisClient");
+  if (!redis_)
+    throw Error(ErrorCode::kInvalidArgument, "LockClient needs a RedisClient");
 }
 
 LockCore::~LockCore() { StopWatchdog(); }
@@ -88,15 +103,20 @@ std::vector<std::string> LockCore::Keys(std::string_view name) const {
   return {tag + "lock", tag + "fence", tag + "queue", tag + "waiters"};
 }
 
+// Globally unique: hold ids and waiter ids of different clients never
+// collide, even when the clients share an owner token.
 std::string LockCore::NextRequestId() {
-  return std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) + 1);
+  return options_.client_id + ":" +
+         std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) +
+                        1);
 }
 
 std::string LockCore::DefaultOwner() const {
   return options_.client_id + ":" + std::to_string(ThreadNumber());
 }
 
-Reply LockCore::EvalRetryOnce(const Script& script, const std::vector<std::string>& keys,
+Reply LockCore::EvalRetryOnce(const Script& script,
+                              const std::vector<std::string>& keys,
                               const std::vector<std::string>& args) {
   // Every lock script is idempotent under retry (request ids, owner+fence
   // checks), so one retry on a fresh connection is safe and rides over a
@@ -104,23 +124,30 @@ Reply LockCore::EvalRetryOnce(const Script& script, const std::vector<std::strin
   try {
     return redis_->Eval(script, keys, args);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::kRedisUnavailable) throw;
+    if (e.code() != ErrorCode::kRedisUnavailable &&
+        e.code() != ErrorCode::kRedisTimeout)
+      throw;
   }
   return redis_->Eval(script, keys, args);
 }
 
-LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& owner,
+LockCore::Attempt LockCore::TryOnce(const std::string& name,
+                                    const std::string& owner,
                                     milliseconds lease, bool renew,
                                     const AcquireOptions& options,
-                                    const std::string& waiter_id, bool enqueue) {
+                                    const std::string& waiter_id,
+                                    bool enqueue) {
   Clock::TimePoint sent = options_.clock->Now();
-  Reply r = waiter_id.empty()
-                ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                                {owner, std::to_string(lease.count()), NextRequestId()})
-                : EvalRetryOnce(AcquireFairScript(), Keys(name),
-                                {owner, std::to_string(lease.count()), NextRequestId(),
-                                 waiter_id, std::to_string(options_.presence_window.count()),
-                                 enqueue ? "1" : "0"});
+  const std::string hold_id = NextRequestId();
+  Reply r =
+      waiter_id.empty()
+          ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                          {owner, std::to_string(lease.count()), hold_id})
+          : EvalRetryOnce(
+                AcquireFairScript(), Keys(name),
+                {owner, std::to_string(lease.count()), hold_id, waiter_id,
+                 std::to_string(options_.presence_window.count()),
+                 enqueue ? "1" : "0"});
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -131,7 +158,7 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& 
   }
   int64_t fence = Element(r, 1, "acquire").integer;
   std::shared_ptr<HeldLock> held;
-  std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>> lost_calls;
+  LostCalls lost_calls;
   {
     std::lock_guard lock(mu_);
     std::shared_ptr<HeldLock>& entry = held_[{name, owner}];
@@ -159,29 +186,30 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name, const std::string& 
     }
     if (options.on_lost) held->on_lost.push_back(options.on_lost);
   }
-  watchdog_cv_.notify_one();
-  for (auto& [h, cb] : lost_calls) cb(h->name, h->fence);
-  acquisitions_.fetch_add(1, std::memory_order_relaxed);
   out.granted = true;
-  out.lease = Lease(shared_from_this(), std::move(held));
+  out.lease = Lease(shared_from_this(), std::move(held), hold_id);
+  acquisitions_.fetch_add(1, std::memory_order_relaxed);
+  watchdog_cv_.notify_one();
+  DeferCallbacks(std::move(lost_calls));
   return out;
 }
 
-AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoint deadline,
-                                     bool wait, const AcquireOptions& options) {
+AcquireResult LockCore::AcquireUntil(std::string_view name_view,
+                                     Clock::TimePoint deadline, bool wait,
+                                     const AcquireOptions& options) {
   ValidateName(name_view);
   if (options.lease && *options.lease <= milliseconds(0)) {
     throw Error(ErrorCode::kInvalidArgument, "lease must be positive");
   }
   const std::string name(name_view);
-  const std::string owner = options.owner.empty() ? DefaultOwner() : options.owner;
+  const std::string owner =
+      options.owner.empty() ? DefaultOwner() : options.owner;
   const milliseconds lease = options.lease.value_or(options_.default_lease);
   const bool renew = !options.lease.has_value();
   const bool fair = options.fair.value_or(options_.fair);
   // Fair mode queues under a wait id unique to this call; a try-only attempt
   // never queues.
-  const std::string waiter_id =
-      fair ? options_.client_id + ":w" + NextRequestId() : std::string();
+  const std::string waiter_id = fair ? "w:" + NextRequestId() : std::string();
 
   AcquireResult result;
   auto finish = [&](Attempt& a) {
@@ -217,14 +245,26 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
       bool acquired = result.status == AcquireStatus::kAcquired;
       // A fair waiter that gives up must leave the queue (and pass on a
       // grant that may have reached it since its last attempt).
-      if (!acquired && !slot->waiter_id.empty()) core->Abandon(name, slot->waiter_id);
+      if (!acquired && !slot->waiter_id.empty())
+        core->Abandon(name, slot->waiter_id);
       core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
   } leave{this, name, &slot, result};
 
+  WakeCause last_wake = WakeCause::kNone;
   for (;;) {
-    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, true);
+    Attempt a;
+    try {
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, true);
+    } catch (...) {
+      // We were woken for a free lock but cannot use it: let the next local
+      // waiter try instead of sleeping out its bound.
+      if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent) {
+        waits_.WakeOne(name, last_wake);
+      }
+      throw;
+    }
     if (finish(a)) return result;
     {
       std::function<void(std::string_view)> hook;
@@ -247,11 +287,15 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
     }
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
     // surely expired on the server), and the configured cap.
-    Clock::Duration bound = std::min<Clock::Duration>(deadline - now, options_.park_cap);
-    if (a.ttl_ms >= 0) bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
+    Clock::Duration bound =
+        std::min<Clock::Duration>(deadline - now, options_.park_cap);
+    if (a.ttl_ms >= 0)
+      bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
     // A queued waiter must refresh its presence before it lapses.
-    if (fair) bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
-    switch (waits_.Park(&slot, bound, options.stop)) {
+    if (fair)
+      bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
+    last_wake = waits_.Park(&slot, bound, options.stop);
+    switch (last_wake) {
       case WakeCause::kLocal:
         wake_local_.fetch_add(1, std::memory_order_relaxed);
         break;
@@ -268,8 +312,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view, Clock::TimePoin
   }
 }
 
-ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
-  const std::string request = NextRequestId();
+ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held,
+                                const std::string& hold_id) {
   {
     std::lock_guard lock(mu_);
     if (--held->local_holds <= 0) {
@@ -278,15 +322,19 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
     }
   }
   const std::vector<std::string> keys = Keys(held->name);
-  const std::vector<std::string> args{held->owner, std::to_string(held->fence), request,
-                                      std::to_string(options_.claim_window.count())};
+  const std::vector<std::string> args{
+      held->owner, std::to_string(held->fence), hold_id,
+      std::to_string(options_.claim_window.count())};
   Reply r;
   bool retried = false;
   try {
     try {
       r = redis_->Eval(ReleaseScript(), keys, args);
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::kRedisUnavailable) throw;
+      if (e.code() != ErrorCode::kRedisUnavailable &&
+          e.code() != ErrorCode::kRedisTimeout) {
+        throw;
+      }
       retried = true;
       r = redis_->Eval(ReleaseScript(), keys, args);
     }
@@ -296,7 +344,9 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
   }
   long long status = Element(r, 0, "release").integer;
   // After a retry, "not held" / "someone else's" most likely means our first
-  // try freed it and only its reply was lost.
+  // try freed it and only its reply was lost (hiredis cannot tell whether a
+  // failed command reached the server). At worst this reports kReleased for
+  // a lock that expired meanwhile, and sends one spurious wake-up.
   if (retried && status <= 0) status = 1;
   switch (status) {
     case 1:
@@ -316,10 +366,12 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held) {
   }
 }
 
-void LockCore::Freed(const std::string& name, const std::string& owner, int64_t fence,
-                     UnlockCause cause, const Reply& handoff, size_t handoff_at) {
+void LockCore::Freed(const std::string& name, const std::string& owner,
+                     int64_t fence, UnlockCause cause, const Reply& handoff,
+                     size_t handoff_at) {
   UnlockEvent event;
-  if (handoff.type == Reply::Type::kArray && handoff.elements.size() >= handoff_at + 3 &&
+  if (handoff.type == Reply::Type::kArray &&
+      handoff.elements.size() >= handoff_at + 3 &&
       handoff.elements[0].integer == 3) {
     event.next_waiter = handoff.elements[handoff_at].str;
     event.next_owner = handoff.elements[handoff_at + 1].str;
@@ -328,25 +380,29 @@ void LockCore::Freed(const std::string& name, const std::string& owner, int64_t 
   if (event.next_waiter.empty()) {
     waits_.WakeOne(name, WakeCause::kLocal);
   } else {
-    waits_.WakeWaiter(name, event.next_waiter, WakeCause::kLocal);  // if it is ours
+    waits_.WakeWaiter(name, event.next_waiter,
+                      WakeCause::kLocal);  // if it is ours
   }
   if (!options_.publisher) return;
   event.lock = name;
   event.owner = owner;
   event.client_id = options_.client_id;
   event.fence = fence;
-  event.released_at_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  event.released_at_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
   event.cause = cause;
   options_.publisher->Publish(event);
   events_published_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void LockCore::Abandon(const std::string& name, const std::string& waiter_id) noexcept {
+void LockCore::Abandon(const std::string& name,
+                       const std::string& waiter_id) noexcept {
   try {
-    Reply r = EvalRetryOnce(AbandonScript(), Keys(name),
-                            {waiter_id, std::to_string(options_.claim_window.count())});
+    Reply r = EvalRetryOnce(
+        AbandonScript(), Keys(name),
+        {waiter_id, std::to_string(options_.claim_window.count())});
     if (Element(r, 0, "abandon").integer != 0) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
@@ -362,9 +418,17 @@ void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
   if (it != held_.end() && it->second == held) held_.erase(it);
 }
 
-void LockCore::MarkLostLocked(
-    const std::shared_ptr<HeldLock>& held,
-    std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls) {
+void LockCore::DeferCallbacks(LostCalls calls) {
+  if (calls.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& c : calls) deferred_calls_.push_back(std::move(c));
+  }
+  watchdog_cv_.notify_one();
+}
+
+void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
+                              LostCalls* calls) {
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
   for (const LostCallback& cb : held->on_lost) calls->emplace_back(held, cb);
@@ -378,8 +442,9 @@ LockInfo LockCore::Inspect(std::string_view name) {
   info.locked = !info.owner.empty();
   info.hold_count = Element(r, 1, "inspect").integer;
   info.fence = Element(r, 2, "inspect").integer;
-  info.ttl = milliseconds(info.locked ? std::max<long long>(0, Element(r, 3, "inspect").integer)
-                                      : 0);
+  info.ttl = milliseconds(
+      info.locked ? std::max<long long>(0, Element(r, 3, "inspect").integer)
+                  : 0);
   info.last_fence = Element(r, 4, "inspect").integer;
   info.pending_waiter = Element(r, 5, "inspect").str;
   for (size_t i = 6; i < r.elements.size(); ++i) {
@@ -404,7 +469,7 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
   out.previous_owner = Element(r, 1, "force-unlock").str;
   out.previous_fence = Element(r, 2, "force-unlock").integer;
   force_unlocks_.fetch_add(1, std::memory_order_relaxed);
-  std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>> calls;
+  LostCalls calls;
   {
     std::lock_guard lock(mu_);
     auto it = held_.find({name, out.previous_owner});
@@ -414,8 +479,9 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
       Forget(victim);
     }
   }
-  for (auto& [h, cb] : calls) cb(h->name, h->fence);
-  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r, 3);
+  DeferCallbacks(std::move(calls));
+  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r,
+        3);
   return out;
 }
 
@@ -423,6 +489,21 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   events_received_.fetch_add(1, std::memory_order_relaxed);
   if (event.client_id == options_.client_id) return;  // woken directly already
   try {
+    if (event.cause == UnlockCause::kForce) {
+      // Someone force-unlocked a grant this process may hold: say so now
+      // rather than at the next renewal (an explicit lease has none).
+      LostCalls calls;
+      {
+        std::lock_guard lock(mu_);
+        auto it = held_.find({event.lock, event.owner});
+        if (it != held_.end() && it->second->fence == event.fence) {
+          std::shared_ptr<HeldLock> victim = it->second;
+          MarkLostLocked(victim, &calls);
+          Forget(victim);
+        }
+      }
+      DeferCallbacks(std::move(calls));
+    }
     if (event.next_waiter.empty()) {
       waits_.WakeOne(event.lock, WakeCause::kEvent);
     } else {
@@ -434,11 +515,14 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
 }
 
 bool LockCore::Lost(const HeldLock& held) const noexcept {
-  return held.lost.load() || Ns(options_.clock->Now()) >= held.valid_until_ns.load();
+  return held.lost.load() ||
+         Ns(options_.clock->Now()) >= held.valid_until_ns.load();
 }
 
 LockStats LockCore::Stats() const {
-  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  auto get = [](const std::atomic<uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);
+  };
   LockStats s;
   s.attempts = get(attempts_);
   s.contended_attempts = get(contended_);
@@ -471,40 +555,51 @@ void LockCore::SetHook(std::function<void(std::string_view)> hook) {
 
 // ---- LockClient: a thin handle on the core ----
 
-LockClient::LockClient(std::shared_ptr<RedisClient> redis, LockClientOptions options)
-    : core_(std::make_shared<internal::LockCore>(std::move(redis), std::move(options))) {
+LockClient::LockClient(std::shared_ptr<RedisClient> redis,
+                       LockClientOptions options)
+    : core_(std::make_shared<internal::LockCore>(std::move(redis),
+                                                 std::move(options))) {
   core_->StartWatchdog();
 }
 
 LockClient::~LockClient() { core_->StopWatchdog(); }
 
-AcquireResult LockClient::TryAcquire(std::string_view name, const AcquireOptions& options) {
+AcquireResult LockClient::TryAcquire(std::string_view name,
+                                     const AcquireOptions& options) {
   return core_->AcquireUntil(name, Clock::TimePoint::min(), false, options);
 }
 
-AcquireResult LockClient::AcquireFor(std::string_view name, Clock::Duration timeout,
+AcquireResult LockClient::AcquireFor(std::string_view name,
+                                     Clock::Duration timeout,
                                      const AcquireOptions& options) {
   Clock::TimePoint now = core_->options().clock->Now();
-  Clock::TimePoint deadline = timeout >= Clock::TimePoint::max() - now
-                                  ? Clock::TimePoint::max()
-                                  : now + std::max(timeout, Clock::Duration::zero());
+  Clock::TimePoint deadline =
+      timeout >= Clock::TimePoint::max() - now
+          ? Clock::TimePoint::max()
+          : now + std::max(timeout, Clock::Duration::zero());
   return core_->AcquireUntil(name, deadline, true, options);
 }
 
-AcquireResult LockClient::AcquireUntil(std::string_view name, Clock::TimePoint deadline,
+AcquireResult LockClient::AcquireUntil(std::string_view name,
+                                       Clock::TimePoint deadline,
                                        const AcquireOptions& options) {
   return core_->AcquireUntil(name, deadline, true, options);
 }
 
-Lease LockClient::Acquire(std::string_view name, const AcquireOptions& options) {
-  AcquireResult r = core_->AcquireUntil(name, Clock::TimePoint::max(), true, options);
+Lease LockClient::Acquire(std::string_view name,
+                          const AcquireOptions& options) {
+  AcquireResult r =
+      core_->AcquireUntil(name, Clock::TimePoint::max(), true, options);
   if (r.status != AcquireStatus::kAcquired) {
-    throw Error(ErrorCode::kCancelled, "acquisition of lock '" + std::string(name) + "' cancelled");
+    throw Error(ErrorCode::kCancelled,
+                "acquisition of lock '" + std::string(name) + "' cancelled");
   }
   return std::move(r.lease);
 }
 
-LockInfo LockClient::Inspect(std::string_view name) { return core_->Inspect(name); }
+LockInfo LockClient::Inspect(std::string_view name) {
+  return core_->Inspect(name);
+}
 
 ForceUnlockResult LockClient::ForceUnlock(std::string_view name) {
   return core_->ForceUnlock(name);
@@ -515,7 +610,9 @@ void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
 }
 
 std::string LockClient::DefaultOwner() const { return core_->DefaultOwner(); }
-const std::string& LockClient::client_id() const { return core_->options().client_id; }
+const std::string& LockClient::client_id() const {
+  return core_->options().client_id;
+}
 LockStats LockClient::stats() const { return core_->Stats(); }
 RedisClient& LockClient::redis() { return core_->redis(); }
 

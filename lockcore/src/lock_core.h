@@ -36,23 +36,26 @@ struct HeldLock {
 
   // Guarded by LockCore::mu_.
   int local_holds = 0;
-  bool released = false;  // last local hold given back: never renew again
-  bool renewing = false;  // queued for, or in, a renewal round trip
+  bool released = false;        // last local hold given back: never renew again
+  bool renewing = false;        // queued for, or in, a renewal round trip
   Clock::TimePoint next_check;  // next renewal (renew mode)
   std::vector<LostCallback> on_lost;
 };
 
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
+  using LostCalls = std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
+
   LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options);
   ~LockCore();
 
   void StartWatchdog();
   void StopWatchdog();
 
-  AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline, bool wait,
-                             const AcquireOptions& options);
-  ReleaseStatus Release(const std::shared_ptr<HeldLock>& held);
+  AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline,
+                             bool wait, const AcquireOptions& options);
+  ReleaseStatus Release(const std::shared_ptr<HeldLock>& held,
+                        const std::string& hold_id);
   LockInfo Inspect(std::string_view name);
   ForceUnlockResult ForceUnlock(std::string_view name);
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
@@ -64,7 +67,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   const LockClientOptions& options() const { return options_; }
   RedisClient& redis() { return *redis_; }
-  void CountReleaseFailure() { release_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void CountReleaseFailure() {
+    release_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   struct Attempt {
@@ -76,12 +81,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // One acquire script. `waiter_id` empty: barging; else fair, queueing up
   // when refused if `enqueue`.
   Attempt TryOnce(const std::string& name, const std::string& owner,
-                  std::chrono::milliseconds lease, bool renew, const AcquireOptions& options,
-                  const std::string& waiter_id, bool enqueue);
+                  std::chrono::milliseconds lease, bool renew,
+                  const AcquireOptions& options, const std::string& waiter_id,
+                  bool enqueue);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
   std::vector<std::string> Keys(std::string_view name) const;  // all four
-  Reply EvalRetryOnce(const Script& script, const std::vector<std::string>& keys,
+  Reply EvalRetryOnce(const Script& script,
+                      const std::vector<std::string>& keys,
                       const std::vector<std::string>& args);
   std::string LockKey(std::string_view name) const;
   std::string FenceKey(std::string_view name) const;
@@ -90,8 +97,11 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // {3, waiter, owner, fence} when handed on): wake and publish.
   void Freed(const std::string& name, const std::string& owner, int64_t fence,
              UnlockCause cause, const Reply& handoff, size_t handoff_at);
-  void MarkLostLocked(const std::shared_ptr<HeldLock>& held,
-                      std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>* calls);
+  // REQUIRES: mu_ held. Marks `held` lost (once) and queues its callbacks.
+  void MarkLostLocked(const std::shared_ptr<HeldLock>& held, LostCalls* calls);
+  // Hands callbacks to the watchdog thread: they never run on a caller's
+  // thread (which may hold its own locks) and never in the middle of ours.
+  void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
 
   // Watchdog (watchdog.cc). The watchdog thread only decides: it watches
@@ -108,21 +118,24 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>> held_;  // mu_
-  bool stopping_ = false;                                                        // mu_
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>>
+      held_;               // mu_
+  bool stopping_ = false;  // mu_
   std::thread watchdog_;
   std::thread renewer_;
   std::condition_variable renewer_cv_;
   std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
+  LostCalls deferred_calls_;                                        // mu_
 
   std::mutex hook_mu_;
   std::function<void(std::string_view)> hook_;  // hook_mu_
 
   std::atomic<uint64_t> next_request_{0};
-  std::atomic<uint64_t> attempts_{0}, contended_{0}, acquisitions_{0}, timeouts_{0},
-      cancellations_{0}, releases_{0}, releases_not_held_{0}, releases_not_owner_{0},
-      release_failures_{0}, wake_local_{0}, wake_event_{0}, wake_bound_{0}, renewals_{0},
-      renewal_failures_{0}, leases_lost_{0}, events_published_{0}, events_received_{0},
+  std::atomic<uint64_t> attempts_{0}, contended_{0}, acquisitions_{0},
+      timeouts_{0}, cancellations_{0}, releases_{0}, releases_not_held_{0},
+      releases_not_owner_{0}, release_failures_{0}, wake_local_{0},
+      wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
+      leases_lost_{0}, events_published_{0}, events_received_{0},
       force_unlocks_{0};
   std::atomic<int64_t> waiting_{0};
 };

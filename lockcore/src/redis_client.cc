@@ -26,7 +26,8 @@ void IgnoreSigpipeOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL) {
       signal(SIGPIPE, SIG_IGN);
     }
   });
@@ -40,18 +41,21 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
   if (options.pool_size < 1 || options.pool_size > 1024) {
     throw Error(ErrorCode::kInvalidArgument, "Redis pool_size must be 1..1024");
   }
-  if (options.connect_timeout.count() <= 0 || options.command_timeout.count() <= 0) {
+  if (options.connect_timeout.count() <= 0 ||
+      options.command_timeout.count() <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "Redis timeouts must be positive");
   }
 }
 
 RedisClient::Impl::Lent RedisClient::Impl::Borrow() {
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, options.command_timeout,
-                    [&] { return !idle_.empty() || open_ < options.pool_size; })) {
-    throw Error(ErrorCode::kRedisTimeout,
-                "no free Redis connection within the command timeout (pool_size " +
-                    std::to_string(options.pool_size) + ")");
+  if (!cv_.wait_for(lock, options.command_timeout, [&] {
+        return !idle_.empty() || open_ < options.pool_size;
+      })) {
+    throw Error(
+        ErrorCode::kRedisTimeout,
+        "no free Redis connection within the command timeout (pool_size " +
+            std::to_string(options.pool_size) + ")");
   }
   if (!idle_.empty()) {
     auto conn = std::move(idle_.back());
@@ -61,8 +65,9 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow() {
   ++open_;
   lock.unlock();
   try {
-    return Lent(this, std::make_unique<RedisConnection>(endpoint, options.connect_timeout,
-                                                        options.command_timeout));
+    return Lent(
+        this, std::make_unique<RedisConnection>(
+                  endpoint, options.connect_timeout, options.command_timeout));
   } catch (...) {
     lock.lock();
     --open_;
@@ -89,7 +94,8 @@ RedisClient::Impl::Lent::~Lent() {
   if (conn_) pool_->Return(std::move(conn_));
 }
 
-std::vector<Reply> RedisClient::Impl::Run(const std::vector<const Command*>& commands) {
+std::vector<Reply> RedisClient::Impl::Run(
+    const std::vector<const Command*>& commands) {
   Lent conn = Borrow();
   round_trips.fetch_add(1, std::memory_order_relaxed);
   return conn->Run(commands);
@@ -112,7 +118,8 @@ std::string RedisClient::Impl::ShaOf(const Script& script) {
   return script.sha_;
 }
 
-RedisClient::RedisClient(RedisOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+RedisClient::RedisClient(RedisOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
 RedisClient::~RedisClient() = default;
 
 Reply RedisClient::Execute(const Command& command) {
@@ -131,7 +138,8 @@ std::vector<Reply> RedisClient::Pipeline(const std::vector<Command>& commands) {
 namespace {
 
 Command EvalCommand(const char* verb, const std::string& body_or_sha,
-                    const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+                    const std::vector<std::string>& keys,
+                    const std::vector<std::string>& args) {
   Command cmd;
   cmd.reserve(3 + keys.size() + args.size());
   cmd.emplace_back(verb);
@@ -142,16 +150,20 @@ Command EvalCommand(const char* verb, const std::string& body_or_sha,
   return cmd;
 }
 
-bool IsNoScript(const Reply& r) { return r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0; }
+bool IsNoScript(const Reply& r) {
+  return r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0;
+}
 
 }  // namespace
 
-std::vector<Reply> RedisClient::EvalPipeline(const std::vector<EvalCall>& calls) {
+std::vector<Reply> RedisClient::EvalPipeline(
+    const std::vector<EvalCall>& calls) {
   if (calls.empty()) return {};
   std::vector<Command> commands;
   commands.reserve(calls.size());
   for (const EvalCall& call : calls) {
-    commands.push_back(EvalCommand("EVALSHA", impl_->ShaOf(*call.script), call.keys, call.args));
+    commands.push_back(EvalCommand("EVALSHA", impl_->ShaOf(*call.script),
+                                   call.keys, call.args));
   }
   std::vector<Reply> replies = Pipeline(commands);
   // The server lost its script cache (restart, SCRIPT FLUSH): send the bodies.
@@ -159,17 +171,20 @@ std::vector<Reply> RedisClient::EvalPipeline(const std::vector<EvalCall>& calls)
   std::vector<size_t> retry_index;
   for (size_t i = 0; i < replies.size(); ++i) {
     if (!IsNoScript(replies[i])) continue;
-    retry.push_back(EvalCommand("EVAL", calls[i].script->source(), calls[i].keys, calls[i].args));
+    retry.push_back(EvalCommand("EVAL", calls[i].script->source(),
+                                calls[i].keys, calls[i].args));
     retry_index.push_back(i);
   }
   if (!retry.empty()) {
     std::vector<Reply> again = Pipeline(retry);
-    for (size_t j = 0; j < again.size(); ++j) replies[retry_index[j]] = std::move(again[j]);
+    for (size_t j = 0; j < again.size(); ++j)
+      replies[retry_index[j]] = std::move(again[j]);
   }
   return replies;
 }
 
-Reply RedisClient::Eval(const Script& script, const std::vector<std::string>& keys,
+Reply RedisClient::Eval(const Script& script,
+                        const std::vector<std::string>& keys,
                         const std::vector<std::string>& args) {
   std::vector<EvalCall> one{{&script, keys, args}};
   Reply r = std::move(EvalPipeline(one).front());
@@ -184,6 +199,8 @@ uint64_t RedisClient::round_trips() const noexcept {
   return impl_->round_trips.load(std::memory_order_relaxed);
 }
 
-const RedisEndpoint& RedisClient::endpoint() const noexcept { return impl_->endpoint; }
+const RedisEndpoint& RedisClient::endpoint() const noexcept {
+  return impl_->endpoint;
+}
 
 }  // namespace lockfleet

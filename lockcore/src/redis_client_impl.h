@@ -45,7 +45,8 @@ class RedisClient::Impl {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<internal::RedisConnection>> idle_;  // guarded by mu_
+  std::vector<std::unique_ptr<internal::RedisConnection>>
+      idle_;      // guarded by mu_
   int open_ = 0;  // connections existing, idle or lent; guarded by mu_
 };
 

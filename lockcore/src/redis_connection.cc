@@ -41,7 +41,8 @@ Reply Convert(const redisReply* r) {
     case REDIS_REPLY_ARRAY:
       out.type = Reply::Type::kArray;
       out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(Convert(r->element[i]));
+      for (size_t i = 0; i < r->elements; ++i)
+        out.elements.push_back(Convert(r->element[i]));
       break;
     default:  // REDIS_REPLY_NIL
       out.type = Reply::Type::kNil;
@@ -52,16 +53,22 @@ Reply Convert(const redisReply* r) {
 }  // namespace
 
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
-  auto starts = [&](const char* prefix) { return message.rfind(prefix, 0) == 0; };
-  if (starts("NOAUTH") || starts("WRONGPASS") || starts("NOPERM")) return ErrorCode::kRedisAuth;
-  if (starts("BUSY") || starts("LOADING") || starts("OOM") || starts("READONLY") ||
-      starts("MASTERDOWN") || starts("TRYAGAIN") || starts("CLUSTERDOWN")) {
+  auto starts = [&](const char* prefix) {
+    return message.rfind(prefix, 0) == 0;
+  };
+  if (starts("NOAUTH") || starts("WRONGPASS") || starts("NOPERM"))
+    return ErrorCode::kRedisAuth;
+  if (starts("BUSY") || starts("LOADING") || starts("OOM") ||
+      starts("READONLY") || starts("MASTERDOWN") || starts("TRYAGAIN") ||
+      starts("CLUSTERDOWN")) {
     return ErrorCode::kRedisBusy;
   }
   return otherwise;
 }
 
-void RedisConnection::ContextDeleter::operator()(redisContext* ctx) const { redisFree(ctx); }
+void RedisConnection::ContextDeleter::operator()(redisContext* ctx) const {
+  redisFree(ctx);
+}
 
 RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
                                  std::chrono::milliseconds connect_timeout,
@@ -71,19 +78,25 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
       endpoint.unix_path.empty()
           ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
                                     ToTimeval(connect_timeout))
-          : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(), ToTimeval(connect_timeout));
-  if (raw == nullptr) throw Error(ErrorCode::kRedisUnavailable, "cannot allocate hiredis context");
+          : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(),
+                                        ToTimeval(connect_timeout));
+  if (raw == nullptr)
+    throw Error(ErrorCode::kRedisUnavailable,
+                "cannot allocate hiredis context");
   ctx_.reset(raw);
   if (ctx_->err != 0) {
-    bool timeout = ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EINPROGRESS ||
-                                                  errno == ETIMEDOUT);
-    throw Error(timeout ? ErrorCode::kRedisTimeout : ErrorCode::kRedisUnavailable,
-                "cannot connect to Redis at " + where_ + ": " + ctx_->errstr);
+    bool timeout =
+        ctx_->err == REDIS_ERR_IO &&
+        (errno == EAGAIN || errno == EINPROGRESS || errno == ETIMEDOUT);
+    throw Error(
+        timeout ? ErrorCode::kRedisTimeout : ErrorCode::kRedisUnavailable,
+        "cannot connect to Redis at " + where_ + ": " + ctx_->errstr);
   }
   // Child processes (lockfleet lock's COMMAND, say) must not inherit our
   // connections. hiredis 0.14 cannot open the socket with SOCK_CLOEXEC.
   ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
-  if (redisSetTimeout(ctx_.get(), ToTimeval(command_timeout)) != REDIS_OK) Fail("set timeout");
+  if (redisSetTimeout(ctx_.get(), ToTimeval(command_timeout)) != REDIS_OK)
+    Fail("set timeout");
   if (endpoint.unix_path.empty()) redisEnableKeepAlive(ctx_.get());
 
   auto must_ok = [&](const Command& cmd, const char* what) {
@@ -91,7 +104,8 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
     if (r.is_error()) {
       broken_ = true;
       throw Error(CodeForErrorReply(r.str, ErrorCode::kRedisAuth),
-                  std::string("Redis at ") + where_ + " refused " + what + ": " + r.str);
+                  std::string("Redis at ") + where_ + " refused " + what +
+                      ": " + r.str);
     }
   };
   if (!endpoint.password.empty()) {
@@ -101,7 +115,8 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
       must_ok({"AUTH", endpoint.user, endpoint.password}, "AUTH");
     }
   }
-  if (endpoint.db != 0) must_ok({"SELECT", std::to_string(endpoint.db)}, "SELECT");
+  if (endpoint.db != 0)
+    must_ok({"SELECT", std::to_string(endpoint.db)}, "SELECT");
 }
 
 RedisConnection::~RedisConnection() = default;
@@ -113,15 +128,19 @@ void RedisConnection::Fail(const char* what) {
   ErrorCode code = ErrorCode::kRedisUnavailable;
   if (err == REDIS_ERR_PROTOCOL) code = ErrorCode::kRedisProtocol;
   // hiredis reports a command timeout as an I/O error with EAGAIN.
-  if (err == REDIS_ERR_IO && (detail.find("temporarily unavailable") != std::string::npos ||
-                              detail.find("timed out") != std::string::npos)) {
+  if (err == REDIS_ERR_IO &&
+      (detail.find("temporarily unavailable") != std::string::npos ||
+       detail.find("timed out") != std::string::npos)) {
     code = ErrorCode::kRedisTimeout;
   }
-  throw Error(code, std::string("Redis at ") + where_ + ": " + what + " failed: " + detail);
+  throw Error(code, std::string("Redis at ") + where_ + ": " + what +
+                        " failed: " + detail);
 }
 
-std::vector<Reply> RedisConnection::Run(const std::vector<const Command*>& commands) {
-  if (broken_) throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
+std::vector<Reply> RedisConnection::Run(
+    const std::vector<const Command*>& commands) {
+  if (broken_)
+    throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const Command* cmd : commands) {
@@ -131,19 +150,25 @@ std::vector<Reply> RedisConnection::Run(const std::vector<const Command*>& comma
       argv.push_back(arg.data());
       lens.push_back(arg.size());
     }
-    if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(),
-                               lens.data()) != REDIS_OK) {
+    if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()),
+                               argv.data(), lens.data()) != REDIS_OK) {
       Fail("send");
     }
   }
   std::vector<Reply> replies;
-  replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) Fail("read reply");
-    std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(
-        static_cast<redisReply*>(raw), &freeReplyObject);
-    replies.push_back(Convert(reply.get()));
+  try {
+    replies.reserve(commands.size());
+    for (size_t i = 0; i < commands.size(); ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)
+        Fail("read reply");
+      std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(
+          static_cast<redisReply*>(raw), &freeReplyObject);
+      replies.push_back(Convert(reply.get()));
+    }
+  } catch (...) {
+    broken_ = true;  // unread replies would be handed to the next caller
+    throw;
   }
   return replies;
 }

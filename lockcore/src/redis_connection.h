@@ -17,7 +17,8 @@ namespace lockfleet::internal {
 class RedisConnection {
  public:
   // Connects, authenticates and selects the db. Throws Error.
-  RedisConnection(const RedisEndpoint& endpoint, std::chrono::milliseconds connect_timeout,
+  RedisConnection(const RedisEndpoint& endpoint,
+                  std::chrono::milliseconds connect_timeout,
                   std::chrono::milliseconds command_timeout);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
@@ -30,6 +31,10 @@ class RedisConnection {
   Reply RunOne(const Command& command);
 
   bool broken() const { return broken_; }
+  // For callers that leave the connection in a state it cannot be reused in
+  // (a WATCH still active, say): it is closed instead of going back to the
+  // pool.
+  void MarkBroken() { broken_ = true; }
 
  private:
   struct ContextDeleter {

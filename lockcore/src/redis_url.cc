@@ -9,7 +9,8 @@ namespace {
 
 [[noreturn]] void Bad(std::string_view url, std::string_view why) {
   throw Error(ErrorCode::kInvalidArgument,
-              "invalid Redis URL '" + std::string(url) + "': " + std::string(why) +
+              "invalid Redis URL '" + std::string(url) +
+                  "': " + std::string(why) +
                   " (expected redis://[user:password@]host:port[/db] or "
                   "unix:///path/to/socket[?db=N])");
 }
@@ -38,20 +39,23 @@ std::string PercentDecode(std::string_view url, std::string_view in) {
   return out;
 }
 
-int ParseInt(std::string_view url, std::string_view text, std::string_view what, int lo,
-             int hi) {
+int ParseInt(std::string_view url, std::string_view text, std::string_view what,
+             int lo, int hi) {
   int value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < lo ||
-      value > hi) {
-    Bad(url, std::string(what) + " must be a number from " + std::to_string(lo) + " to " +
-                 std::to_string(hi) + ", got '" + std::string(text) + "'");
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
+      value < lo || value > hi) {
+    Bad(url, std::string(what) + " must be a number from " +
+                 std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
+                 std::string(text) + "'");
   }
   return value;
 }
 
 // Splits "[user:password@]rest" and fills user/password.
-std::string_view TakeUserInfo(std::string_view url, std::string_view rest, RedisEndpoint& ep) {
+std::string_view TakeUserInfo(std::string_view url, std::string_view rest,
+                              RedisEndpoint& ep) {
   size_t at = rest.rfind('@');
   if (at == std::string_view::npos) return rest;
   std::string_view info = rest.substr(0, at);
@@ -108,10 +112,12 @@ RedisEndpoint ParseRedisUrl(std::string_view url) {
     std::string_view path = rest.substr(0, q);
     if (q != std::string_view::npos) {
       std::string_view query = rest.substr(q + 1);
-      if (!query.starts_with("db=")) Bad(url, "the only query parameter is db=N");
+      if (!query.starts_with("db="))
+        Bad(url, "the only query parameter is db=N");
       ep.db = ParseInt(url, query.substr(3), "db", 0, 1 << 20);
     }
-    if (path.empty() || path[0] != '/') Bad(url, "socket path must be absolute");
+    if (path.empty() || path[0] != '/')
+      Bad(url, "socket path must be absolute");
     ep.unix_path = PercentDecode(url, path);
     return ep;
   }
@@ -120,8 +126,10 @@ RedisEndpoint ParseRedisUrl(std::string_view url) {
 
 std::string RedisEndpoint::Redacted() const {
   std::string auth;
-  if (!password.empty()) auth = user + ":***@";
-  else if (!user.empty()) auth = user + "@";
+  if (!password.empty())
+    auth = user + ":***@";
+  else if (!user.empty())
+    auth = user + "@";
   std::string db_part;
   if (!unix_path.empty()) {
     if (db != 0) db_part = "?db=" + std::to_string(db);

@@ -5,10 +5,12 @@
 namespace lockfleet::internal {
 namespace {
 
-// The lock hash holds: owner (token), count (reentrant holds), fence (token
-// of this grant), req (id of the last acquire, so a retried acquire is not
-// counted twice), rel (id of the last partial release, likewise), pending
-// (fair hand-off: the waiter id the lock was granted to, until it claims it).
+// The lock hash holds: owner (token), fence (token of this grant), count
+// (holds), one field "h:<hold id>" per hold, and pending (fair hand-off: the
+// waiter id the lock was granted to, until it claims it). Hold ids are
+// globally unique ("<client id>:<n>"), so adding or deleting a hold's own
+// field makes a retried acquire or release idempotent by construction, even
+// for holds that share an owner token.
 
 // Shared by the fair scripts: server time, pruning of stale queue heads, and
 // the hand-off of a freed lock to the first live waiter.
@@ -40,32 +42,33 @@ local function hand_off(claim_ms)
   redis.call('LPOP', KEYS[3])
   redis.call('HDEL', KEYS[4], head)
   local fence = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 1, 'fence', fence, 'pending', head)
+  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
 end
 )lua";
 
-Script MakeFair(const char* body) { return Script(std::string(kFairPrelude) + body); }
+Script MakeFair(const char* body) {
+  return Script(std::string(kFairPrelude) + body);
+}
 
 }  // namespace
 
 const Script& AcquireScript() {
   static const Script script(R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'req', 'pending')
-local lease = tonumber(ARGV[2])
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
+local lease, hold = tonumber(ARGV[2]), 'h:' .. ARGV[3]
 if not cur[1] then
   local fence = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', fence, 'req', ARGV[3])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', fence, hold, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   return {1, fence, 1}
 end
-if cur[1] == ARGV[1] and not cur[5] then
-  if cur[4] == ARGV[3] then
-    return {1, tonumber(cur[3]), tonumber(cur[2])}
+if cur[1] == ARGV[1] and not cur[4] then
+  local count = tonumber(cur[2])
+  if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then  -- else: a retry
+    count = redis.call('HINCRBY', KEYS[1], 'count', 1)
   end
-  local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
-  redis.call('HSET', KEYS[1], 'req', ARGV[3])
   if redis.call('PTTL', KEYS[1]) < lease then
     redis.call('PEXPIRE', KEYS[1], lease)
   end
@@ -78,27 +81,22 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
 
 const Script& AcquireFairScript() {
   static const Script script = MakeFair(R"lua(
-local owner, lease, req, wid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'req', 'pending')
-if cur[1] == owner then
-  if cur[5] == wid then
-    -- Our hand-off: claim it with our own lease.
+local owner, lease, hold, wid = ARGV[1], tonumber(ARGV[2]), 'h:' .. ARGV[3], ARGV[4]
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
+if cur[1] == owner and (not cur[4] or cur[4] == wid) then
+  -- Ours: a reentrant hold, a retry, or the claim of our hand-off (which
+  -- then gets our own lease).
+  local count = tonumber(cur[2])
+  if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
+    count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+  end
+  if cur[4] then
     redis.call('HDEL', KEYS[1], 'pending')
-    redis.call('HSET', KEYS[1], 'req', req)
     redis.call('PEXPIRE', KEYS[1], lease)
-    return {1, tonumber(cur[3]), tonumber(cur[2])}
+  elseif redis.call('PTTL', KEYS[1]) < lease then
+    redis.call('PEXPIRE', KEYS[1], lease)
   end
-  if not cur[5] then
-    if cur[4] == req then
-      return {1, tonumber(cur[3]), tonumber(cur[2])}
-    end
-    local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
-    redis.call('HSET', KEYS[1], 'req', req)
-    if redis.call('PTTL', KEYS[1]) < lease then
-      redis.call('PEXPIRE', KEYS[1], lease)
-    end
-    return {1, tonumber(cur[3]), count}
-  end
+  return {1, tonumber(cur[3]), count}
 end
 local now = now_ms()
 if not cur[1] then
@@ -109,7 +107,7 @@ if not cur[1] then
       redis.call('HDEL', KEYS[4], wid)
     end
     local fence = redis.call('INCR', KEYS[2])
-    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', fence, 'req', req)
+    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', fence, hold, 1)
     redis.call('PEXPIRE', KEYS[1], lease)
     return {1, fence, 1}
   end
@@ -131,22 +129,21 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
 
 const Script& ReleaseScript() {
   static const Script script = MakeFair(R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'rel', 'pending')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 if not cur[1] then
   return {0}
 end
-if cur[1] ~= ARGV[1] or cur[3] ~= ARGV[2] or cur[5] then
+if cur[1] ~= ARGV[1] or cur[3] ~= ARGV[2] or cur[4] then
   return {-1, cur[1]}
 end
-if cur[4] == ARGV[3] then
-  return {2, tonumber(cur[2])}
+if redis.call('HDEL', KEYS[1], 'h:' .. ARGV[3]) == 0 then
+  return {2, tonumber(cur[2])}  -- this hold was given back already: a retry
 end
 local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
 if count <= 0 then
   redis.call('DEL', KEYS[1])
   return hand_off(tonumber(ARGV[4]))
 end
-redis.call('HSET', KEYS[1], 'rel', ARGV[3])
 return {2, count}
 )lua");
   return script;

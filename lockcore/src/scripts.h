@@ -12,18 +12,18 @@
 
 namespace lockfleet::internal {
 
-// Barging acquire. KEYS 1-2. ARGV: owner, lease ms, request id.
+// Barging acquire. KEYS 1-2. ARGV: owner, lease ms, hold id.
 // -> {1, fence, hold count} granted | {0, pttl ms, holder} contended.
 const Script& AcquireScript();
 
-// Fair acquire. KEYS 1-4. ARGV: owner, lease ms, request id, waiter id,
+// Fair acquire. KEYS 1-4. ARGV: owner, lease ms, hold id, waiter id,
 // presence ms, enqueue (1: queue up when refused, 0: try only).
 // Grants when the lock is ours (reentrant), a hand-off to this waiter is
 // pending (claim), or the lock is free and no live waiter is ahead.
 // -> as AcquireScript.
 const Script& AcquireFairScript();
 
-// KEYS 1-4. ARGV: owner, fence, request id, claim ms.
+// KEYS 1-4. ARGV: owner, fence, hold id, claim ms.
 // -> {1} freed | {2, holds left} decremented | {0} not held |
 //    {-1, holder} someone else's grant (untouched) |
 //    {3, waiter id, owner, fence} freed and handed to the first live waiter.
@@ -43,7 +43,8 @@ const Script& InspectScript();
 
 // KEYS 1-4. ARGV: claim ms.
 // -> {0, "", 0} was free | {1, owner, fence} deleted |
-//    {3, owner, fence, waiter id, next owner, next fence} deleted and handed on.
+//    {3, owner, fence, waiter id, next owner, next fence} deleted and handed
+//    on.
 const Script& ForceUnlockScript();
 
 }  // namespace lockfleet::internal

@@ -16,7 +16,11 @@ void WaitTable::Unregister(const std::string& name, Slot* slot, bool acquired) {
   auto it = slots_.find(name);
   if (it == slots_.end()) return;
   it->second.remove(slot);
-  bool pass_on = slot->woken && !acquired;
+  // An unconsumed wake is passed on even by a waiter that acquired: it may
+  // announce a later free (a force-unlock of the grant just taken). At worst
+  // the next waiter makes one needless attempt.
+  (void)acquired;
+  bool pass_on = slot->woken;
   WakeCause cause = slot->cause;
   slot->woken = false;
   if (it->second.empty()) {
@@ -29,7 +33,8 @@ void WaitTable::Unregister(const std::string& name, Slot* slot, bool acquired) {
 WakeCause WaitTable::Park(Slot* slot, std::chrono::nanoseconds timeout,
                           const std::stop_token& stop) {
   std::unique_lock lock(mu_);
-  bool woken = slot->cv.wait_for(lock, stop, timeout, [slot] { return slot->woken; });
+  bool woken =
+      slot->cv.wait_for(lock, stop, timeout, [slot] { return slot->woken; });
   if (woken) {
     slot->woken = false;
     return slot->cause;
@@ -55,8 +60,8 @@ bool WaitTable::WakeOneLocked(const std::string& name, WakeCause cause) {
   return true;
 }
 
-bool WaitTable::WakeWaiter(const std::string& name, const std::string& waiter_id,
-                           WakeCause cause) {
+bool WaitTable::WakeWaiter(const std::string& name,
+                           const std::string& waiter_id, WakeCause cause) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);
   if (it == slots_.end()) return false;

@@ -33,13 +33,14 @@ class WaitTable {
 
   void Register(const std::string& name, Slot* slot);
 
-  // Leaves the table. `acquired` says whether the waiter got the lock; if it
-  // did not and holds an unconsumed wake, the wake goes to the next waiter.
+  // Leaves the table. An unconsumed wake the slot still holds goes to the
+  // next waiter (`acquired` is informational).
   void Unregister(const std::string& name, Slot* slot, bool acquired);
 
   // Parks until woken, `timeout` elapses or `stop` is requested; consumes
   // the wake. Returns kLocal/kEvent (woken), kBound or kCancelled.
-  WakeCause Park(Slot* slot, std::chrono::nanoseconds timeout, const std::stop_token& stop);
+  WakeCause Park(Slot* slot, std::chrono::nanoseconds timeout,
+                 const std::stop_token& stop);
 
   // Wakes the longest-waiting slot on `name` that is not already woken.
   // Returns false if there was none.
@@ -47,7 +48,8 @@ class WaitTable {
 
   // Wakes the slot on `name` whose waiter_id is `waiter_id` (a fair grantee).
   // Returns false if it is not waiting here.
-  bool WakeWaiter(const std::string& name, const std::string& waiter_id, WakeCause cause);
+  bool WakeWaiter(const std::string& name, const std::string& waiter_id,
+                  WakeCause cause);
 
   size_t waiters(const std::string& name) const;
 

@@ -11,23 +11,27 @@ namespace lockfleet::internal {
 namespace {
 
 using std::chrono::milliseconds;
-using LostCalls = std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
 
-constexpr size_t kBatch = 256;           // renewals per pipelined round trip
+constexpr size_t kBatch = 256;  // renewals per pipelined round trip
 constexpr Clock::Duration kIdle = std::chrono::seconds(1);  // longest sleep
 
 int64_t Ns(Clock::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             t.time_since_epoch())
+      .count();
 }
 
-Clock::TimePoint FromNs(int64_t ns) { return Clock::TimePoint(std::chrono::nanoseconds(ns)); }
+Clock::TimePoint FromNs(int64_t ns) {
+  return Clock::TimePoint(std::chrono::nanoseconds(ns));
+}
 
 // After a failed renewal, try again soon — but not in a hot loop.
 Clock::Duration RetryDelay(milliseconds lease) {
-  return std::clamp<Clock::Duration>(lease / 10, milliseconds(10), milliseconds(1000));
+  return std::clamp<Clock::Duration>(lease / 10, milliseconds(10),
+                                     milliseconds(1000));
 }
 
-void RunCallbacks(const LostCalls& calls) {
+void RunCallbacks(const LockCore::LostCalls& calls) {
   for (const auto& [held, cb] : calls) {
     try {
       cb(held->name, held->fence);
@@ -39,8 +43,12 @@ void RunCallbacks(const LostCalls& calls) {
 }  // namespace
 
 void LockCore::StartWatchdog() {
-  watchdog_ = std::thread([this] { WatchdogLoop(); });
-  renewer_ = std::thread([this] { RenewerLoop(); });
+  // Each thread keeps the core alive while it runs: a lost-callback may
+  // destroy the LockClient and the last Lease, and the thread must not come
+  // back to freed memory.
+  watchdog_ =
+      std::thread([self = shared_from_this()] { self->WatchdogLoop(); });
+  renewer_ = std::thread([self = shared_from_this()] { self->RenewerLoop(); });
 }
 
 void LockCore::StopWatchdog() {
@@ -89,7 +97,8 @@ void LockCore::WatchdogLoop() {
       }
     }
     if (!due_now) renew.clear();  // nothing due yet: sleep until it is
-    LostCalls calls;
+    LostCalls calls = std::move(deferred_calls_);
+    deferred_calls_.clear();
     for (const auto& held : expired) {
       MarkLostLocked(held, &calls);
       Forget(held);
@@ -115,12 +124,14 @@ void LockCore::RenewerLoop() {
   for (;;) {
     renewer_cv_.wait(lock, [&] { return stopping_ || !renew_queue_.empty(); });
     if (stopping_) return;
-    std::vector<std::shared_ptr<HeldLock>> batch = std::move(renew_queue_.front());
+    std::vector<std::shared_ptr<HeldLock>> batch =
+        std::move(renew_queue_.front());
     renew_queue_.pop_front();
     lock.unlock();
     for (size_t i = 0; i < batch.size(); i += kBatch) {
       size_t end = std::min(batch.size(), i + kBatch);
-      RenewDue(std::vector<std::shared_ptr<HeldLock>>(batch.begin() + i, batch.begin() + end));
+      RenewDue(std::vector<std::shared_ptr<HeldLock>>(batch.begin() + i,
+                                                      batch.begin() + end));
     }
     lock.lock();
     watchdog_cv_.notify_one();
@@ -133,7 +144,8 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   for (const auto& held : due) {
     calls.push_back({&RenewScript(),
                      {held->key},
-                     {held->owner, std::to_string(held->fence), std::to_string(held->lease.count())}});
+                     {held->owner, std::to_string(held->fence),
+                      std::to_string(held->lease.count())}});
   }
   const Clock::TimePoint sent = options_.clock->Now();
   std::vector<Reply> replies;
@@ -156,8 +168,10 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;
       if (ok && replies[i].integer == 1) {
         renewals_.fetch_add(1, std::memory_order_relaxed);
-        int64_t valid = Ns(sent + held->lease - (held->lease / 100 + milliseconds(2)));
-        if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
+        int64_t valid =
+            Ns(sent + held->lease - (held->lease / 100 + milliseconds(2)));
+        if (valid > held->valid_until_ns.load())
+          held->valid_until_ns.store(valid);
         held->next_check = sent + held->lease / 3;
       } else if (ok) {
         // The lock is no longer ours: expired, force-unlocked or taken.
@@ -174,7 +188,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       }
     }
   }
-  RunCallbacks(lost_calls);
+  DeferCallbacks(std::move(lost_calls));  // they run on the watchdog thread
 }
 
 }  // namespace lockfleet::internal

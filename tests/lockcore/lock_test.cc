@@ -136,42 +136,49 @@ TEST_F(Lock, ReleaseAfterExpiryReportsNotHeld) {
   EXPECT_EQ(r.lease.Release(), ReleaseStatus::kNotHeld);
 }
 
-TEST_F(Lock, ReleaseScriptIsIdempotentUnderRetry) {
-  auto client = NewClient();
-  AcquireResult outer = client->TryAcquire("idem", {.owner = "o"});
-  AcquireResult inner = client->TryAcquire("idem", {.owner = "o"});
-  ASSERT_TRUE(outer && inner);
-  std::string fence = std::to_string(outer.lease.fence());
-  auto release = [&](const std::string& request) {
-    return redis_->Eval(internal::ReleaseScript(),
-                        {LockKey("idem"), "lockfleet:{idem}:fence", "lockfleet:{idem}:queue",
-                         "lockfleet:{idem}:waiters"},
-                        {"o", fence, request, "2000"});
+// Every hold is its own field in the lock hash, named by a globally unique
+// hold id: a retried acquire or release (same hold id) cannot count twice,
+// whatever other holds of the same owner did in between.
+TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
+  std::vector<std::string> keys{LockKey("idem"), "lockfleet:{idem}:fence",
+                                "lockfleet:{idem}:queue", "lockfleet:{idem}:waiters"};
+  auto acquire = [&](const std::string& hold) {
+    return redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]}, {"o", "30000", hold});
   };
-  // The same request twice (a retry after a lost reply) decrements once.
-  EXPECT_EQ(release("r1").elements[0].integer, 2);
-  EXPECT_EQ(release("r1").elements[0].integer, 2);
-  EXPECT_EQ(client->Inspect("idem").hold_count, 1);
-  EXPECT_EQ(release("r2").elements[0].integer, 1);  // freed
-  EXPECT_EQ(release("r2").elements[0].integer, 0);  // retry: not held, no harm
-  EXPECT_FALSE(client->Inspect("idem").locked);
+  EXPECT_EQ(acquire("h1").elements[2].integer, 1);
+  EXPECT_EQ(acquire("h1").elements[2].integer, 1);  // a retry is not a 2nd hold
+  EXPECT_EQ(acquire("h2").elements[2].integer, 2);
+  EXPECT_EQ(acquire("h3").elements[2].integer, 3);
+  std::string fence = std::to_string(acquire("h3").elements[1].integer);
+  auto release = [&](const std::string& hold) {
+    return redis_->Eval(internal::ReleaseScript(), keys, {"o", fence, hold, "2000"});
+  };
+  EXPECT_EQ(release("h1").elements[1].integer, 2);
+  EXPECT_EQ(release("h2").elements[1].integer, 1);  // another hold in between
+  EXPECT_EQ(release("h1").elements[1].integer, 1);  // h1's retry: no change
+  EXPECT_TRUE(redis_->Execute({"EXISTS", keys[0]}).integer == 1);
+  EXPECT_EQ(release("h3").elements[0].integer, 1);  // the last hold: freed
+  EXPECT_EQ(release("h3").elements[0].integer, 0);  // its retry: not held
   // A stale retry never frees a newer grant, even by the same owner.
-  AcquireResult newer = client->TryAcquire("idem", {.owner = "o"});
-  ASSERT_TRUE(newer);
-  EXPECT_EQ(release("r2").elements[0].integer, -1);
-  EXPECT_TRUE(client->Inspect("idem").locked);
-  (void)outer.lease.Release();
-  (void)inner.lease.Release();
+  acquire("h4");
+  EXPECT_EQ(release("h3").elements[0].integer, -1);
+  EXPECT_EQ(redis_->Execute({"EXISTS", keys[0]}).integer, 1);
 }
 
-TEST_F(Lock, AcquireScriptIsIdempotentUnderRetry) {
-  auto acquire = [&](const std::string& request) {
-    return redis_->Eval(internal::AcquireScript(), {LockKey("ia"), "lockfleet:{ia}:fence"},
-                        {"o", "30000", request});
-  };
-  EXPECT_EQ(acquire("q1").elements[2].integer, 1);
-  EXPECT_EQ(acquire("q1").elements[2].integer, 1);  // a retry is not a 2nd hold
-  EXPECT_EQ(acquire("q2").elements[2].integer, 2);  // a real reentrant hold
+// Review finding: hold/request ids were per-client counters, so two clients
+// sharing a caller-given owner token collided ("1" and "1"), a hold went
+// uncounted, and the lock was freed while one of them still held it.
+TEST_F(Lock, ClientsSharingAnOwnerTokenCountEveryHold) {
+  auto a = NewClient();
+  auto b = NewClient();
+  AcquireResult ha = a->TryAcquire("svc-lock", {.owner = "svc"});
+  AcquireResult hb = b->TryAcquire("svc-lock", {.owner = "svc"});
+  ASSERT_TRUE(ha && hb);
+  EXPECT_EQ(a->Inspect("svc-lock").hold_count, 2);
+  EXPECT_EQ(ha.lease.Release(), ReleaseStatus::kStillHeld);
+  EXPECT_TRUE(a->Inspect("svc-lock").locked);
+  EXPECT_FALSE(NewClient()->TryAcquire("svc-lock"));  // still b's
+  EXPECT_EQ(hb.lease.Release(), ReleaseStatus::kReleased);
 }
 
 TEST_F(Lock, RaiiGuardReleasesAtScopeEnd) {

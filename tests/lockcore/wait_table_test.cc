@@ -62,15 +62,44 @@ TEST(WaitTable, DepartingWaiterPassesItsWakeOn) {
   table.Unregister("a", &staying, true);
 }
 
-TEST(WaitTable, AcquiringWaiterConsumesItsWake) {
+TEST(WaitTable, ConsumedWakeIsNotPassedOn) {
   WaitTable table;
   WaitTable::Slot winner, other;
   table.Register("a", &winner);
   table.Register("a", &other);
   table.WakeOne("a", WakeCause::kEvent);
+  EXPECT_EQ(table.Park(&winner, milliseconds(0), {}), WakeCause::kEvent);  // consumed
   table.Unregister("a", &winner, /*acquired=*/true);
   EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kBound);
   table.Unregister("a", &other, false);
+}
+
+// Review finding: a wake arriving after a waiter's successful attempt (a
+// force-unlock of the grant it just got, say) was swallowed.
+TEST(WaitTable, LateWakeIsPassedOnEvenByAWaiterThatAcquired) {
+  WaitTable table;
+  WaitTable::Slot winner, other;
+  table.Register("a", &winner);
+  table.Register("a", &other);
+  table.WakeOne("a", WakeCause::kEvent);  // lands after winner's last park
+  table.Unregister("a", &winner, /*acquired=*/true);
+  EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kEvent);
+  table.Unregister("a", &other, false);
+}
+
+TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
+  WaitTable table;
+  WaitTable::Slot first, second;
+  first.waiter_id = "w:1";
+  second.waiter_id = "w:2";
+  table.Register("a", &first);
+  table.Register("a", &second);
+  EXPECT_TRUE(table.WakeWaiter("a", "w:2", WakeCause::kEvent));
+  EXPECT_FALSE(table.WakeWaiter("a", "w:3", WakeCause::kEvent));
+  EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kBound);
+  EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kEvent);
+  table.Unregister("a", &first, false);
+  table.Unregister("a", &second, true);
 }
 
 TEST(WaitTable, StopTokenCancelsPark) {

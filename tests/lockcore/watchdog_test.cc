@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "lock_fixture.h"
+#include "support/loopback_bus.h"
 #include "support/wait_until.h"
 
 namespace lockfleet::testing {
@@ -114,13 +115,79 @@ TEST_F(Watchdog, TellsTheHolderOnTimeWhenRedisStalls) {
               std::chrono::duration<double, std::milli>(took).count());
 }
 
+// Review finding: a lost-callback that destroys the client and the last
+// Lease made the watchdog thread return into freed memory (ASan caught it).
+TEST_F(Watchdog, LostCallbackMayDestroyTheClientAndTheLease) {
+  // Everything the callback touches lives on the heap, owned by the
+  // callback itself: it outlives this test body.
+  struct State {
+    std::mutex mu;
+    std::unique_ptr<LockClient> client;
+    Lease lease;
+    std::atomic<bool> done{false};
+  };
+  auto state = std::make_shared<State>();
+  state->client = NewClient({.default_lease = milliseconds(300)});
+  AcquireResult r = state->client->TryAcquire(
+      "doomed", {.on_lost = [state](const std::string&, int64_t) {
+                   std::lock_guard lock(state->mu);
+                   state->lease = Lease();  // the last Lease ...
+                   state->client.reset();   // ... and the client, on its own thread
+                   state->done.store(true);
+                 }});
+  ASSERT_TRUE(r);
+  {
+    std::lock_guard lock(state->mu);
+    state->lease = std::move(r.lease);
+  }
+  redis_->Execute({"DEL", LockKey("doomed")});
+  ASSERT_TRUE(WaitUntil([&] { return state->done.load(); }));
+}
+
+// Review finding: a throwing callback of a stale grant ran inline in
+// TryAcquire, after the new grant was registered, so no Lease was returned
+// and the new grant was renewed forever.
+TEST_F(Watchdog, ThrowingLostCallbackCannotLeakAGrant) {
+  auto client = NewClient({.default_lease = milliseconds(300)});
+  AcquireResult old_grant = client->TryAcquire(
+      "leak", {.owner = "o", .on_lost = [](const std::string&, int64_t) {
+                 throw std::runtime_error("callback failure");
+               }});
+  ASSERT_TRUE(old_grant);
+  NewClient()->ForceUnlock("leak");  // remote: this client is not told
+  AcquireResult new_grant = client->TryAcquire("leak", {.owner = "o"});
+  ASSERT_TRUE(new_grant);  // returned, despite the stale callback throwing
+  EXPECT_TRUE(old_grant.lease.lost());
+  EXPECT_EQ(new_grant.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(client->Inspect("leak").locked);
+}
+
+// Review finding: a remote force-unlock was only noticed at the next
+// renewal, which an explicit lease never has. The kForce event says so now.
+TEST_F(Watchdog, RemoteForceUnlockEventMarksTheHolderLost) {
+  LoopbackBus bus;
+  auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto holder = NewClient({.publisher = bus_ptr});
+  auto admin = NewClient({.publisher = bus_ptr});
+  bus.Subscribe(holder.get());
+  LostProbe probe;
+  AcquireResult r =
+      holder->TryAcquire("ops", {.lease = milliseconds(600000), .on_lost = probe.callback()});
+  ASSERT_TRUE(r);
+  admin->ForceUnlock("ops");
+  EXPECT_TRUE(r.lease.lost());
+  EXPECT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
+  bus.Unsubscribe(holder.get());
+}
+
 TEST_F(Watchdog, ForceUnlockInTheSameClientMarksTheLeaseLostAtOnce) {
   auto client = NewClient();
   LostProbe probe;
   AcquireResult r = client->TryAcquire("now", {.on_lost = probe.callback()});
   client->ForceUnlock("now");
   EXPECT_TRUE(r.lease.lost());
-  EXPECT_EQ(probe.calls.load(), 1);
+  // The callback runs on the watchdog thread, never on the caller's.
+  EXPECT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
 }
 
 // Release racing the watchdog must never be mistaken for a lost lease, and a

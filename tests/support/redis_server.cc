@@ -3,7 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,6 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
 
-extern char** environ;
 
 namespace lockfleet::testing {
 namespace {
@@ -94,9 +94,22 @@ void RedisServer::Start() {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
-    throw std::runtime_error("cannot start " + args[0] + " (is redis-server installed?)");
+  // fork/exec rather than posix_spawn, for two things a test needs: the
+  // server must not hold the test's stdout/stderr open (a pipe reader would
+  // wait for it forever), and it must die with the test process even when
+  // that aborts (a sanitizer report) instead of running its destructors.
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
   }
   pid_ = pid;
   // Wait until it answers PING (generous: loaded CI machines are slow).
@@ -107,7 +120,7 @@ void RedisServer::Start() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // exec failed or it died
       pid_ = -1;
       throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
     }

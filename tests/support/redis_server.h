@@ -4,7 +4,9 @@
 // a unix socket in a fresh temporary directory — or on a free loopback TCP
 // port when Options::tcp is set — with persistence off, and waits until it
 // answers PING. The destructor stops it and removes the directory. No test
-// ever talks to a Redis it did not start.
+// ever talks to a Redis it did not start. The server gets /dev/null for its
+// stdio and is killed if the thread that started it dies (PR_SET_PDEATHSIG),
+// so an aborted test leaves no orphan: start it from a long-lived thread.
 #pragma once
 
 #include <sys/types.h>

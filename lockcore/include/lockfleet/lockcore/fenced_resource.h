@@ -42,7 +42,10 @@ class FencedResource {
   // "<prefix>:{res:<name>}:<suffix>": a data key in the resource's slot.
   std::string Key(std::string_view suffix) const;
 
-  // Applies `commands` (in order, atomically) if `fence` is current.
+  // Applies `commands` in order, in one script, if `fence` is current: no
+  // other client's command runs in between. Redis does not roll scripts
+  // back: if a command fails (wrong type, say), the ones before it stay
+  // applied, the fence is not advanced, and Error(kRedisScript) is thrown.
   // Commands must only touch keys made with Key().
   FenceResult Write(int64_t fence, const std::vector<Command>& commands);
 

@@ -82,10 +82,12 @@ class Lease {
  private:
   friend class internal::LockCore;
   Lease(std::shared_ptr<internal::LockCore> core,
-        std::shared_ptr<internal::HeldLock> held_lock) noexcept;
+        std::shared_ptr<internal::HeldLock> held_lock,
+        std::string hold_id) noexcept;
 
   std::shared_ptr<internal::LockCore> core_;
   std::shared_ptr<internal::HeldLock> held_lock_;
+  std::string hold_id_;  // this hold's own field in the lock hash
 };
 
 }  // namespace lockfleet

@@ -59,9 +59,9 @@ namespace lockfleet {
 inline constexpr size_t kMaxLockNameBytes = 1024;
 
 struct LockClientOptions {
-  std::string key_prefix = "lockfleet";         // non-empty, no '{' or '}'
+  std::string key_prefix = "lockfleet";            // non-empty, no '{' or '}'
   std::chrono::milliseconds default_lease{30000};  // watchdog lease, >= 30ms
-  std::chrono::milliseconds park_cap{1000};    // longest single park, > 0
+  std::chrono::milliseconds park_cap{1000};        // longest single park, > 0
   // Fair mode (the default): waiters queue in Redis in arrival order and a
   // release hands the lock straight to the first live one (see "Fairness").
   bool fair = true;
@@ -78,7 +78,8 @@ struct LockClientOptions {
 
 // Called once when a held grant is lost (see lease.h), on the watchdog
 // thread. Keep it short; it must not throw, and must not block on the lock.
-using LostCallback = std::function<void(const std::string& name, int64_t fence)>;
+using LostCallback =
+    std::function<void(const std::string& name, int64_t fence)>;
 
 struct AcquireOptions {
   // Explicit lease: the lock expires after this unless released, and is not
@@ -115,11 +116,11 @@ struct QueuedWaiter {
 
 struct LockInfo {
   bool locked = false;
-  std::string owner;                // empty when unlocked
-  int64_t hold_count = 0;           // reentrant holds of the owner
+  std::string owner;                 // empty when unlocked
+  int64_t hold_count = 0;            // reentrant holds of the owner
   std::chrono::milliseconds ttl{0};  // remaining lease; 0 when unlocked
-  int64_t fence = 0;                // fencing token of the current grant
-  int64_t last_fence = 0;           // highest token ever issued for the name
+  int64_t fence = 0;                 // fencing token of the current grant
+  int64_t last_fence = 0;            // highest token ever issued for the name
   // Fair mode: the waiter the lock was handed to and that has not claimed it
   // yet (owner is then its owner token), and the queue, first in line first.
   std::string pending_waiter;
@@ -152,7 +153,7 @@ struct LockStats {
   uint64_t events_published = 0;
   uint64_t events_received = 0;
   uint64_t force_unlocks = 0;
-  int64_t waiting = 0;              // threads currently in a timed/blocking acquire
+  int64_t waiting = 0;  // threads currently in a timed/blocking acquire
 };
 
 class LockClient {
@@ -167,7 +168,8 @@ class LockClient {
   LockClient& operator=(const LockClient&) = delete;
 
   // One attempt, no waiting.
-  AcquireResult TryAcquire(std::string_view name, const AcquireOptions& options = {});
+  AcquireResult TryAcquire(std::string_view name,
+                           const AcquireOptions& options = {});
 
   // Waits up to `timeout` (or until `deadline` on options.clock). A zero or
   // negative timeout makes exactly one attempt.
@@ -203,7 +205,8 @@ class LockClient {
   // timed or blocking acquisition, before it decides to give up or park.
   // Lets tests force a release into the listen-first window, or a hand-off
   // into the window before a timed-out waiter leaves.
-  void SetAfterFailedAttemptHookForTesting(std::function<void(std::string_view name)> hook);
+  void SetAfterFailedAttemptHookForTesting(
+      std::function<void(std::string_view name)> hook);
 
  private:
   std::shared_ptr<internal::LockCore> core_;

@@ -31,7 +31,7 @@ namespace lockfleet {
 
 struct RedisOptions {
   std::string url = "redis://127.0.0.1:6379";  // see redis_url.h
-  int pool_size = 4;                            // connections, >= 1
+  int pool_size = 4;                           // connections, >= 1
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{2000};  // also bounds pool waits
 };
@@ -40,8 +40,8 @@ struct RedisOptions {
 struct Reply {
   enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
   Type type = Type::kNil;
-  long long integer = 0;       // kInteger
-  std::string str;             // kString, kStatus, kError
+  long long integer = 0;        // kInteger
+  std::string str;              // kString, kStatus, kError
   std::vector<Reply> elements;  // kArray
 
   bool is_nil() const { return type == Type::kNil; }
@@ -77,8 +77,8 @@ enum class OptimisticStatus {
 
 struct OptimisticResult {
   OptimisticStatus status = OptimisticStatus::kConflict;
-  int attempts = 0;   // transactions tried (>= 1)
-  int conflicts = 0;  // EXECs aborted because a watched key changed
+  int attempts = 0;            // transactions tried (>= 1)
+  int conflicts = 0;           // EXECs aborted because a watched key changed
   std::vector<Reply> replies;  // EXEC's replies when kCommitted
 };
 

@@ -27,10 +27,10 @@ enum class UnlockCause {
 const char* UnlockCauseName(UnlockCause cause) noexcept;
 
 struct UnlockEvent {
-  std::string lock;          // the lock name as given to LockClient
-  std::string owner;         // owner token of the releasing holder
-  std::string client_id;     // LockClient::client_id() of the releaser
-  int64_t fence = 0;         // fencing token of the grant that ended
+  std::string lock;            // the lock name as given to LockClient
+  std::string owner;           // owner token of the releasing holder
+  std::string client_id;       // LockClient::client_id() of the releaser
+  int64_t fence = 0;           // fencing token of the grant that ended
   int64_t released_at_ns = 0;  // system_clock time of the release, ns
   UnlockCause cause = UnlockCause::kRelease;
   // Fair hand-off: the lock was granted directly to this queued waiter (its
