@@ -49,8 +49,9 @@ struct Args {
   int seconds = 5;
   int hold_ms = 1;
   int think_ms = 5;
-  int fetch_wait_ms = 2;
+  int fetch_wait_ms = 1;
   int events = 2000;
+  bool fair = true;
   bool child = false;
   std::string redis, kafka, out;
 };
@@ -73,6 +74,8 @@ Args Parse(int argc, char** argv) {
     else if (k == "--fetch-wait-ms") a.fetch_wait_ms = std::stoi(next());
     else if (k == "--events") a.events = std::stoi(next());
     else if (k == "--child") a.child = true;
+    else if (k == "--fair") a.fair = true;
+    else if (k == "--no-fair") a.fair = false;
     else if (k == "--redis") a.redis = next();
     else if (k == "--kafka") a.kafka = next();
     else if (k == "--out") a.out = next();
@@ -96,7 +99,7 @@ int Child(const Args& a) {
   RedisOptions ro;
   ro.url = a.redis;
   LockClient locks(std::make_shared<RedisClient>(ro),
-                   {.park_cap = milliseconds(10000), .publisher = kafka});
+                   {.park_cap = milliseconds(10000), .fair = a.fair, .publisher = kafka});
   kafka->Subscribe(&locks);
   if (!kafka->WaitUntilReady(milliseconds(30000))) return 3;
   std::ofstream out(a.out);
@@ -119,6 +122,17 @@ int Child(const Args& a) {
   return 0;
 }
 
+// Commands the server executed so far, scripts' inner calls included.
+uint64_t CommandsExecuted(RedisClient& redis) {
+  std::string info = redis.Execute({"INFO", "commandstats"}).str;
+  uint64_t total = 0;
+  for (size_t pos = info.find("calls="); pos != std::string::npos;
+       pos = info.find("calls=", pos + 6)) {
+    total += std::stoull(info.substr(pos + 6));
+  }
+  return total;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -129,16 +143,20 @@ double Percentile(std::vector<double> v, double p) {
 int Parent(const Args& a, const char* self) {
   testing::RedisServer redis;
   notifier::EmbeddedBroker broker;
-  std::printf("redis %s, broker %s, %d processes x 1 thread, hold %d ms, think %d ms, "
-              "fetch wait %d ms, %d s\n",
-              redis.url().c_str(), broker.bootstrap().c_str(), a.processes, a.hold_ms,
-              a.think_ms, a.fetch_wait_ms, a.seconds);
+  std::printf("%s mode, %d processes x 1 thread, hold %d ms, think %d ms, fetch wait %d ms, %d s\n",
+              a.fair ? "fair" : "barging", a.processes, a.hold_ms, a.think_ms, a.fetch_wait_ms,
+              a.seconds);
+  RedisOptions ro;
+  ro.url = redis.url();
+  RedisClient stats_redis(ro);
+  const uint64_t calls_before = CommandsExecuted(stats_redis);
   std::vector<pid_t> pids;
   std::vector<std::string> files;
   for (int p = 0; p < a.processes; ++p) {
     files.push_back("/tmp/lockfleet-bench-" + std::to_string(::getpid()) + "-" +
                     std::to_string(p));
-    std::vector<std::string> args{self,        "--child",  "--redis",   redis.url(),
+    std::vector<std::string> args{self,        a.fair ? "--fair" : "--no-fair", "--child",
+                                  "--redis",   redis.url(),
                                   "--kafka",   broker.bootstrap(), "--out", files.back(),
                                   "--seconds", std::to_string(a.seconds), "--hold-ms",
                                   std::to_string(a.hold_ms), "--think-ms",
@@ -184,7 +202,17 @@ int Parent(const Args& a, const char* self) {
     }
     std::remove(files[p].c_str());
   }
+  const uint64_t commands = CommandsExecuted(stats_redis) - calls_before;
   std::sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.acq < y.acq; });
+  std::vector<double> per_process(a.processes, 0);
+  for (const Section& s : all) per_process[s.proc] += 1;
+  double sum = 0, squares = 0;
+  for (double n : per_process) {
+    sum += n;
+    squares += n * n;
+  }
+  int back_to_releaser = 0;
+  for (size_t i = 1; i < all.size(); ++i) back_to_releaser += all[i].proc == all[i - 1].proc;
   std::vector<double> cross_us;
   int violations = 0;
   for (size_t i = 1; i < all.size(); ++i) {
@@ -200,9 +228,15 @@ int Parent(const Args& a, const char* self) {
               Percentile(cross_us, 50), Percentile(cross_us, 90), Percentile(cross_us, 99),
               Percentile(cross_us, 100));
   std::printf("wake-ups: event %lu, bound %lu; acquire attempts per acquisition %.2f; Redis "
-              "round trips per acquisition %.2f\n",
+              "round trips per acquisition %.2f; Redis commands executed per acquisition %.2f\n",
               ev, bound, all.empty() ? 0.0 : double(attempts) / all.size(),
-              all.empty() ? 0.0 : double(trips) / all.size());
+              all.empty() ? 0.0 : double(trips) / all.size(),
+              all.empty() ? 0.0 : double(commands) / all.size());
+  std::printf("fairness: Jain %.3f over %d processes; hand-offs back to the releaser %.1f%% "
+              "(2/P = %.1f%%)\n",
+              squares > 0 ? sum * sum / (a.processes * squares) : 0.0, a.processes,
+              all.size() > 1 ? 100.0 * back_to_releaser / (all.size() - 1) : 0.0,
+              200.0 / a.processes);
 
   // One-way event latency: publisher and receiver with their own clients.
   notifier::KafkaOptions k = Kafka(a);
