@@ -12,11 +12,12 @@ const std::string kEmpty;
 Lease::Lease() noexcept = default;
 
 Lease::Lease(std::shared_ptr<internal::LockCore> core,
-             std::shared_ptr<internal::HeldLock> held_lock,
-             std::string hold_id) noexcept
+             std::shared_ptr<internal::HeldLock> held_lock, std::string hold_id,
+             Clock::TimePoint acquired_at) noexcept
     : core_(std::move(core)),
       held_lock_(std::move(held_lock)),
-      hold_id_(std::move(hold_id)) {}
+      hold_id_(std::move(hold_id)),
+      acquired_at_(acquired_at) {}
 
 Lease::~Lease() {
   if (!held()) return;
@@ -39,6 +40,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
   core_ = std::move(other.core_);
   held_lock_ = std::move(other.held_lock_);
   hold_id_ = std::move(other.hold_id_);
+  acquired_at_ = other.acquired_at_;
   return *this;
 }
 
@@ -66,7 +68,7 @@ ReleaseStatus Lease::Release() {
                 "Release() on a Lease that holds nothing");
   std::shared_ptr<internal::LockCore> core = std::move(core_);
   std::shared_ptr<internal::HeldLock> held_lock = std::move(held_lock_);
-  return core->Release(held_lock, hold_id_);
+  return core->Release(held_lock, hold_id_, acquired_at_);
 }
 
 const char* ReleaseStatusName(ReleaseStatus status) noexcept {

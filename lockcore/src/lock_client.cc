@@ -122,13 +122,18 @@ Reply LockCore::EvalRetryOnce(const Script& script,
   // checks), so one retry on a fresh connection is safe and rides over a
   // server restart or a killed connection.
   try {
+    try {
+      return redis_->Eval(script, keys, args);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kRedisUnavailable &&
+          e.code() != ErrorCode::kRedisTimeout)
+        throw;
+    }
     return redis_->Eval(script, keys, args);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::kRedisUnavailable &&
-        e.code() != ErrorCode::kRedisTimeout)
-      throw;
+    if (observer()) observer()->OnError(e.code());
+    throw;
   }
-  return redis_->Eval(script, keys, args);
 }
 
 LockCore::Attempt LockCore::TryOnce(const std::string& name,
@@ -187,7 +192,8 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
     if (options.on_lost) held->on_lost.push_back(options.on_lost);
   }
   out.granted = true;
-  out.lease = Lease(shared_from_this(), std::move(held), hold_id);
+  out.lease = Lease(shared_from_this(), std::move(held), hold_id,
+                    options_.clock->Now());
   acquisitions_.fetch_add(1, std::memory_order_relaxed);
   watchdog_cv_.notify_one();
   DeferCallbacks(std::move(lost_calls));
@@ -212,6 +218,21 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   const std::string waiter_id = fair ? "w:" + NextRequestId() : std::string();
 
   AcquireResult result;
+  bool contended = false;
+  // Tells the observer how the call ended, whichever way it returns.
+  struct Report {
+    LockCore* core;
+    std::string_view name;
+    Clock::TimePoint start;
+    const AcquireResult& result;
+    const bool& contended;
+    ~Report() {
+      if (core->observer() == nullptr || std::uncaught_exceptions() > 0) return;
+      core->observer()->OnAcquire(name, result.status,
+                                  core->options_.clock->Now() - start,
+                                  result.attempts, contended);
+    }
+  } report{this, name_view, options_.clock->Now(), result, contended};
   auto finish = [&](Attempt& a) {
     ++result.attempts;
     if (a.granted) {
@@ -220,6 +241,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       result.holder.clear();
       return true;
     }
+    contended = true;
     result.holder = std::move(a.holder);
     result.holder_ttl = milliseconds(a.ttl_ms);
     return false;
@@ -236,6 +258,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   slot.waiter_id = waiter_id;
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
+  if (observer()) observer()->OnWaiting(+1);
   struct Leave {
     LockCore* core;
     const std::string& name;
@@ -249,6 +272,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         core->Abandon(name, slot->waiter_id);
       core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
+      if (core->observer()) core->observer()->OnWaiting(-1);
     }
   } leave{this, name, &slot, result};
 
@@ -295,6 +319,13 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
     last_wake = waits_.Park(&slot, bound, options.stop);
+    if (observer() && last_wake != WakeCause::kCancelled) {
+      observer()->OnWakeup(name, last_wake == WakeCause::kLocal
+                                     ? lockfleet::WakeCause::kLocal
+                                 : last_wake == WakeCause::kEvent
+                                     ? lockfleet::WakeCause::kEvent
+                                     : lockfleet::WakeCause::kBound);
+    }
     switch (last_wake) {
       case WakeCause::kLocal:
         wake_local_.fetch_add(1, std::memory_order_relaxed);
@@ -313,7 +344,17 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
 }
 
 ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held,
-                                const std::string& hold_id) {
+                                const std::string& hold_id,
+                                Clock::TimePoint acquired_at) {
+  ReleaseStatus status = ReleaseImpl(held, hold_id);
+  if (observer())
+    observer()->OnRelease(held->name, status,
+                          options_.clock->Now() - acquired_at);
+  return status;
+}
+
+ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
+                                    const std::string& hold_id) {
   {
     std::lock_guard lock(mu_);
     if (--held->local_holds <= 0) {
@@ -338,8 +379,9 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held,
       retried = true;
       r = redis_->Eval(ReleaseScript(), keys, args);
     }
-  } catch (...) {
+  } catch (const Error& e) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (observer()) observer()->OnError(e.code());
     throw;
   }
   long long status = Element(r, 0, "release").integer;
@@ -431,6 +473,7 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
                               LostCalls* calls) {
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
+  if (observer()) observer()->OnLeaseLost(held->name);
   for (const LostCallback& cb : held->on_lost) calls->emplace_back(held, cb);
 }
 
@@ -629,6 +672,18 @@ const char* AcquireStatusName(AcquireStatus status) noexcept {
       return "timed_out";
     case AcquireStatus::kCancelled:
       return "cancelled";
+  }
+  return "unknown";
+}
+
+const char* WakeCauseName(WakeCause cause) noexcept {
+  switch (cause) {
+    case WakeCause::kLocal:
+      return "local";
+    case WakeCause::kEvent:
+      return "event";
+    case WakeCause::kBound:
+      return "bound";
   }
   return "unknown";
 }

@@ -44,7 +44,8 @@ struct HeldLock {
 
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
-  using LostCalls = std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
+  using LostCalls =
+      std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
 
   LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options);
   ~LockCore();
@@ -55,7 +56,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline,
                              bool wait, const AcquireOptions& options);
   ReleaseStatus Release(const std::shared_ptr<HeldLock>& held,
-                        const std::string& hold_id);
+                        const std::string& hold_id,
+                        Clock::TimePoint acquired_at);
+  LockObserver* observer() const { return options_.observer.get(); }
   LockInfo Inspect(std::string_view name);
   ForceUnlockResult ForceUnlock(std::string_view name);
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
@@ -90,6 +93,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args);
+  ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
+                            const std::string& hold_id);
   std::string LockKey(std::string_view name) const;
   std::string FenceKey(std::string_view name) const;
   std::string NextRequestId();

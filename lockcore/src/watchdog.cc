@@ -152,10 +152,15 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   bool failed = false;
   try {
     replies = redis_->EvalPipeline(calls);
-  } catch (const Error&) {
+  } catch (const Error& e) {
     failed = true;
     renewal_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (observer()) {
+      observer()->OnError(e.code());
+      observer()->OnRenewal(0, true);
+    }
   }
+  uint64_t renewed = 0;
   LostCalls lost_calls;
   {
     std::lock_guard lock(mu_);
@@ -168,6 +173,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;
       if (ok && replies[i].integer == 1) {
         renewals_.fetch_add(1, std::memory_order_relaxed);
+        ++renewed;
         int64_t valid =
             Ns(sent + held->lease - (held->lease / 100 + milliseconds(2)));
         if (valid > held->valid_until_ns.load())
@@ -188,6 +194,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       }
     }
   }
+  if (renewed > 0 && observer()) observer()->OnRenewal(renewed, false);
   DeferCallbacks(std::move(lost_calls));  // they run on the watchdog thread
 }
 

@@ -82,12 +82,13 @@ class Lease {
  private:
   friend class internal::LockCore;
   Lease(std::shared_ptr<internal::LockCore> core,
-        std::shared_ptr<internal::HeldLock> held_lock,
-        std::string hold_id) noexcept;
+        std::shared_ptr<internal::HeldLock> held_lock, std::string hold_id,
+        Clock::TimePoint acquired_at) noexcept;
 
   std::shared_ptr<internal::LockCore> core_;
   std::shared_ptr<internal::HeldLock> held_lock_;
   std::string hold_id_;  // this hold's own field in the lock hash
+  Clock::TimePoint acquired_at_;
 };
 
 }  // namespace lockfleet

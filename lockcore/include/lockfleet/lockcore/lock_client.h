@@ -50,6 +50,7 @@
 
 #include "lockfleet/lockcore/clock.h"
 #include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/observer.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/lockcore/unlock_event.h"
 
@@ -74,6 +75,7 @@ struct LockClientOptions {
   std::shared_ptr<Clock> clock;                // Default: SteadyClock()
   std::shared_ptr<UnlockPublisher> publisher;  // Default: none
   std::string client_id;                       // Default: random 16 hex
+  std::shared_ptr<LockObserver> observer;      // Default: none (metrics)
 };
 
 // Called once when a held grant is lost (see lease.h), on the watchdog

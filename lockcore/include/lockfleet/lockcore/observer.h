@@ -1,0 +1,67 @@
+// LockObserver: how a metrics system sees the lock as it works.
+//
+// LockClient calls the observer (LockClientOptions::observer) on the thread
+// where each event happens: the acquiring thread, the releasing thread, the
+// watchdog. Implementations must be cheap, thread-safe, must not throw and
+// must not call back into the LockClient. Lock names are passed raw; a
+// metrics implementation must map them to a bounded label set (a lock class
+// or name prefix), never use them as label values directly.
+//
+// Every method has an empty default, so an observer overrides what it needs.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "lockfleet/lockcore/clock.h"
+#include "lockfleet/lockcore/error.h"
+
+namespace lockfleet {
+
+enum class AcquireStatus;
+enum class ReleaseStatus;
+
+// Why a parked waiter woke up.
+enum class WakeCause {
+  kLocal,  // a holder in this process released (or force-unlocked)
+  kEvent,  // an unlock event from another process (the transport)
+  kBound,  // its park bound expired: TTL, park cap or presence refresh
+};
+
+const char* WakeCauseName(
+    WakeCause cause) noexcept;  // "local", "event", "bound"
+
+class LockObserver {
+ public:
+  virtual ~LockObserver() = default;
+
+  // An acquisition call ended: acquired, timed out or cancelled, after
+  // `waited` (0 for an immediate answer) and `attempts` acquire scripts.
+  // `contended` says whether any attempt found another holder.
+  virtual void OnAcquire(std::string_view /*name*/, AcquireStatus /*status*/,
+                         Clock::Duration /*waited*/, int /*attempts*/,
+                         bool /*contended*/) noexcept {}
+
+  // A hold was given back after being held for `held`.
+  virtual void OnRelease(std::string_view /*name*/, ReleaseStatus /*status*/,
+                         Clock::Duration /*held*/) noexcept {}
+
+  // A parked waiter woke up.
+  virtual void OnWakeup(std::string_view /*name*/,
+                        WakeCause /*cause*/) noexcept {}
+
+  // The number of threads waiting in this client changed by `delta`.
+  virtual void OnWaiting(int /*delta*/) noexcept {}
+
+  // A watchdog round trip renewed `renewed` leases, or failed (`failed`).
+  virtual void OnRenewal(uint64_t /*renewed*/, bool /*failed*/) noexcept {}
+
+  // A held lock was lost (see lease.h).
+  virtual void OnLeaseLost(std::string_view /*name*/) noexcept {}
+
+  // A lock operation failed with `code` (it is also thrown to the caller,
+  // except for the watchdog's and destructors' own failures).
+  virtual void OnError(ErrorCode /*code*/) noexcept {}
+};
+
+}  // namespace lockfleet
