@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "text.h"
+
 namespace lockfleet::config {
 namespace {
 
@@ -26,25 +28,7 @@ constexpr std::array<Unit, 4> kUnits = {{
 constexpr std::string_view kExpected =
     "a duration such as 500ms, 2s, 1.5s, 1m or 1h (units ms, s, m, h)";
 
-// `text` quoted for an error message: bounded in length, with control and
-// non-ASCII bytes escaped so a stray byte cannot garble the terminal.
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxShown = 40;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += "'";
-  return out;
-}
+using internal::Quote;
 
 [[noreturn]] void Fail(std::string_view text, std::string_view found) {
   throw ConfigError("invalid duration " + Quote(text) + ": expected " +

@@ -1,0 +1,256 @@
+// The deployment config: one YAML file that drives lockfleet.
+//
+// LoadFile reads, expands, parses and validates a file once, at the
+// boundary, and returns plain structs with every default filled in; nothing
+// downstream sees YAML. The structs mirror the file: `redis.pool_size` is
+// Config::redis.pool_size. The config module depends on nothing else of
+// lockfleet: main() maps these structs onto each module's own options
+// (RedisOptions, LockClientOptions, KafkaOptions, ...).
+//
+// A complete, commented example is ExampleConfig() (`lockfleet config
+// example`); a minimal file is
+//
+//   redis:
+//     url: redis://127.0.0.1:6379
+//
+// Rules for every file:
+//   * Unknown keys are errors (with the closest known key suggested), so a
+//     typo never silently falls back to a default. Duplicate keys are errors.
+//   * A section written with nothing under it ("metrics:") is an empty
+//     section: all defaults. Any other empty value ("pool_size:") is an
+//     error; write "" for an empty string.
+//   * Durations use the grammar of duration.h: 500ms, 2s, 1.5m, 1h, 0.
+//   * Booleans are true or false. Integers are decimal; a quoted number
+//     ("4") is accepted too.
+//   * Every scalar value (never a key) may use the environment:
+//       ${VAR}            the value of VAR; an error if VAR is not set
+//       ${VAR:-default}   the value of VAR, or `default` if VAR is unset or
+//                         empty (`default` is literal text without '$'/'}')
+//       $$                a literal '$'
+//     Any other '$' is an error, so "$VAR" (missing braces) is caught.
+//     Expansion happens before the value is checked, so
+//     `threads: ${WORKER_THREADS:-4}` works. Inside a flow mapping ({...})
+//     quote such a value ("${VAR}"): there '{' and '}' are YAML syntax.
+//   * YAML merge keys (<<) are not supported; anchors and aliases are.
+//
+// Errors: LoadFile and LoadString check everything and throw one
+// ConfigErrors (error.h) listing every problem found, each naming
+// FILE:LINE:COLUMN, the key path, what was expected and what was found.
+//
+// Thread-safety: the functions may be called concurrently, except that
+// reading the process environment (the default EnvLookup) races with a
+// concurrent setenv(), as getenv() does.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/config/cron.h"
+#include "lockfleet/config/error.h"
+
+namespace lockfleet::config {
+
+// `redis:` — the Redis server holding the locks. Required (for `url`).
+struct RedisConfig {
+  // Required. redis://[[user]:password@]host[:port][/db] (port 6379 when
+  // left out; IPv6 hosts in brackets) or unix:///path/to.sock[?db=N].
+  // Percent-escape '@' and ':' in passwords; ${VAR} keeps them out of files.
+  std::string url;
+  int pool_size = 4;  // connections per process, 1..1024
+  std::chrono::milliseconds connect_timeout{2000};  // > 0
+  // Bounds every command and the wait for a pooled connection. > 0.
+  std::chrono::milliseconds command_timeout{2000};
+  // Prefix of every Redis key lockfleet writes; processes that share locks
+  // must share it. Non-empty, without '{' or '}'.
+  std::string key_prefix = "lockfleet";
+
+  bool operator==(const RedisConfig&) const = default;
+};
+
+// `kafka:` — optional. Absent: no Kafka; a release wakes waiters of the same
+// process at once and others within locks.park_cap. A `kafka:` with nothing
+// under it is present, and lacks its bootstrap.
+struct KafkaConfig {
+  // Required when the section is present: HOST:PORT[,HOST:PORT...] (IPv6
+  // hosts in brackets; an optional SCHEME:// before each, as librdkafka
+  // allows).
+  std::string bootstrap;
+  // Topic of the unlock events that wake waiters in other processes.
+  // Kafka topic names: 1..249 of [a-zA-Z0-9._-], not "." or "..".
+  std::string unlock_topic = "lockfleet.unlock";
+  // Topic the worker consumes jobs from (worker.sources.kafka_jobs). Same
+  // rules; must differ from unlock_topic.
+  std::string jobs_topic = "lockfleet.jobs";
+  // How long a fetch waits for data on an empty partition: the wake-up
+  // latency floor on a broker that does not long-poll. 0..5m. On a real
+  // cluster 100ms..500ms costs no latency and saves requests.
+  std::chrono::milliseconds fetch_wait{1};
+  // A publish not delivered within this is dropped and counted. > 0.
+  std::chrono::milliseconds message_timeout{5000};
+  int queue_max_messages = 100000;      // producer queue bound, 1..10000000
+  std::string client_id = "lockfleet";  // Kafka client.id; non-empty
+  // librdkafka properties passed verbatim to producer and consumer, after
+  // the settings above (security.protocol, sasl.*, ssl.*, ...). Values may
+  // be strings, numbers or booleans; they are passed as written. Properties
+  // that duplicate a key above (bootstrap.servers, message.timeout.ms, ...)
+  // are rejected: set the key above instead. Default: none.
+  std::map<std::string, std::string> properties;
+
+  bool operator==(const KafkaConfig&) const = default;
+};
+
+// `locks:` — how locks are held and waited for.
+struct LocksConfig {
+  // Watchdog lease: renewed every lease/3 while held, so it bounds how long
+  // a lock outlives a crashed holder, not how long it may be held. >= 30ms.
+  std::chrono::milliseconds lease{30000};
+  // Default acquisition wait. "forever" (or the key left out) waits without
+  // limit (std::nullopt here; cancellation still ends it); "0" tries once.
+  std::optional<std::chrono::milliseconds> wait;
+  // Longest single park of a waiter before it re-checks Redis: the safety
+  // net under Kafka wake-ups. 1ms..1h.
+  std::chrono::milliseconds park_cap{1000};
+  // Queue waiters in arrival order (true) or let them barge (false).
+  bool fair = true;
+  // A queued waiter silent this long loses its place. >= 30ms.
+  std::chrono::milliseconds presence_window{3000};
+  // A handed-off lock not claimed within this passes on. Must exceed
+  // presence_window / 3.
+  std::chrono::milliseconds claim_window{2000};
+
+  bool operator==(const LocksConfig&) const = default;
+};
+
+// A free-form scalar setting (a handler setting or a payload field), typed
+// as YAML would type it. Quoted values are always strings; a plain value is
+// kBool for true/false, kInteger for [-+]digits, kNumber for other decimal
+// numbers (1.5, 1e3), else kString. `text` is the value as written, after
+// ${VAR} expansion.
+struct Scalar {
+  enum class Type { kString, kInteger, kNumber, kBool };
+  Type type = Type::kString;
+  std::string text;
+
+  bool operator==(const Scalar&) const = default;
+};
+
+// Settings by name. Values are scalars only (no nested maps or lists).
+using Settings = std::map<std::string, Scalar>;
+
+// One entry of `worker.sources.schedules:` — a job the worker fleet runs
+// on a timetable, under a lock so that one worker runs each firing.
+struct ScheduleConfig {
+  // Required, unique among the schedules: 1..128 of [A-Za-z0-9._:-]. Used
+  // in logs and as a metric label.
+  std::string name;
+  // The lock held while the job runs: 1..1024 bytes. Default: the name.
+  std::string lock;
+  // Exactly one of `every` and `cron` is given.
+  std::optional<std::chrono::milliseconds> every;  // interval, >= 1s
+  std::optional<CronSchedule> cron;                // 5-field, UTC (see cron.h)
+  std::string handler;  // required, non-empty: the handler that runs it
+  Settings payload;     // handed to the handler. Default: empty
+
+  bool operator==(const ScheduleConfig&) const = default;
+};
+
+// `worker.sources.kafka_jobs:` — jobs arriving on kafka.jobs_topic.
+struct KafkaJobsConfig {
+  bool enabled = false;                     // true requires the kafka section
+  std::string group = "lockfleet-workers";  // consumer group; non-empty
+
+  bool operator==(const KafkaJobsConfig&) const = default;
+};
+
+// `worker.sources:` — where jobs come from.
+struct SourcesConfig {
+  KafkaJobsConfig kafka_jobs;
+  std::vector<ScheduleConfig> schedules;  // Default: none
+
+  bool operator==(const SourcesConfig&) const = default;
+};
+
+// `worker:` — the job-worker fleet (`lockfleet worker`).
+struct WorkerConfig {
+  int threads = 4;  // jobs run concurrently per process, 1..1024
+  // On shutdown, running jobs get this long to finish before they are
+  // cancelled. 0 cancels at once.
+  std::chrono::milliseconds grace_period{20000};
+  // HOST:PORT of the health endpoint (port 0: any free port); "" (the
+  // default) serves none.
+  std::string health_listen;
+  SourcesConfig sources;
+  // Settings per handler name, e.g. handlers["inventory.purchase"]
+  // ["stock_prefix"]. Handler names are not checked here (handlers are
+  // registered in code). Default: none.
+  std::map<std::string, Settings> handlers;
+
+  bool operator==(const WorkerConfig&) const = default;
+};
+
+// `metrics:` — the Prometheus endpoint.
+struct MetricsConfig {
+  // HOST:PORT to serve /metrics on (port 0: any free port); "" (the
+  // default) serves none.
+  std::string listen;
+
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError };
+enum class LogFormat { kText, kJson };
+
+// "debug", "info", "warning", "error" / "text", "json": the config spelling.
+const char* LogLevelName(LogLevel level) noexcept;
+const char* LogFormatName(LogFormat format) noexcept;
+
+// `logging:`
+struct LoggingConfig {
+  LogLevel level = LogLevel::kInfo;     // debug | info | warning | error
+  LogFormat format = LogFormat::kText;  // text | json (one object a line)
+
+  bool operator==(const LoggingConfig&) const = default;
+};
+
+// The whole file.
+struct Config {
+  RedisConfig redis;
+  std::optional<KafkaConfig> kafka;  // std::nullopt: no `kafka:` section
+  LocksConfig locks;
+  WorkerConfig worker;
+  MetricsConfig metrics;
+  LoggingConfig logging;
+
+  bool operator==(const Config&) const = default;
+};
+
+// The value of environment variable `name`, or std::nullopt if it is unset.
+using EnvLookup =
+    std::function<std::optional<std::string>(const std::string& name)>;
+
+struct LoadOptions {
+  // Where ${VAR} looks. Default (empty): the process environment (getenv).
+  // Tests pass a map.
+  EnvLookup env;
+};
+
+// Reads and validates the file at `path`. Throws ConfigErrors for every
+// problem found, also when the file cannot be read (no position then), is
+// empty, is not YAML (the parser's position), holds more than one YAML
+// document, or its top level is not a mapping.
+Config LoadFile(const std::string& path, const LoadOptions& options = {});
+
+// Same for text already in memory; `name` stands for the file in errors.
+Config LoadString(std::string_view text, std::string_view name,
+                  const LoadOptions& options = {});
+
+// A complete config with every key, each commented with its meaning and
+// default. It loads cleanly with no environment variables set.
+std::string ExampleConfig();
+
+}  // namespace lockfleet::config

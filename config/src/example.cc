@@ -1,0 +1,91 @@
+#include <string>
+
+#include "lockfleet/config/config.h"
+
+namespace lockfleet::config {
+namespace {
+
+// Keep in step with config.h: the tests load this and compare its values.
+constexpr char kExample[] =
+    R"(# lockfleet configuration (check it with: lockfleet config check FILE)
+#
+# Every key except redis.url is optional; the values below are the defaults
+# unless a comment says otherwise. Durations: 500ms, 2s, 1.5m, 1h, 0.
+# Any value may read the environment: ${VAR}, ${VAR:-default}; $$ is a '$'.
+
+redis:
+  # Required. redis://[[user]:password@]host[:port][/db] or
+  # unix:///path/to.sock[?db=N]. Keep passwords out of this file:
+  #   url: redis://:${REDIS_PASSWORD}@redis.internal:6379
+  url: ${LOCKFLEET_REDIS:-redis://127.0.0.1:6379}
+  pool_size: 4              # connections per process, 1..1024
+  connect_timeout: 2s
+  command_timeout: 2s       # also bounds the wait for a pooled connection
+  key_prefix: lockfleet     # all processes sharing locks must agree on it
+
+# Optional: without this section there is no Kafka; a release then wakes
+# waiters in the same process at once and others within locks.park_cap.
+kafka:
+  # Required in this section (this example's default is not).
+  bootstrap: ${LOCKFLEET_KAFKA:-127.0.0.1:9092}
+  unlock_topic: lockfleet.unlock   # unlock events that wake waiters
+  jobs_topic: lockfleet.jobs       # jobs for worker.sources.kafka_jobs
+  fetch_wait: 1ms           # 0..5m; 100ms..500ms on a real cluster
+  message_timeout: 5s       # undelivered events are dropped after this
+  queue_max_messages: 100000
+  client_id: lockfleet
+  # Passed to librdkafka as written (default: none), for example:
+  #   properties:
+  #     security.protocol: SASL_SSL
+  #     sasl.mechanism: PLAIN
+  #     sasl.username: ${KAFKA_USER}
+  #     sasl.password: ${KAFKA_PASSWORD}
+  properties: {}
+
+locks:
+  lease: 30s                # watchdog lease, renewed every lease/3; >= 30ms
+  wait: forever             # default wait to acquire; 0 tries once
+  park_cap: 1s              # longest sleep between checks while waiting
+  fair: true                # first come, first served (false: barging)
+  presence_window: 3s       # a silent queued waiter loses its place after this
+  claim_window: 2s          # must exceed presence_window / 3
+
+worker:
+  threads: 4                # jobs at once per process, 1..1024
+  grace_period: 20s         # running jobs get this long on shutdown
+  health_listen: ""         # HOST:PORT for the health endpoint; "" for none
+  sources:
+    kafka_jobs:
+      enabled: false        # true: consume jobs from kafka.jobs_topic
+      group: lockfleet-workers
+    # Jobs on a timetable; one worker of the fleet runs each firing, under
+    # `lock` (default: the name). Give `every` (>= 1s) or `cron` (five
+    # fields, UTC). Default: none.
+    schedules:
+      - name: nightly-report
+        lock: report:nightly
+        cron: "0 3 * * *"
+        handler: sleep
+        payload: {ms: 100}
+      - name: heartbeat
+        every: 1m
+        handler: sleep
+        payload: {ms: 1}
+  # Settings per handler: strings, numbers or booleans. Default: none.
+  handlers:
+    inventory.purchase:
+      stock_prefix: stock
+
+metrics:
+  listen: ""                # HOST:PORT for /metrics, e.g. 127.0.0.1:9464; "" for none
+
+logging:
+  level: info               # debug | info | warning | error
+  format: text              # text | json
+)";
+
+}  // namespace
+
+std::string ExampleConfig() { return kExample; }
+
+}  // namespace lockfleet::config

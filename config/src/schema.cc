@@ -1,0 +1,229 @@
+#include "schema.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "checks.h"
+#include "reader.h"
+#include "text.h"
+
+namespace lockfleet::config::internal {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+
+constexpr char kRedisUrlExpected[] =
+    "a Redis URL: redis://[[user]:password@]host[:port][/db] or "
+    "unix:///path/to.sock[?db=N]";
+constexpr char kBootstrapExpected[] =
+    "Kafka bootstrap servers: HOST:PORT[,HOST:PORT...]";
+constexpr char kTopicExpected[] = "a Kafka topic name";
+
+RedisConfig ReadRedis(Context& context, const Value& value) {
+  RedisConfig out;
+  MapReader map(context, value, "a mapping of Redis settings");
+  if (std::optional<Value> url = map.Require("url", kRedisUrlExpected)) {
+    auto parse = Checked(kRedisUrlExpected, CheckRedisUrl, RedactUrl);
+    if (auto parsed = parse(context, *url)) out.url = *parsed;
+  }
+  map.Read("pool_size", out.pool_size, Int(1, 1024));
+  map.Read("connect_timeout", out.connect_timeout, Duration(milliseconds(1)));
+  map.Read("command_timeout", out.command_timeout, Duration(milliseconds(1)));
+  map.Read("key_prefix", out.key_prefix,
+           Checked("a key prefix", CheckKeyPrefix));
+  map.Finish();
+  return out;
+}
+
+// librdkafka properties lockfleet sets itself, and what to do instead.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8>
+    kReservedProperties = {{
+        {"bootstrap.servers", "set kafka.bootstrap instead"},
+        {"metadata.broker.list", "set kafka.bootstrap instead"},
+        {"message.timeout.ms", "set kafka.message_timeout instead"},
+        {"delivery.timeout.ms", "set kafka.message_timeout instead"},
+        {"fetch.wait.max.ms", "set kafka.fetch_wait instead"},
+        {"queue.buffering.max.messages",
+         "set kafka.queue_max_messages instead"},
+        {"client.id", "set kafka.client_id instead"},
+        {"group.id",
+         "lockfleet picks its consumer groups (the worker's: "
+         "worker.sources.kafka_jobs.group)"},
+    }};
+
+std::map<std::string, std::string> ReadProperties(Context& context,
+                                                  const Value& value) {
+  std::map<std::string, std::string> out;
+  MapReader map(context, value, "a mapping of librdkafka properties");
+  for (const MapReader::Entry& entry : map.entries()) {
+    const auto reserved = std::find_if(
+        kReservedProperties.begin(), kReservedProperties.end(),
+        [&](const auto& property) { return property.first == entry.key; });
+    if (reserved != kReservedProperties.end()) {
+      context.Error(entry.value.key_mark, entry.value.path,
+                    "reserved property; " + std::string(reserved->second));
+      continue;
+    }
+    if (std::optional<Scalar> scalar = ParseScalar(context, entry.value)) {
+      out[entry.key] = scalar->text;
+    }
+  }
+  return out;
+}
+
+std::optional<KafkaConfig> ReadKafka(Context& context,
+                                     const std::optional<Value>& value) {
+  if (!value) return std::nullopt;
+  KafkaConfig out;
+  MapReader map(context, *value, "a mapping of Kafka settings");
+  if (std::optional<Value> bootstrap =
+          map.Require("bootstrap", kBootstrapExpected)) {
+    auto parse = Checked(kBootstrapExpected, CheckBootstrap);
+    if (auto parsed = parse(context, *bootstrap)) out.bootstrap = *parsed;
+  }
+  // Both topics, then that they differ (only when both are valid).
+  bool topics_valid = true;
+  std::optional<Value> topic_values[2] = {map.Get("unlock_topic"),
+                                          map.Get("jobs_topic")};
+  std::string* topics[2] = {&out.unlock_topic, &out.jobs_topic};
+  for (int i = 0; i < 2; ++i) {
+    if (!topic_values[i]) continue;
+    auto parsed =
+        Checked(kTopicExpected, CheckTopic)(context, *topic_values[i]);
+    if (parsed) *topics[i] = *parsed;
+    topics_valid = topics_valid && parsed.has_value();
+  }
+  if (topics_valid && out.unlock_topic == out.jobs_topic) {
+    // One of them was given, or the defaults would differ.
+    const Value& where = topic_values[1] ? *topic_values[1] : *topic_values[0];
+    context.Error(where,
+                  "expected a topic other than kafka.unlock_topic, "
+                  "found '" +
+                      out.jobs_topic + "' for both");
+  }
+  map.Read("fetch_wait", out.fetch_wait, Duration(milliseconds(0), minutes(5)));
+  map.Read("message_timeout", out.message_timeout, Duration(milliseconds(1)));
+  map.Read("queue_max_messages", out.queue_max_messages, Int(1, 10'000'000));
+  map.Read("client_id", out.client_id,
+           Checked("a Kafka client id", CheckNonEmpty));
+  if (std::optional<Value> properties = map.Get("properties")) {
+    out.properties = ReadProperties(context, *properties);
+  }
+  map.Finish();
+  return out;
+}
+
+LocksConfig ReadLocks(Context& context, const Value& value) {
+  LocksConfig out;
+  MapReader map(context, value, "a mapping of lock settings");
+  map.Read("lease", out.lease, Duration(milliseconds(30)));
+  if (std::optional<Value> wait = map.Get("wait")) {
+    constexpr char kWaitExpected[] =
+        "a duration such as 30s, 0 (try once) or forever";
+    if (std::optional<std::string> text = context.Text(*wait, kWaitExpected)) {
+      if (*text == "forever") {
+        out.wait = std::nullopt;
+      } else if (text->empty() || text->front() < '0' || text->front() > '9') {
+        context.Error(*wait, std::string("expected ") + kWaitExpected +
+                                 ", found " + Quote(*text));
+      } else if (auto parsed =
+                     DurationFromText(context, *wait, *text, milliseconds(0))) {
+        out.wait = *parsed;
+      }
+    }
+  }
+  map.Read("park_cap", out.park_cap, Duration(milliseconds(1), hours(1)));
+  map.Read("fair", out.fair, Bool());
+  bool windows_valid = true;
+  std::optional<Value> presence = map.Get("presence_window");
+  if (presence) {
+    auto parsed = ParseDurationValue(context, *presence, milliseconds(30));
+    if (parsed) out.presence_window = *parsed;
+    windows_valid = parsed.has_value();
+  }
+  std::optional<Value> claim = map.Get("claim_window");
+  if (claim) {
+    auto parsed = ParseDurationValue(context, *claim, milliseconds(1));
+    if (parsed) out.claim_window = *parsed;
+    windows_valid = windows_valid && parsed.has_value();
+  }
+  // lockcore's rule: a grantee parks up to presence_window / 3 between
+  // checks, so a hand-off must stay claimable for longer than that.
+  if (windows_valid && out.claim_window <= out.presence_window / 3) {
+    const std::string bound = FormatDuration(out.presence_window / 3);
+    if (claim) {
+      context.Error(*claim,
+                    "expected a duration greater than presence_window / 3 "
+                    "= " +
+                        bound + ", found '" + FormatDuration(out.claim_window) +
+                        "'");
+    } else {
+      context.Error(*presence,
+                    "expected less than 3 * claim_window (claim_window "
+                    "defaults to " +
+                        FormatDuration(out.claim_window) + "), found '" +
+                        FormatDuration(out.presence_window) +
+                        "'; raise claim_window above " + bound);
+    }
+  }
+  map.Finish();
+  return out;
+}
+
+MetricsConfig ReadMetrics(Context& context, const Value& value) {
+  MetricsConfig out;
+  MapReader map(context, value, "a mapping of metrics settings");
+  map.Read("listen", out.listen, Checked(kListenExpected, CheckListen));
+  map.Finish();
+  return out;
+}
+
+LoggingConfig ReadLogging(Context& context, const Value& value) {
+  LoggingConfig out;
+  MapReader map(context, value, "a mapping of logging settings");
+  if (std::optional<Value> level = map.Get("level")) {
+    if (auto index = ParseChoice(context, *level,
+                                 {"debug", "info", "warning", "error"})) {
+      out.level = static_cast<LogLevel>(*index);
+    }
+  }
+  if (std::optional<Value> format = map.Get("format")) {
+    if (auto index = ParseChoice(context, *format, {"text", "json"})) {
+      out.format = static_cast<LogFormat>(*index);
+    }
+  }
+  map.Finish();
+  return out;
+}
+
+}  // namespace
+
+Config ReadConfig(Context& context, const Value& root) {
+  Config config;
+  MapReader map(context, root, "a mapping of sections");
+  config.redis =
+      ReadRedis(context, map.Get("redis").value_or(Absent(root, "redis")));
+  config.kafka = ReadKafka(context, map.Get("kafka"));
+  config.locks =
+      ReadLocks(context, map.Get("locks").value_or(Absent(root, "locks")));
+  config.worker =
+      ReadWorker(context, map.Get("worker").value_or(Absent(root, "worker")),
+                 config.kafka.has_value());
+  config.metrics = ReadMetrics(
+      context, map.Get("metrics").value_or(Absent(root, "metrics")));
+  config.logging = ReadLogging(
+      context, map.Get("logging").value_or(Absent(root, "logging")));
+  map.Finish();
+  return config;
+}
+
+}  // namespace lockfleet::config::internal

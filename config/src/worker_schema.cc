@@ -1,0 +1,203 @@
+// The worker section of the schema (schema.h): job sources, schedules,
+// handler settings.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "checks.h"
+#include "lockfleet/config/cron.h"
+#include "reader.h"
+#include "schema.h"
+
+namespace lockfleet::config::internal {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr size_t kMaxLockNameBytes = 1024;  // lockcore's limit
+constexpr size_t kMaxScheduleNameBytes = 128;
+
+std::string CheckScheduleName(std::string_view text) {
+  if (text.empty()) return "it is empty";
+  if (text.size() > kMaxScheduleNameBytes) return "longer than 128 bytes";
+  const bool legal = std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
+           c == '-';
+  });
+  return legal ? "" : "only letters, digits, '.', '_', ':' and '-'";
+}
+
+std::string CheckLockName(std::string_view text) {
+  if (text.empty()) return "it is empty";
+  if (text.size() > kMaxLockNameBytes) return "longer than 1024 bytes";
+  return "";
+}
+
+Settings ReadSettings(Context& context, const Value& value,
+                      std::string_view expected) {
+  Settings out;
+  MapReader map(context, value, expected);
+  for (const MapReader::Entry& entry : map.entries()) {
+    if (entry.key.empty()) {
+      context.Error(entry.value.key_mark, entry.value.path,
+                    "expected a setting name, found an empty key");
+      continue;
+    }
+    if (std::optional<Scalar> scalar = ParseScalar(context, entry.value)) {
+      out[entry.key] = std::move(*scalar);
+    }
+  }
+  return out;
+}
+
+// A schedule and where its name is, for the uniqueness check.
+struct ReadScheduleResult {
+  ScheduleConfig schedule;
+  std::optional<Value> name;  // set when the name is valid
+};
+
+ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
+  ReadScheduleResult out;
+  ScheduleConfig& schedule = out.schedule;
+  MapReader map(context, value, "a schedule");  // a mapping: ReadSchedules
+  if (std::optional<Value> name = map.Require("name", "a schedule name")) {
+    auto parse = Checked("a schedule name", CheckScheduleName);
+    if (auto parsed = parse(context, *name)) {
+      schedule.name = *parsed;
+      out.name = name;
+    }
+  }
+  schedule.lock = schedule.name;
+  map.Read("lock", schedule.lock, Checked("a lock name", CheckLockName));
+  std::optional<Value> every = map.Get("every");
+  if (every) schedule.every = ParseDurationValue(context, *every, seconds(1));
+  std::optional<Value> cron = map.Get("cron");
+  if (cron) {
+    if (std::optional<std::string> text =
+            context.Text(*cron, "a cron expression such as \"0 3 * * *\"")) {
+      try {
+        schedule.cron = CronSchedule::Parse(*text);
+      } catch (const ConfigError& e) {
+        context.Error(*cron, e.what());
+      }
+    }
+  }
+  if (every && cron) {
+    context.Error(cron->key_mark, cron->path,
+                  "expected either 'every' or 'cron', found both");
+  } else if (!every && !cron) {
+    context.Error(value.key_mark, ChildPath(value.path, "every"),
+                  "missing required key; expected 'every' (an interval such "
+                  "as 1h) or 'cron' (such as \"0 3 * * *\")");
+  }
+  if (std::optional<Value> handler =
+          map.Require("handler", "the name of the handler that runs the job")) {
+    auto parse = Checked("a handler name", CheckNonEmpty);
+    if (auto parsed = parse(context, *handler)) schedule.handler = *parsed;
+  }
+  if (std::optional<Value> payload = map.Get("payload")) {
+    schedule.payload =
+        ReadSettings(context, *payload, "a mapping of payload fields");
+  }
+  map.Finish();
+  return out;
+}
+
+std::vector<ScheduleConfig> ReadSchedules(Context& context,
+                                          const Value& value) {
+  std::vector<ScheduleConfig> out;
+  const YAML::Node& node = value.node;
+  if (!node.IsDefined() || node.IsNull()) return out;
+  if (!node.IsSequence()) {
+    context.Error(value, "expected a list of schedules, found " + Found(node));
+    return out;
+  }
+  std::map<std::string, int> first_line;  // by schedule name
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    const bool empty = !item.IsDefined() || item.IsNull();
+    const Value item_value{item, IndexPath(value.path, i),
+                           empty ? value.key_mark : item.Mark(),
+                           empty ? value.key_mark : item.Mark()};
+    if (!item.IsMap()) {
+      context.Error(item_value,
+                    "expected a schedule: a mapping with name, every or "
+                    "cron, handler; found " +
+                        Found(item));
+      continue;
+    }
+    ReadScheduleResult read = ReadSchedule(context, item_value);
+    if (read.name) {
+      const auto [it, inserted] =
+          first_line.emplace(read.schedule.name, read.name->mark.line + 1);
+      if (!inserted) {
+        context.Error(*read.name, "duplicate schedule name '" +
+                                      read.schedule.name +
+                                      "' (first used on line " +
+                                      std::to_string(it->second) + ")");
+      }
+    }
+    out.push_back(std::move(read.schedule));
+  }
+  return out;
+}
+
+SourcesConfig ReadSources(Context& context, const Value& value,
+                          bool has_kafka) {
+  SourcesConfig out;
+  MapReader map(context, value, "a mapping of job sources");
+  const Value kafka_jobs =
+      map.Get("kafka_jobs").value_or(Absent(value, "kafka_jobs"));
+  MapReader jobs(context, kafka_jobs, "a mapping with enabled, group");
+  if (std::optional<Value> enabled = jobs.Get("enabled")) {
+    if (std::optional<bool> parsed = ParseBool(context, *enabled)) {
+      out.kafka_jobs.enabled = *parsed;
+      if (*parsed && !has_kafka) {
+        context.Error(*enabled,
+                      "expected false without a kafka section, found true "
+                      "(jobs arrive on kafka.jobs_topic: add kafka.bootstrap)");
+      }
+    }
+  }
+  jobs.Read("group", out.kafka_jobs.group,
+            Checked("a Kafka consumer group", CheckNonEmpty));
+  jobs.Finish();
+  if (std::optional<Value> schedules = map.Get("schedules")) {
+    out.schedules = ReadSchedules(context, *schedules);
+  }
+  map.Finish();
+  return out;
+}
+
+}  // namespace
+
+WorkerConfig ReadWorker(Context& context, const Value& value, bool has_kafka) {
+  WorkerConfig out;
+  MapReader map(context, value, "a mapping of worker settings");
+  map.Read("threads", out.threads, Int(1, 1024));
+  map.Read("grace_period", out.grace_period, Duration(milliseconds(0)));
+  map.Read("health_listen", out.health_listen,
+           Checked(kListenExpected, CheckListen));
+  out.sources = ReadSources(
+      context, map.Get("sources").value_or(Absent(value, "sources")),
+      has_kafka);
+  if (std::optional<Value> handlers = map.Get("handlers")) {
+    MapReader by_name(context, *handlers,
+                      "a mapping of handler names to their settings");
+    for (const MapReader::Entry& entry : by_name.entries()) {
+      out.handlers[entry.key] = ReadSettings(
+          context, entry.value, "a mapping of settings for this handler");
+    }
+  }
+  map.Finish();
+  return out;
+}
+
+}  // namespace lockfleet::config::internal

@@ -1,0 +1,150 @@
+// `lockfleet config check` and `lockfleet config example`, run as a child
+// process: output streams and exit statuses. No servers.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;  // exit status
+  std::string out;
+  std::string err;
+};
+
+class ConfigCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        fs::path(::testing::TempDir()) /
+        ("lockfleet_config_cli_" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << content;
+    return path.string();
+  }
+
+  static std::string Read(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    return content.str();
+  }
+
+  // Runs `lockfleet ARGS` through /bin/sh (ARGS are shell words), with an
+  // empty environment apart from `env` (e.g. "A=1 B=2").
+  Result Run(const std::string& args, const std::string& env = "") {
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    const std::string command = "env -i " + env + " '" + LOCKFLEET_CLI_PATH +
+                                "' " + args + " >'" + out.string() + "' 2>'" +
+                                err.string() + "'";
+    const int raw = std::system(command.c_str());
+    Result result;
+    result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    result.out = Read(out);
+    result.err = Read(err);
+    return result;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ConfigCliTest, CheckValidFilePrintsOk) {
+  const std::string path = Write("ok.yaml", "redis: {url: redis://h:1}\n");
+  const Result result = Run("config check '" + path + "'");
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "ok\n");
+  EXPECT_EQ(result.err, "");
+}
+
+TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
+  const std::string path = Write("bad.yaml",
+                                 "redis:\n"
+                                 "  pool_size: 0\n"
+                                 "  comand_timeout: 2s\n");
+  const Result result = Run("config check '" + path + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err,
+            path +
+                ":1:1: redis.url: missing required key; expected a Redis URL: "
+                "redis://[[user]:password@]host[:port][/db] or "
+                "unix:///path/to.sock[?db=N]\n" +
+                path +
+                ":2:14: redis.pool_size: expected an integer from 1 to 1024, "
+                "found '0'\n" +
+                path +
+                ":3:3: redis.comand_timeout: unknown key; did you mean "
+                "'command_timeout'?\n");
+}
+
+TEST_F(ConfigCliTest, CheckUsesTheEnvironment) {
+  const std::string path = Write("env.yaml", "redis: {url: \"${URL}\"}\n");
+  EXPECT_EQ(Run("config check '" + path + "'", "URL=redis://h").status, 0);
+  const Result unset = Run("config check '" + path + "'");
+  EXPECT_EQ(unset.status, 2);
+  EXPECT_NE(unset.err.find("environment variable URL is not set"),
+            std::string::npos)
+      << unset.err;
+}
+
+TEST_F(ConfigCliTest, CheckMissingEmptyAndNonYamlFiles) {
+  const std::string missing = (dir_ / "absent.yaml").string();
+  Result result = Run("config check '" + missing + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err, missing + ": cannot read: No such file or directory\n");
+
+  const std::string empty = Write("empty.yaml", "");
+  result = Run("config check '" + empty + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err.rfind(empty + ":1:1: expected a mapping", 0), 0u)
+      << result.err;
+
+  const std::string broken = Write("broken.yaml", "redis: [\n");
+  result = Run("config check '" + broken + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find(": invalid YAML: "), std::string::npos)
+      << result.err;
+}
+
+TEST_F(ConfigCliTest, CheckWithoutFileIsAUsageError) {
+  const Result result = Run("config check");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("FILE"), std::string::npos) << result.err;
+}
+
+TEST_F(ConfigCliTest, ExamplePassesCheck) {
+  const Result example = Run("config example");
+  EXPECT_EQ(example.status, 0) << example.err;
+  EXPECT_NE(example.out.find("redis:"), std::string::npos);
+  const std::string path = Write("example.yaml", example.out);
+  const Result check = Run("config check '" + path + "'");
+  EXPECT_EQ(check.status, 0) << check.err;
+  EXPECT_EQ(check.out, "ok\n");
+}
+
+TEST_F(ConfigCliTest, CheckReadsStandardInput) {
+  const std::string path = Write("in.yaml", "redis: {url: 5}\n");
+  const Result result = Run("config check - <'" + path + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(
+      result.err.rfind("<stdin>:1:14: redis.url: expected a Redis URL", 0), 0u)
+      << result.err;
+}
+
+}  // namespace
