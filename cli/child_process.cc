@@ -42,7 +42,7 @@ std::string_view KeyOf(std::string_view entry) {
 
 SpawnResult Spawn(const std::vector<std::string>& argv,
                   const std::vector<std::string>& env,
-                  const std::vector<int>& close_fds,
+                  const ChildDescriptors& fds,
                   const sigset_t& reset_to_default) {
   posix_spawnattr_t attr;
   Check(posix_spawnattr_init(&attr), "posix_spawnattr_init");
@@ -62,9 +62,13 @@ SpawnResult Spawn(const std::vector<std::string>& argv,
     Check(posix_spawnattr_setflags(
               &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
           "posix_spawnattr_setflags");
-    for (int fd : close_fds) {
+    for (int fd : fds.close) {
       Check(posix_spawn_file_actions_addclose(&actions, fd),
             "posix_spawn_file_actions_addclose");
+    }
+    if (fds.close_from >= 0) {
+      Check(posix_spawn_file_actions_addclosefrom_np(&actions, fds.close_from),
+            "posix_spawn_file_actions_addclosefrom_np");
     }
     std::vector<char*> c_argv = CStrings(argv);
     std::vector<char*> c_env = CStrings(env);
@@ -84,6 +88,18 @@ SpawnResult Spawn(const std::vector<std::string>& argv,
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return result;
+}
+
+ChildDescriptors DescriptorsToCloseExcept(const std::vector<int>& inherited) {
+  ChildDescriptors fds;
+  fds.close_from = inherited.empty() ? 0 : inherited.back() + 1;
+  for (int fd : OpenFileDescriptors()) {
+    if (fd < fds.close_from &&
+        !std::binary_search(inherited.begin(), inherited.end(), fd)) {
+      fds.close.push_back(fd);
+    }
+  }
+  return fds;
 }
 
 sigset_t SignalsAtDefault() {

@@ -7,7 +7,8 @@
 // their default when the process started, so that a library ignoring, say,
 // SIGPIPE does not leak that into COMMAND. It inherits stdin/stdout/stderr and
 // every file descriptor the CLI itself inherited, but not the descriptors the
-// CLI opened since (Redis connections and the like): pass those in `close_fds`.
+// CLI opened since (Redis connections, librdkafka's pipes and the like): see
+// ChildDescriptors.
 //
 // Reaping is split in two (WaitForExit, then Reap) so that a caller who may
 // kill() the child from another thread can stop doing so after the child has
@@ -37,13 +38,26 @@ struct SpawnResult {
   bool ok() const { return pid > 0; }
 };
 
+// Which descriptors the child closes: `close` (open ones below `close_from`
+// that are not to be passed on) and every descriptor >= `close_from`.
+// Other threads may open descriptors at any time (librdkafka's pipes are not
+// close-on-exec); those above every inherited one are closed regardless.
+struct ChildDescriptors {
+  std::vector<int> close;
+  int close_from = -1;  // < 0: none
+};
+
+// The descriptors to close so that the child gets exactly `inherited` (the
+// ones open at startup, ascending) of those open now.
+ChildDescriptors DescriptorsToCloseExcept(const std::vector<int>& inherited);
+
 // Starts argv[0] (searched on PATH unless it contains '/') with arguments
 // `argv` and exactly the environment `env` ("KEY=value" strings), closing
-// `close_fds` and resetting `reset_to_default` in the child.
+// `fds` and resetting `reset_to_default` in the child.
 // REQUIRES: !argv.empty().
 SpawnResult Spawn(const std::vector<std::string>& argv,
                   const std::vector<std::string>& env,
-                  const std::vector<int>& close_fds,
+                  const ChildDescriptors& fds,
                   const sigset_t& reset_to_default);
 
 // Of the signals a command-runner cares about (SIGINT, SIGTERM, SIGHUP,

@@ -2,11 +2,16 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 namespace lockfleet::cli {
 
 void PrintError(std::string_view message) {
-  std::cerr << "lockfleet: " << message << std::endl;
+  // One write per line: Kafka's threads report warnings concurrently.
+  std::string line = "lockfleet: ";
+  line.append(message);
+  line += '\n';
+  std::cerr << line << std::flush;
 }
 
 std::string Quoted(std::string_view text) {

@@ -59,7 +59,8 @@ struct Subcommand {
   std::function<int(const Context&)> run;
 };
 
-// Writes "lockfleet: <message>" and a newline to stderr.
+// Writes "lockfleet: <message>" and a newline to stderr, as one write, so
+// lines from different threads do not interleave. Thread-safe.
 void PrintError(std::string_view message);
 
 // `text` in single quotes for a message, with control and non-ASCII bytes

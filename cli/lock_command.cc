@@ -17,6 +17,10 @@ using std::chrono::milliseconds;
 
 constexpr char kDefaultRedisUrl[] = "redis://127.0.0.1:6379";
 constexpr char kRedisUrlVariable[] = "LOCKFLEET_REDIS";
+constexpr char kKafkaVariable[] = "LOCKFLEET_KAFKA";
+// A waiter silent for 3 park caps loses its place in line; beyond an hour
+// that only keeps dead waiters around.
+constexpr milliseconds kMaxParkCap = std::chrono::hours(1);
 
 constexpr char kLockFooter[] =
     R"(COMMAND runs with two extra environment variables: LOCKFLEET_NAME (the lock
@@ -27,35 +31,56 @@ COMMAND may run far longer than the lease.
 
 Signals: SIGINT, SIGTERM or SIGHUP while waiting cancel the wait (nothing is
 left locked); while COMMAND runs they are forwarded to COMMAND, and lockfleet
-waits for it, releases the lock and exits with COMMAND's status.
+waits for it, releases the lock and exits with COMMAND's status. A COMMAND
+still running --kill-after after a forwarded SIGINT or SIGTERM, or after the
+SIGTERM sent when the lock is lost, gets SIGKILL (COMMAND itself, not the
+processes it started).
+
+Kafka (optional): with --kafka, releasing the lock publishes an unlock event
+and lockfleet processes waiting for it elsewhere wake at once; without Kafka
+they notice within --park-cap (1s by default). Kafka only speeds up waiting:
+if it is unreachable, lockfleet warns and carries on without it, with the
+same locking, COMMAND and exit status. 'lockfleet broker' serves a throwaway
+broker for development and tests.
 
 Exit status:
   N        COMMAND's own exit status (128+S if signal S killed it)
   2        bad arguments: missing NAME or COMMAND, bad duration, bad URL
+           or Kafka bootstrap
   69       Redis unreachable, timed out or refused authentication
   75       lock not acquired within --wait; the message names the holder
   76       lock lost while COMMAND ran (lease expired or force-unlocked);
-           COMMAND was sent SIGTERM
+           COMMAND was sent SIGTERM, and SIGKILL after --kill-after
   126/127  COMMAND could not be executed / was not found
   128+S    signal S (SIGINT 130, SIGTERM 143) arrived while waiting
 
 Environment:
   LOCKFLEET_REDIS  Redis URL used when --redis is not given
+  LOCKFLEET_KAFKA  Kafka bootstrap servers used when --kafka is not given
 
-Example:
-  lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full)";
+Examples:
+  lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full
+  lockfleet lock --kafka kafka1:9092,kafka2:9092 deploy -- ./deploy.sh)";
 
 // Raw option values as CLI11 stores them.
 struct LockArgs {
   std::string redis_url;
   std::string wait;
   std::string lease;
+  std::string kafka;
+  std::string park_cap;
+  std::string kill_after;
+  bool verbose = false;
+  bool no_fair = false;
   std::string name;
   std::vector<std::string> stray;  // words after NAME and before "--"
   CLI::Option* name_option = nullptr;
   CLI::Option* redis_option = nullptr;
   CLI::Option* wait_option = nullptr;
   CLI::Option* lease_option = nullptr;
+  CLI::Option* kafka_option = nullptr;
+  CLI::Option* park_cap_option = nullptr;
+  CLI::Option* kill_after_option = nullptr;
 };
 
 milliseconds ParseDurationOption(const std::string& flag,
@@ -94,6 +119,25 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
   }
   if (args.lease_option->count() > 0) {
     request.lease = ParseDurationOption("--lease", args.lease);
+  }
+  if (args.park_cap_option->count() > 0) {
+    request.park_cap = ParseDurationOption("--park-cap", args.park_cap);
+    if (request.park_cap <= milliseconds(0) || request.park_cap > kMaxParkCap) {
+      throw UsageError("--park-cap " + args.park_cap + ": must be 1ms.." +
+                       config::FormatDuration(kMaxParkCap));
+    }
+  }
+  request.fair = !args.no_fair;
+  if (args.kill_after_option->count() > 0) {
+    request.kill_after = ParseDurationOption("--kill-after", args.kill_after);
+  }
+  request.verbose = args.verbose;
+  if (args.kafka_option->count() > 0) {
+    request.kafka_bootstrap = args.kafka;  // "" turns Kafka off
+    request.kafka_source = "--kafka";
+  } else if (const char* env = std::getenv(kKafkaVariable); env != nullptr) {
+    request.kafka_bootstrap = env;
+    request.kafka_source = std::string("$") + kKafkaVariable;
   }
   if (args.redis_option->count() > 0) {
     request.redis_url = args.redis_url;
@@ -140,6 +184,40 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "Default: " +
                  config::FormatDuration(LockClientOptions{}.default_lease))
           ->type_name("DURATION");
+  args->kafka_option =
+      app->add_option(
+             "--kafka", args->kafka,
+             "Kafka bootstrap servers (HOST:PORT[,HOST:PORT...]) for unlock "
+             "events, which wake waiters in other processes at once. Optional:"
+             " if Kafka is unreachable, lockfleet warns and works without it. "
+             "Default: $LOCKFLEET_KAFKA, else no Kafka; '' turns it off")
+          ->type_name("BOOTSTRAP");
+  args->kill_after_option =
+      app->add_option(
+             "--kill-after", args->kill_after,
+             "Send COMMAND SIGKILL if it still runs this long after it was "
+             "asked to stop (a forwarded SIGINT/SIGTERM, or SIGTERM for a lost "
+             "lock); 0 never kills. Default: " +
+                 config::FormatDuration(LockRequest{}.kill_after))
+          ->type_name("DURATION");
+  app->add_flag("--no-fair", args->no_fair,
+                "Barge instead of queueing: do not wait in line behind earlier "
+                "waiters (by default waiters are served in arrival order and a "
+                "release hands the lock straight to the next one)");
+  app->add_flag("-v,--verbose", args->verbose,
+                "Report on stderr when waiting starts (and whether Kafka "
+                "wake-ups are on) and when the lock is acquired");
+  args->park_cap_option =
+      app->add_option(
+             "--park-cap", args->park_cap,
+             "Longest single sleep while waiting before checking Redis again; "
+             "a safety net under Kafka wake-ups (a missed event costs at most "
+             "this). A waiter in the queue for the lock also renews its place "
+             "this often, and loses it when silent for 3 times this (a killed"
+             " waiter). At most 1h. Default: " +
+                 config::FormatDuration(LockRequest{}.park_cap))
+          ->type_name("DURATION")
+          ->group("Advanced");
   args->name_option = app->add_option("NAME", args->name,
                                       "Name of the lock (any non-empty string)")
                           ->type_name("");

@@ -1,13 +1,15 @@
 // `lockfleet lock`: run a command while holding a distributed lock.
 //
 //   lockfleet lock [--redis URL] [--wait DURATION] [--lease DURATION]
-//                  NAME -- COMMAND [ARGS...]
+//                  [--kafka BOOTSTRAP] [--kill-after DURATION] [-v]
+//                  [--park-cap DURATION] NAME -- COMMAND [ARGS...]
 //
 // flock(1) across machines, like `etcdctl lock` or `consul lock`: waits for
 // lock NAME, runs COMMAND with LOCKFLEET_NAME and LOCKFLEET_FENCE in its
 // environment while the lease watchdog keeps the lock alive, then releases
-// the lock and exits with COMMAND's status. The help text (kLockFooter in the
-// .cc) lists every exit status.
+// the lock and exits with COMMAND's status. With Kafka (--kafka), releases
+// wake waiters in other processes at once (see kafka_wakeups.h). The help
+// text (kLockFooter in the .cc) lists every exit status.
 #pragma once
 
 #include <CLI/CLI.hpp>

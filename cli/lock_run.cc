@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,15 +15,24 @@
 #include <vector>
 
 #include "child_process.h"
+#include "kafka_wakeups.h"
+#include "kill_escalation.h"
+#include "lock_acquire.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
 namespace {
 
 using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+// How long lockfleet waits for the Kafka client to shut down (it flushes the
+// unlock event for up to 1 s) before exiting anyway.
+constexpr milliseconds kKafkaShutdown{3000};
 
 std::string SignalName(int signal) {
   switch (signal) {
@@ -65,17 +76,20 @@ std::optional<ReleaseStatus> ReleaseOrWarn(Lease& lease,
 class LockRun {
  public:
   LockRun(const LockRequest& request, const Context& context)
-      : request_(request), context_(context) {}
+      : request_(request), context_(context), escalation_(request.kill_after) {}
 
   int Run();
 
  private:
   enum class Next { kSpawn, kInterrupted, kLost };
 
-  int Hold(LockClient& client);
+  // Builds the LockClient and holds the lock; destroys the client before it
+  // returns, so `kafka` is then used by nothing else.
+  int RunClient(const std::shared_ptr<RedisClient>& redis,
+                const std::shared_ptr<notifier::KafkaNotifier>& kafka);
+  int Hold(LockClient& client, notifier::KafkaNotifier* kafka);
   int RunCommand(Lease lease);
   int ReportRedisError(const Error& error, const RedisClient& redis) const;
-  std::vector<int> DescriptorsToClose() const;
 
   // On the signal watcher thread.
   void OnSignal(int signal);
@@ -86,12 +100,14 @@ class LockRun {
   const Context& context_;
   std::vector<int> inherited_fds_;  // open before any Redis connection
   std::stop_source stop_;           // cancels the acquisition
+  KillEscalation escalation_;       // SIGKILL after --kill-after
 
   std::mutex mu_;
   pid_t child_ = 0;          // guarded by mu_; > 0 while COMMAND is signalable
   int signal_ = 0;           // guarded by mu_; first signal received, or 0
   bool lost_ = false;        // guarded by mu_; on_lost fired
   bool terminated_ = false;  // guarded by mu_; OnLost sent COMMAND SIGTERM
+  int stop_signal_ = 0;      // guarded by mu_; first SIGINT/SIGTERM forwarded
 };
 
 int LockRun::Run() {
@@ -109,8 +125,47 @@ int LockRun::Run() {
     return kExitUsage;
   }
 
+  std::shared_ptr<notifier::KafkaNotifier> kafka;
+  if (!request_.kafka_bootstrap.empty()) {
+    try {
+      kafka = StartKafka(request_.kafka_bootstrap);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kInvalidArgument) {
+        PrintError(request_.kafka_source + ": " + e.what());
+        return kExitUsage;
+      }
+      // Kafka only speeds up waiting; never fail the lock over it.
+      PrintError("warning: cannot start the Kafka client (" +
+                 std::string(e.what()) + "); continuing without unlock events");
+    }
+  }
+
+  const int status = RunClient(redis, kafka);
+  if (kafka != nullptr && !ShutDownKafka(std::move(kafka), kKafkaShutdown)) {
+    // Its consumer thread is stuck inside librdkafka (a broker that died
+    // mid-request); the lock is released and COMMAND reaped, so nothing is
+    // left to clean up but that thread, which cannot be stopped.
+    PrintError("warning: the Kafka client did not shut down within " +
+               config::FormatDuration(kKafkaShutdown) + "; exiting without it");
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
+}
+
+int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
+                       const std::shared_ptr<notifier::KafkaNotifier>& kafka) {
   LockClientOptions options;
   if (request_.lease) options.default_lease = *request_.lease;
+  options.park_cap = request_.park_cap;
+  // In fair mode a queued waiter also wakes every presence_window / 3 to
+  // keep its place, which would override a longer park cap: tie both to it.
+  // A park cap of 1s gives lockcore's defaults (3s, 2s).
+  options.presence_window = std::max(3 * request_.park_cap, milliseconds(30));
+  options.claim_window = std::max(
+      milliseconds(2000), options.presence_window / 3 + milliseconds(1000));
+  options.publisher = kafka;
+  options.fair = request_.fair;
   std::unique_ptr<LockClient> client;
   try {
     client = std::make_unique<LockClient>(redis, options);
@@ -120,35 +175,37 @@ int LockRun::Run() {
                config::FormatDuration(options.default_lease) + ": " + e.what());
     return kExitUsage;
   }
+  // Unsubscribes before `client` is destroyed.
+  ScopedSubscription subscription(kafka.get(), client.get());
 
   try {
-    return Hold(*client);
+    return Hold(*client, kafka.get());
   } catch (const Error& e) {
     return ReportRedisError(e, *redis);
   }
 }
 
-int LockRun::Hold(LockClient& client) {
+int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   AcquireOptions options;
   options.owner = OwnerToken(client.client_id());
   options.stop = stop_.get_token();
   options.on_lost = [this](const std::string&, int64_t) { OnLost(); };
 
-  AcquireResult result;
-  if (request_.wait) {
-    result = client.AcquireFor(request_.name, *request_.wait, options);
-  } else {
-    try {
-      result.lease = client.Acquire(request_.name, options);
-      result.status = AcquireStatus::kAcquired;
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kCancelled) throw;
-      result.status = AcquireStatus::kCancelled;
-    }
-  }
+  const Steady::time_point start = Steady::now();
+  std::optional<Steady::time_point> deadline;
+  if (request_.wait) deadline = start + *request_.wait;
+  AcquireResult result =
+      AcquireLock(client, request_, options, kafka, deadline);
 
   switch (result.status) {
     case AcquireStatus::kAcquired:
+      if (request_.verbose) {
+        PrintError(
+            "acquired lock " + Quoted(request_.name) + " (fence " +
+            std::to_string(result.lease.fence()) + ") after " +
+            config::FormatDuration(std::chrono::duration_cast<milliseconds>(
+                Steady::now() - start)));
+      }
       return RunCommand(std::move(result.lease));
     case AcquireStatus::kCancelled: {
       int signal = 0;
@@ -183,7 +240,10 @@ int LockRun::RunCommand(Lease lease) {
   const std::vector<std::string> env =
       EnvironmentWith({"LOCKFLEET_NAME=" + request_.name,
                        "LOCKFLEET_FENCE=" + std::to_string(fence)});
-  const std::vector<int> close_fds = DescriptorsToClose();
+  // Descriptors opened since startup (Redis connections, Kafka's sockets and
+  // pipes) are ours, not COMMAND's; whatever lockfleet inherited is passed
+  // on, as flock(1) does.
+  const ChildDescriptors close_fds = DescriptorsToCloseExcept(inherited_fds_);
 
   // Spawning under mu_ makes "a signal arrived before COMMAND existed" and
   // "COMMAND exists and gets the signal" the only two cases.
@@ -200,7 +260,10 @@ int LockRun::RunCommand(Lease lease) {
     } else {
       spawned =
           Spawn(request_.command, env, close_fds, context_.signals_at_default);
-      if (spawned.ok()) child_ = spawned.pid;
+      if (spawned.ok()) {
+        child_ = spawned.pid;
+        escalation_.Track(spawned.pid);
+      }
     }
   }
   if (next == Next::kInterrupted) {
@@ -227,12 +290,16 @@ int LockRun::RunCommand(Lease lease) {
   WaitForExit(spawned.pid);
   bool lost = false;
   bool terminated = false;
+  int stop_signal = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     child_ = 0;
     lost = lost_;
     terminated = terminated_;
+    stop_signal = stop_signal_;
   }
+  escalation_.Untrack();
+  const bool killed = escalation_.killed();
   const int status = Reap(spawned.pid);
 
   lost = lost || lease.lost();
@@ -242,13 +309,24 @@ int LockRun::RunCommand(Lease lease) {
       released == ReleaseStatus::kNotOwner) {
     lost = true;
   }
+  const std::string grace = config::FormatDuration(request_.kill_after);
   if (lost) {
+    std::string done = terminated ? "; sent COMMAND SIGTERM" : "";
+    if (killed) {
+      done += terminated ? ", then SIGKILL after " + grace
+                         : "; sent COMMAND SIGKILL " + grace + " after " +
+                               SignalName(stop_signal);
+    }
     PrintError("lost lock " + Quoted(request_.name) + " (fence " +
                std::to_string(fence) +
                ") while COMMAND ran: its lease expired or it was "
                "force-unlocked" +
-               (terminated ? "; sent COMMAND SIGTERM" : ""));
+               done);
     return kExitLockLost;
+  }
+  if (killed) {
+    PrintError("COMMAND was still running " + grace + " after " +
+               SignalName(stop_signal) + "; sent it SIGKILL");
   }
   return status;
 }
@@ -287,19 +365,6 @@ int LockRun::ReportRedisError(const Error& error,
   return kExitSoftware;
 }
 
-// Descriptors opened since startup (Redis connections, the watchdog's
-// plumbing) are ours, not COMMAND's; whatever lockfleet inherited is passed
-// on, as flock(1) does.
-std::vector<int> LockRun::DescriptorsToClose() const {
-  std::vector<int> close_fds;
-  for (int fd : OpenFileDescriptors()) {
-    if (!std::binary_search(inherited_fds_.begin(), inherited_fds_.end(), fd)) {
-      close_fds.push_back(fd);
-    }
-  }
-  return close_fds;
-}
-
 void LockRun::OnSignal(int signal) {
   bool cancel = false;
   {
@@ -307,6 +372,11 @@ void LockRun::OnSignal(int signal) {
     if (signal_ == 0) signal_ = signal;
     if (child_ > 0) {
       kill(child_, signal);
+      // SIGHUP may mean "reload" to COMMAND; only a stop request escalates.
+      if ((signal == SIGINT || signal == SIGTERM) && stop_signal_ == 0) {
+        stop_signal_ = signal;
+        escalation_.Arm();
+      }
     } else {
       cancel = true;
     }
@@ -322,6 +392,7 @@ void LockRun::OnLost() {
   if (child_ > 0 && !terminated_) {
     kill(child_, SIGTERM);
     terminated_ = true;
+    escalation_.Arm();
   }
 }
 

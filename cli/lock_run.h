@@ -1,11 +1,14 @@
 // Running `lockfleet lock` once its command line is validated: acquire the
 // lock, run COMMAND under it while the watchdog renews the lease, release.
 //
-// Three threads meet here: the main thread (acquire, spawn, waitpid,
+// Several threads meet here: the main thread (acquire, spawn, waitpid,
 // release), the signal watcher (SIGINT/SIGTERM/SIGHUP cancel the wait, or are
-// forwarded to COMMAND) and the lease watchdog (a lost lock sends COMMAND
-// SIGTERM). A Ctrl-C at a terminal reaches COMMAND directly as well, since it
-// shares lockfleet's process group; COMMAND then sees SIGINT twice.
+// forwarded to COMMAND), the lease watchdog (a lost lock sends COMMAND
+// SIGTERM), the kill escalation timer (SIGKILL for a COMMAND that outlives
+// --kill-after after being asked to stop) and, with Kafka, the notifier's
+// consumer (wakes the waiting main thread on an unlock event). A Ctrl-C at a
+// terminal reaches COMMAND directly as well, since it shares lockfleet's
+// process group; COMMAND then sees SIGINT twice.
 #pragma once
 
 #include <chrono>
@@ -25,6 +28,15 @@ struct LockRequest {
   std::optional<std::chrono::milliseconds> lease;  // nullopt: the default
   std::string redis_url;
   std::string redis_url_source;  // "--redis" or "$LOCKFLEET_REDIS"
+  std::string kafka_bootstrap;   // empty: no Kafka
+  std::string kafka_source;      // "--kafka" or "$LOCKFLEET_KAFKA"
+  // Longest single sleep while waiting (LockClientOptions::park_cap), > 0.
+  std::chrono::milliseconds park_cap{1000};
+  // SIGKILL COMMAND this long after asking it to stop; 0: never.
+  std::chrono::milliseconds kill_after{10000};
+  // Fair queueing (the default) or barging (--no-fair).
+  bool fair = true;
+  bool verbose = false;  // report waiting and acquiring on stderr
 };
 
 // Runs `request` and returns the exit status documented in `lockfleet lock

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "broker_command.h"
 #include "child_process.h"
 #include "command.h"
+#include "config_command.h"
 #include "lock_command.h"
 #include "signals.h"
 
@@ -64,6 +66,8 @@ int Main(int argc, char** argv, SignalWatcher& signals,
 
   std::vector<Subcommand> subcommands;
   subcommands.push_back(AddLockCommand(app, *formatter));
+  subcommands.push_back(AddBrokerCommand(app, *formatter));
+  subcommands.push_back(AddConfigCommand(app, *formatter));
 
   try {
     app.parse(static_cast<int>(front.size()), front.data());

@@ -1,7 +1,9 @@
 #include "cli_process.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +43,11 @@ CliProcess::CliProcess(const std::vector<std::string>& args,
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (std::string_view(*entry).starts_with("LOCKFLEET_REDIS=")) continue;
+    const std::string_view entry_view(*entry);
+    if (entry_view.starts_with("LOCKFLEET_REDIS=") ||
+        entry_view.starts_with("LOCKFLEET_KAFKA=")) {
+      continue;
+    }
     env_strings.emplace_back(*entry);
   }
   env_strings.insert(env_strings.end(), env.begin(), env.end());
@@ -123,6 +129,42 @@ CliResult RunCli(const std::vector<std::string>& args,
   result.out = process.Stdout();
   result.err = process.Stderr();
   return result;
+}
+
+std::optional<std::string> WaitForFirstLine(CliProcess& process,
+                                            std::chrono::milliseconds timeout) {
+  std::optional<std::string> line;
+  WaitUntil(
+      [&] {
+        // Read stdout before checking for exit: a process that printed its
+        // line and then exited still counts.
+        const bool running = process.Running();
+        const std::string out = process.Stdout();
+        if (const size_t newline = out.find('\n');
+            newline != std::string::npos) {
+          line = out.substr(0, newline);
+          return true;
+        }
+        return !running;
+      },
+      timeout);
+  return line;
+}
+
+int UnusedTcpPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 bool FileExists(const std::string& path) {

@@ -38,8 +38,8 @@ class TempDir {
 class CliProcess {
  public:
   // Starts `lockfleet args...` with `env` ("KEY=value") added to the test's
-  // environment, minus any LOCKFLEET_REDIS the test runner had. Throws
-  // std::runtime_error if it cannot be started.
+  // environment, minus any LOCKFLEET_REDIS or LOCKFLEET_KAFKA the test runner
+  // had. Throws std::runtime_error if it cannot be started.
   explicit CliProcess(const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
   // SIGKILLs the process if it still runs, and reaps it.
@@ -78,6 +78,16 @@ struct CliResult {
 CliResult RunCli(const std::vector<std::string>& args,
                  const std::vector<std::string>& env = {},
                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// Polls until the process printed a whole first line on stdout, up to
+// `timeout`; returns it without the newline, or nullopt (also if the process
+// exited first without printing one).
+std::optional<std::string> WaitForFirstLine(
+    CliProcess& process,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// A loopback TCP port nobody listens on right now (bound once, then closed).
+int UnusedTcpPort();
 
 // File helpers.
 bool FileExists(const std::string& path);

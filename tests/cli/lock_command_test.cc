@@ -2,8 +2,6 @@
 // redis-server. Every wait is a poll with a generous deadline; no assertion
 // depends on tight timing.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,19 +39,6 @@ std::vector<std::string> Lines(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-// A loopback TCP port nobody listens on (bound once, then closed).
-int ClosedPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 class LockCommandTest : public ::testing::Test {
@@ -240,7 +225,7 @@ TEST_F(LockCommandTest, WaitsForTheHolderToFinish) {
 
 TEST_F(LockCommandTest, RedisUnreachable) {
   for (const std::string& url :
-       {"redis://127.0.0.1:" + std::to_string(ClosedPort()),
+       {"redis://127.0.0.1:" + std::to_string(UnusedTcpPort()),
         "unix://" + File("no-such.sock")}) {
     const CliResult result =
         RunCli({"lock", "--redis", url, kName, "--", "touch", File("ran")});
@@ -270,6 +255,14 @@ TEST_F(LockCommandTest, BadArgumentsExitTwo) {
       {"lock", "--redis", url, "--bogus", kName, "--", "touch", ran},
       {"lock", "--redis", "foo://x", kName, "--", "touch", ran},
       {"lock", "--redis", url, "", "--", "touch", ran},  // empty NAME
+      {"lock", "--redis", url, "--kill-after", "soon", kName, "--", "true"},
+      {"lock", "--redis", url, "--park-cap", "0", kName, "--", "true"},
+      {"lock", "--redis", url, "--park-cap", "1x", kName, "--", "true"},
+      {"lock", "--redis", url, "--park-cap", "2h", kName, "--", "true"},
+      {"lock", "--redis", url, "--kafka", "127.0.0.1:99999", kName, "--",
+       "true"},
+      {"lock", "--redis", url, "--kafka", "a:1,,b:2", kName, "--", "true"},
+      {"lock", "--redis", url, "--kafka", "host:port", kName, "--", "true"},
   };
   for (const auto& args : cases) {
     std::string shown;
@@ -299,7 +292,9 @@ TEST_F(LockCommandTest, HelpDescribesExitStatuses) {
   EXPECT_EQ(lock.status, 0);
   for (const char* needle :
        {"NAME -- COMMAND", "--wait", "--lease", "renewed", "LOCKFLEET_FENCE",
-        "LOCKFLEET_REDIS", "69", "75", "76", "127"}) {
+        "LOCKFLEET_REDIS", "69", "75", "76", "127", "--kafka",
+        "LOCKFLEET_KAFKA", "--kill-after", "SIGKILL", "--park-cap",
+        "lockfleet broker"}) {
     EXPECT_NE(lock.out.find(needle), std::string::npos) << needle;
   }
 }
@@ -396,6 +391,55 @@ TEST_F(LockCommandTest, LockLostWhileRunningTerminatesCommand) {
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
+TEST_F(LockCommandTest, LockLostKillsCommandThatIgnoresSigterm) {
+  CliProcess holder(Lock({"--lease", "300ms", "--kill-after", "500ms"},
+                         "trap '' TERM; touch '" + File("started") +
+                             "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  EXPECT_TRUE(client_.ForceUnlock(kName).was_locked);
+
+  EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
+  EXPECT_EQ(Lines(holder.Stderr()).size(), 1u) << holder.Stderr();
+  EXPECT_NE(holder.Stderr().find("sent COMMAND SIGTERM, then SIGKILL after "
+                                 "500ms"),
+            std::string::npos)
+      << holder.Stderr();
+}
+
+TEST_F(LockCommandTest, SigtermThenSigkillForCommandThatIgnoresIt) {
+  CliProcess holder(Lock({"--kill-after", "300ms"},
+                         "trap '' TERM; touch '" + File("started") +
+                             "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  const auto start = steady_clock::now();
+  holder.Signal(SIGTERM);
+  EXPECT_EQ(holder.Wait(seconds(20)), 128 + SIGKILL) << holder.Stderr();
+  EXPECT_GE(steady_clock::now() - start, milliseconds(300));
+  EXPECT_EQ(holder.Stderr(),
+            "lockfleet: COMMAND was still running 300ms after SIGTERM; sent "
+            "it SIGKILL\n");
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+TEST_F(LockCommandTest, KillAfterZeroNeverKills) {
+  CliProcess holder(Lock({"--lease", "300ms", "--kill-after", "0"},
+                         "trap 'touch \"" + File("term") +
+                             "\"' TERM; echo $$ > '" + File("pid") +
+                             "'; while :; do sleep 0.02; done"));
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFile(File("pid")).empty(); }))
+      << holder.Stderr();
+  EXPECT_TRUE(client_.ForceUnlock(kName).was_locked);
+  ASSERT_TRUE(WaitForFile(File("term"))) << holder.Stderr();
+  // Several grace periods of any plausible length: still no SIGKILL.
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_TRUE(holder.Running()) << holder.Stderr();
+
+  ::kill(std::stoi(ReadFile(File("pid"))), SIGKILL);
+  EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
+  EXPECT_EQ(holder.Stderr().find("SIGKILL"), std::string::npos)
+      << holder.Stderr();
+}
+
 TEST_F(LockCommandTest, RedisOutageWhileRunningLosesTheLock) {
   CliProcess holder(
       Lock({"--lease", "300ms"}, "trap 'echo got-term > \"" + File("term") +
@@ -432,6 +476,47 @@ TEST_F(LockCommandTest, LongCommandKeepsTheLockPastItsLease) {
   EXPECT_TRUE(holder->Running());
   ReleaseHolder(*holder);
   EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
+
+namespace lockfleet::testing {
+namespace {
+
+// Fair mode (the default) across real processes: waiters are served in the
+// order they arrived, each handed the lock by the previous holder's release.
+TEST_F(LockCommandTest, WaitersAcrossProcessesAreServedInArrivalOrder) {
+  auto holder = StartHolder();
+  const std::string log = File("order");
+  std::vector<std::unique_ptr<CliProcess>> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.push_back(std::make_unique<CliProcess>(Lock(
+        {"--wait", "60s"}, "echo " + std::to_string(i) + " >> '" + log + "'")));
+    // Start the next one only once this one is in the queue.
+    ASSERT_TRUE(WaitUntil([&] {
+      return client_.Inspect(kName).queue.size() == size_t(i + 1);
+    })) << waiters.back()->Stderr();
+  }
+  ReleaseHolder(*holder);
+  for (auto& w : waiters) EXPECT_EQ(w->Wait(), 0) << w->Stderr();
+  EXPECT_EQ(Lines(ReadFile(log)),
+            (std::vector<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST_F(LockCommandTest, NoFairBargesAndStillSerializes) {
+  auto holder = StartHolder();
+  CliResult busy = RunCli(Lock({"--no-fair", "--wait", "0"}, "true"));
+  EXPECT_EQ(busy.status, 75) << busy.err;
+  auto waiter = std::make_unique<CliProcess>(Lock(
+      {"--no-fair", "-v", "--wait", "60s"}, "touch '" + File("barged") + "'"));
+  ASSERT_TRUE(WaitUntil([&] {
+    return waiter->Stderr().find("waiting for lock") != std::string::npos;
+  })) << waiter->Stderr();
+  EXPECT_TRUE(client_.Inspect(kName).queue.empty());  // barging never queues
+  ReleaseHolder(*holder);
+  EXPECT_EQ(waiter->Wait(), 0) << waiter->Stderr();
+  EXPECT_TRUE(WaitForFile(File("barged")));
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+// Acquiring the lock for `lockfleet lock`, with or without Kafka.
+//
+// The first attempt is made at once, so a free lock never waits for Kafka.
+// If the lock is taken and waiting is allowed, unlock events can only wake
+// this process once its Kafka consumer is ready (events published before are
+// not seen), so it first waits for that — a few hundred milliseconds
+// normally, at most a few seconds, trying the lock again now and then — and
+// only then joins the wait (in fair mode, the queue in Redis). If Kafka does
+// not get ready in time it warns once on stderr and waits on its park bounds
+// (--park-cap) alone. Either way Redis decides who holds the lock; Kafka
+// only decides how soon a waiter tries again.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+#include "lock_run.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/notifier/kafka_notifier.h"
+
+namespace lockfleet::cli {
+
+// Acquires request.name for up to `deadline` (nullopt: no limit;
+// request.wait == 0: exactly one attempt), cancelled by options.stop. With
+// request.verbose, reports on stderr when waiting starts. `kafka` may be
+// null (no Kafka). Throws lockfleet::Error for Redis failures, like
+// LockClient.
+AcquireResult AcquireLock(
+    LockClient& client, const LockRequest& request,
+    const AcquireOptions& options, notifier::KafkaNotifier* kafka,
+    std::optional<std::chrono::steady_clock::time_point> deadline);
+
+}  // namespace lockfleet::cli
