@@ -22,14 +22,16 @@ class EmbeddedBroker::Impl {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     // Without it, acks sometimes stall behind delayed ACKs (lessons.md).
-    if (rd_kafka_conf_set(conf, "socket.nagle.disable", "true", err, sizeof(err)) !=
-            RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(conf, "socket.nagle.disable", "true", err,
+                          sizeof(err)) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err)) !=
+            RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
       throw Error(ErrorCode::kKafka, std::string("mock broker config: ") + err);
     }
     rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    if (rk_ == nullptr) throw Error(ErrorCode::kKafka, std::string("mock broker: ") + err);
+    if (rk_ == nullptr)
+      throw Error(ErrorCode::kKafka, std::string("mock broker: ") + err);
     cluster_ = rd_kafka_mock_cluster_new(rk_, 1);
     if (cluster_ == nullptr) {
       rd_kafka_destroy(rk_);
@@ -37,9 +39,11 @@ class EmbeddedBroker::Impl {
     }
     mock_bootstrap_ = rd_kafka_mock_cluster_bootstraps(cluster_);
     try {
-      for (const std::string& topic : options.topics) CreateTopic(topic, options.partitions);
+      for (const std::string& topic : options.topics)
+        CreateTopic(topic, options.partitions);
       if (options.port != 0) {
-        int mock_port = std::stoi(mock_bootstrap_.substr(mock_bootstrap_.rfind(':') + 1));
+        int mock_port =
+            std::stoi(mock_bootstrap_.substr(mock_bootstrap_.rfind(':') + 1));
         forwarder_ = std::make_unique<TcpForwarder>(options.port, mock_port);
         bootstrap_ = "127.0.0.1:" + std::to_string(options.port);
       } else {
@@ -59,12 +63,14 @@ class EmbeddedBroker::Impl {
   }
 
   void CreateTopic(const std::string& topic, int partitions) {
-    if (topic.empty()) throw Error(ErrorCode::kInvalidArgument, "topic name must not be empty");
+    if (topic.empty())
+      throw Error(ErrorCode::kInvalidArgument, "topic name must not be empty");
     std::lock_guard lock(mu_);
-    rd_kafka_resp_err_t rc = rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
+    rd_kafka_resp_err_t rc =
+        rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
     if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      throw Error(ErrorCode::kKafka,
-                  "cannot create topic '" + topic + "': " + rd_kafka_err2str(rc));
+      throw Error(ErrorCode::kKafka, "cannot create topic '" + topic +
+                                         "': " + rd_kafka_err2str(rc));
     }
   }
 
@@ -91,7 +97,9 @@ class EmbeddedBroker::Impl {
 EmbeddedBroker::EmbeddedBroker(EmbeddedBrokerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 EmbeddedBroker::~EmbeddedBroker() = default;
-const std::string& EmbeddedBroker::bootstrap() const { return impl_->bootstrap_; }
+const std::string& EmbeddedBroker::bootstrap() const {
+  return impl_->bootstrap_;
+}
 void EmbeddedBroker::CreateTopic(const std::string& topic, int partitions) {
   impl_->CreateTopic(topic, partitions);
 }

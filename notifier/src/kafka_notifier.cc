@@ -19,13 +19,17 @@ namespace {
 using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
 
-constexpr int kConsumeTimeoutMs = 100;     // bounds stop latency, not wake-up latency
-constexpr milliseconds kAssignRetry{200};  // while the topic or broker is missing
-constexpr auto kMetadataRefresh = std::chrono::seconds(10);  // partition changes
+constexpr int kConsumeTimeoutMs =
+    100;  // bounds stop latency, not wake-up latency
+constexpr milliseconds kAssignRetry{
+    200};  // while the topic or broker is missing
+constexpr auto kMetadataRefresh =
+    std::chrono::seconds(10);  // partition changes
 
 void StderrLog(LogLevel level, std::string_view message) {
   static const char* kNames[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "lockfleet notifier [%s]: %.*s\n", kNames[static_cast<int>(level)],
+  std::fprintf(stderr, "lockfleet notifier [%s]: %.*s\n",
+               kNames[static_cast<int>(level)],
                static_cast<int>(message.size()), message.data());
 }
 
@@ -42,17 +46,23 @@ int64_t NowNs() {
 
 }  // namespace
 
-class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKafka::EventCb {
+class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
+                                  public RdKafka::EventCb {
  public:
-  explicit Impl(KafkaOptions o) : options(std::move(o)), log(options.log ? options.log : StderrLog) {
+  explicit Impl(KafkaOptions o)
+      : options(std::move(o)), log(options.log ? options.log : StderrLog) {
     if (options.bootstrap.empty()) {
-      throw Error(ErrorCode::kInvalidArgument, "Kafka bootstrap servers are required");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Kafka bootstrap servers are required");
     }
-    if (options.topic.empty()) throw Error(ErrorCode::kInvalidArgument, "Kafka topic is required");
-    if (options.fetch_wait.count() < 0 || options.message_timeout.count() <= 0 ||
+    if (options.topic.empty())
+      throw Error(ErrorCode::kInvalidArgument, "Kafka topic is required");
+    if (options.fetch_wait.count() < 0 ||
+        options.message_timeout.count() <= 0 ||
         options.queue_max_messages < 1) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "Kafka fetch_wait must be >= 0, message_timeout and queue_max_messages > 0");
+                  "Kafka fetch_wait must be >= 0, message_timeout and "
+                  "queue_max_messages > 0");
     }
     const std::map<std::string, std::string> common{
         {"bootstrap.servers", options.bootstrap},
@@ -62,36 +72,41 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
         {"reconnect.backoff.max.ms", "1000"},
         {"topic.metadata.refresh.interval.ms", "10000"},
     };
-    auto producer_conf = MakeConf(common, {
-                                              {"linger.ms", "0"},
-                                              {"acks", "1"},
-                                              {"message.timeout.ms",
-                                               std::to_string(options.message_timeout.count())},
-                                              {"queue.buffering.max.messages",
-                                               std::to_string(options.queue_max_messages)},
-                                          });
+    auto producer_conf =
+        MakeConf(common, {
+                             {"linger.ms", "0"},
+                             {"acks", "1"},
+                             {"message.timeout.ms",
+                              std::to_string(options.message_timeout.count())},
+                             {"queue.buffering.max.messages",
+                              std::to_string(options.queue_max_messages)},
+                         });
     std::string err;
-    if (producer_conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(this), err) !=
-        RdKafka::Conf::CONF_OK) {
+    if (producer_conf->set("dr_cb",
+                           static_cast<RdKafka::DeliveryReportCb*>(this),
+                           err) != RdKafka::Conf::CONF_OK) {
       throw Error(ErrorCode::kKafka, "cannot set delivery callback: " + err);
     }
     producer.reset(RdKafka::Producer::create(producer_conf.get(), err));
-    if (!producer) throw Error(ErrorCode::kKafka, "cannot create Kafka producer: " + err);
+    if (!producer)
+      throw Error(ErrorCode::kKafka, "cannot create Kafka producer: " + err);
 
     // Broadcast consumer: partitions are assign()ed, so the group id only
     // satisfies librdkafka 2.0.2, which wants one; no group is joined.
-    auto consumer_conf =
-        MakeConf(common, {
-                             {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
-                             {"enable.auto.commit", "false"},
-                             {"enable.auto.offset.store", "false"},
-                             {"auto.offset.reset", "latest"},
-                             {"enable.partition.eof", "false"},
-                             {"fetch.wait.max.ms", std::to_string(options.fetch_wait.count())},
-                             {"fetch.error.backoff.ms", "50"},
-                         });
+    auto consumer_conf = MakeConf(
+        common,
+        {
+            {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
+            {"enable.auto.commit", "false"},
+            {"enable.auto.offset.store", "false"},
+            {"auto.offset.reset", "latest"},
+            {"enable.partition.eof", "false"},
+            {"fetch.wait.max.ms", std::to_string(options.fetch_wait.count())},
+            {"fetch.error.backoff.ms", "50"},
+        });
     consumer.reset(RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
-    if (!consumer) throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    if (!consumer)
+      throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
     thread = std::thread([this] { Run(); });
   }
 
@@ -102,11 +117,14 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     producer->flush(1000);
   }
 
-  std::unique_ptr<RdKafka::Conf> MakeConf(const std::map<std::string, std::string>& common,
-                                          const std::map<std::string, std::string>& own) {
-    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::unique_ptr<RdKafka::Conf> MakeConf(
+      const std::map<std::string, std::string>& common,
+      const std::map<std::string, std::string>& own) {
+    std::unique_ptr<RdKafka::Conf> conf(
+        RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
     std::string err;
-    auto set = [&](const std::string& key, const std::string& value, bool user) {
+    auto set = [&](const std::string& key, const std::string& value,
+                   bool user) {
       if (conf->set(key, value, err) != RdKafka::Conf::CONF_OK) {
         throw Error(user ? ErrorCode::kInvalidArgument : ErrorCode::kKafka,
                     "Kafka property '" + key + "': " + err);
@@ -126,8 +144,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     try {
       std::string value = EncodeUnlockEvent(event);
       RdKafka::ErrorCode err = producer->produce(
-          options.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-          value.data(), value.size(), event.lock.data(), event.lock.size(), 0, nullptr);
+          options.topic, RdKafka::Topic::PARTITION_UA,
+          RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
+          event.lock.data(), event.lock.size(), 0, nullptr);
       if (err == RdKafka::ERR_NO_ERROR) {
         published.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -155,19 +174,23 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
   void event_cb(RdKafka::Event& event) override {
     if (event.type() == RdKafka::Event::EVENT_ERROR) {
       RdKafka::ErrorCode err = event.err();
-      if (err == RdKafka::ERR__TRANSPORT || err == RdKafka::ERR__ALL_BROKERS_DOWN ||
+      if (err == RdKafka::ERR__TRANSPORT ||
+          err == RdKafka::ERR__ALL_BROKERS_DOWN ||
           err == RdKafka::ERR__RESOLVE) {
         transport_errors.fetch_add(1, std::memory_order_relaxed);
         logs.Log("transport", LogLevel::kWarning,
-                 "Kafka unreachable (" + RdKafka::err2str(err) + "): " + event.str() +
-                     "; waiters fall back on their park bounds",
+                 "Kafka unreachable (" + RdKafka::err2str(err) + "): " +
+                     event.str() + "; waiters fall back on their park bounds",
                  log);
       } else {
         logs.Log("error", event.fatal() ? LogLevel::kError : LogLevel::kWarning,
-                 "Kafka error: " + RdKafka::err2str(err) + ": " + event.str(), log);
+                 "Kafka error: " + RdKafka::err2str(err) + ": " + event.str(),
+                 log);
       }
-    } else if (event.type() == RdKafka::Event::EVENT_LOG && event.severity() <= 3) {
-      logs.Log("rdkafka", LogLevel::kError, event.fac() + ": " + event.str(), log);
+    } else if (event.type() == RdKafka::Event::EVENT_LOG &&
+               event.severity() <= 3) {
+      logs.Log("rdkafka", LogLevel::kError, event.fac() + ": " + event.str(),
+               log);
     }
   }
 
@@ -175,9 +198,11 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     Steady::time_point next_assign = Steady::now();
     while (!stop.load()) {
       if (Steady::now() >= next_assign) {
-        next_assign = Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
+        next_assign =
+            Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
       }
-      std::unique_ptr<RdKafka::Message> msg(consumer->consume(kConsumeTimeoutMs));
+      std::unique_ptr<RdKafka::Message> msg(
+          consumer->consume(kConsumeTimeoutMs));
       if (msg) Handle(*msg);
       producer->poll(0);
     }
@@ -190,7 +215,8 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     std::unique_ptr<RdKafka::Topic> topic(
         RdKafka::Topic::create(consumer.get(), options.topic, nullptr, err));
     if (!topic) {
-      logs.Log("assign", LogLevel::kError, "cannot create topic handle: " + err, log);
+      logs.Log("assign", LogLevel::kError, "cannot create topic handle: " + err,
+               log);
       return false;
     }
     RdKafka::Metadata* raw = nullptr;
@@ -199,7 +225,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     if (rc != RdKafka::ERR_NO_ERROR) {
       consumer_errors.fetch_add(1, std::memory_order_relaxed);
       logs.Log("assign", LogLevel::kWarning,
-               "waiting for Kafka at " + options.bootstrap + ": " + RdKafka::err2str(rc), log);
+               "waiting for Kafka at " + options.bootstrap + ": " +
+                   RdKafka::err2str(rc),
+               log);
       return false;
     }
     int count = 0;
@@ -210,8 +238,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     }
     if (count == 0) {
       logs.Log("assign", LogLevel::kWarning,
-               "Kafka topic '" + options.topic + "' not found; create it (the embedded broker "
-               "does) — retrying",
+               "Kafka topic '" + options.topic +
+                   "' not found; create it (the embedded broker "
+                   "does) — retrying",
                log);
       return false;
     }
@@ -219,19 +248,28 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     WarmProducer();
     // Fix each start offset now (rather than OFFSET_END, resolved later), so
     // that "ready" really means: every event published from here on is seen.
+    // offsetsForTimes with timestamp -1 answers each partition's end offset.
+    // (query_watermark_offsets would do too, but librdkafka 2.0.2 retries it
+    // past its timeout while a broker connection flaps, and this thread
+    // must never hang: the destructor joins it.)
     std::vector<RdKafka::TopicPartition*> parts;
     for (int p = 0; p < count; ++p) {
-      int64_t low = 0, high = RdKafka::Topic::OFFSET_END;
-      if (consumer->query_watermark_offsets(options.topic, p, &low, &high, 1000) !=
-          RdKafka::ERR_NO_ERROR) {
-        high = RdKafka::Topic::OFFSET_END;
+      parts.push_back(RdKafka::TopicPartition::create(options.topic, p, -1));
+    }
+    if (consumer->offsetsForTimes(parts, 1000) != RdKafka::ERR_NO_ERROR) {
+      for (RdKafka::TopicPartition* tp : parts)
+        tp->set_offset(RdKafka::Topic::OFFSET_END);
+    }
+    for (RdKafka::TopicPartition* tp : parts) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR || tp->offset() < 0) {
+        tp->set_offset(RdKafka::Topic::OFFSET_END);
       }
-      parts.push_back(RdKafka::TopicPartition::create(options.topic, p, high));
     }
     rc = consumer->assign(parts);
     RdKafka::TopicPartition::destroy(parts);
     if (rc != RdKafka::ERR_NO_ERROR) {
-      logs.Log("assign", LogLevel::kError, "assign failed: " + RdKafka::err2str(rc), log);
+      logs.Log("assign", LogLevel::kError,
+               "assign failed: " + RdKafka::err2str(rc), log);
       return false;
     }
     {
@@ -240,8 +278,8 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
     }
     ready_cv.notify_all();
     logs.Log("assigned", LogLevel::kInfo,
-             "listening for unlock events on '" + options.topic + "' (" + std::to_string(count) +
-                 " partitions)",
+             "listening for unlock events on '" + options.topic + "' (" +
+                 std::to_string(count) + " partitions)",
              log);
     return true;
   }
@@ -254,7 +292,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
         RdKafka::Topic::create(producer.get(), options.topic, nullptr, err));
     if (!topic) return;
     RdKafka::Metadata* raw = nullptr;
-    if (producer->metadata(false, topic.get(), &raw, 1000) == RdKafka::ERR_NO_ERROR) delete raw;
+    if (producer->metadata(false, topic.get(), &raw, 1000) ==
+        RdKafka::ERR_NO_ERROR)
+      delete raw;
   }
 
   void Handle(RdKafka::Message& msg) {
@@ -266,11 +306,13 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
         return;
       default:
         consumer_errors.fetch_add(1, std::memory_order_relaxed);
-        logs.Log("consume", LogLevel::kWarning, "Kafka consume error: " + msg.errstr(), log);
+        logs.Log("consume", LogLevel::kWarning,
+                 "Kafka consume error: " + msg.errstr(), log);
         return;
     }
     std::string_view value(static_cast<const char*>(msg.payload()), msg.len());
-    DecodeResult r = DecodeUnlockEvent(msg.payload() ? value : std::string_view());
+    DecodeResult r =
+        DecodeUnlockEvent(msg.payload() ? value : std::string_view());
     if (!r.event) {
       malformed.fetch_add(1, std::memory_order_relaxed);
       {
@@ -278,15 +320,17 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
         ++malformed_by_reason[DecodeErrorName(r.error)];
       }
       logs.Log("malformed", LogLevel::kWarning,
-               "dropped a malformed unlock event (" + std::string(DecodeErrorName(r.error)) +
-                   ": " + r.detail + ") at partition " + std::to_string(msg.partition()) +
+               "dropped a malformed unlock event (" +
+                   std::string(DecodeErrorName(r.error)) + ": " + r.detail +
+                   ") at partition " + std::to_string(msg.partition()) +
                    " offset " + std::to_string(msg.offset()),
                log);
       return;
     }
     consumed.fetch_add(1, std::memory_order_relaxed);
     if (r.event->released_at_ns > 0) {
-      last_delay_ns.store(NowNs() - r.event->released_at_ns, std::memory_order_relaxed);
+      last_delay_ns.store(NowNs() - r.event->released_at_ns,
+                          std::memory_order_relaxed);
     }
     std::lock_guard lock(mu);
     if (hook) hook(*r.event);
@@ -303,13 +347,14 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb, public RdKaf
 
   mutable std::mutex mu;
   std::condition_variable ready_cv;
-  std::vector<LockClient*> clients;                      // mu
+  std::vector<LockClient*> clients;                     // mu
   std::map<std::string, uint64_t> malformed_by_reason;  // mu
-  std::function<void(const UnlockEvent&)> hook;          // mu
+  std::function<void(const UnlockEvent&)> hook;         // mu
   std::atomic<int> partitions{0};
 
-  std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0}, delivery_failed{0},
-      consumed{0}, malformed{0}, consumer_errors{0}, transport_errors{0};
+  std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0},
+      delivery_failed{0}, consumed{0}, malformed{0}, consumer_errors{0},
+      transport_errors{0};
   std::atomic<int64_t> last_delay_ns{0};
 };
 
@@ -318,7 +363,9 @@ KafkaNotifier::KafkaNotifier(KafkaOptions options)
 
 KafkaNotifier::~KafkaNotifier() = default;
 
-void KafkaNotifier::Publish(const UnlockEvent& event) noexcept { impl_->Publish(event); }
+void KafkaNotifier::Publish(const UnlockEvent& event) noexcept {
+  impl_->Publish(event);
+}
 
 void KafkaNotifier::Subscribe(LockClient* client) {
   std::lock_guard lock(impl_->mu);
@@ -332,11 +379,14 @@ void KafkaNotifier::Unsubscribe(LockClient* client) {
 
 bool KafkaNotifier::WaitUntilReady(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->mu);
-  return impl_->ready_cv.wait_for(lock, timeout, [&] { return impl_->partitions.load() > 0; });
+  return impl_->ready_cv.wait_for(lock, timeout,
+                                  [&] { return impl_->partitions.load() > 0; });
 }
 
 NotifierStats KafkaNotifier::stats() const {
-  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  auto get = [](const std::atomic<uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);
+  };
   NotifierStats s;
   s.published = get(impl_->published);
   s.publish_dropped = get(impl_->publish_dropped);
@@ -356,7 +406,8 @@ NotifierStats KafkaNotifier::stats() const {
 
 const KafkaOptions& KafkaNotifier::options() const { return impl_->options; }
 
-void KafkaNotifier::SetOnEventForTesting(std::function<void(const UnlockEvent&)> hook) {
+void KafkaNotifier::SetOnEventForTesting(
+    std::function<void(const UnlockEvent&)> hook) {
   std::lock_guard lock(impl_->mu);
   impl_->hook = std::move(hook);
 }

@@ -14,7 +14,8 @@ namespace lockfleet::notifier {
 
 class RateLimitedLog {
  public:
-  explicit RateLimitedLog(std::chrono::seconds every = std::chrono::seconds(5)) : every_(every) {}
+  explicit RateLimitedLog(std::chrono::seconds every = std::chrono::seconds(5))
+      : every_(every) {}
 
   void Log(const std::string& kind, LogLevel level, const std::string& message,
            const LogSink& sink) {
@@ -29,7 +30,8 @@ class RateLimitedLog {
       }
       line = message;
       if (e.suppressed > 0) {
-        line += " (" + std::to_string(e.suppressed) + " similar messages suppressed)";
+        line += " (" + std::to_string(e.suppressed) +
+                " similar messages suppressed)";
       }
       e.last = now;
       e.suppressed = 0;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -28,7 +29,11 @@ class TcpForwarder {
   std::atomic<bool> stop_{false};
   std::thread acceptor_;
   std::mutex mu_;
-  std::list<std::thread> relays_;  // mu_
+  struct RelayThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<RelayThread> relays_;  // mu_; finished ones are joined on accept
 };
 
 }  // namespace lockfleet::notifier

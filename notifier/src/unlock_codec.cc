@@ -62,21 +62,24 @@ DecodeResult Fail(DecodeError error, std::string detail) {
 }
 
 // Reads text field `name` (or `name`_hex). Returns an error result on failure.
-std::optional<DecodeResult> GetText(const json& j, const std::string& name, bool required,
-                                    std::string* out) {
+std::optional<DecodeResult> GetText(const json& j, const std::string& name,
+                                    bool required, std::string* out) {
   if (auto it = j.find(name); it != j.end()) {
-    if (!it->is_string()) return Fail(DecodeError::kBadField, "'" + name + "' is not a string");
+    if (!it->is_string())
+      return Fail(DecodeError::kBadField, "'" + name + "' is not a string");
     *out = it->get<std::string>();
     return std::nullopt;
   }
   if (auto it = j.find(name + "_hex"); it != j.end()) {
     std::optional<std::string> raw;
     if (it->is_string()) raw = Unhex(it->get<std::string>());
-    if (!raw) return Fail(DecodeError::kBadField, "'" + name + "_hex' is not hex");
+    if (!raw)
+      return Fail(DecodeError::kBadField, "'" + name + "_hex' is not hex");
     *out = std::move(*raw);
     return std::nullopt;
   }
-  if (required) return Fail(DecodeError::kMissingField, "missing '" + name + "'");
+  if (required)
+    return Fail(DecodeError::kMissingField, "missing '" + name + "'");
   return std::nullopt;
 }
 
@@ -122,13 +125,16 @@ std::string EncodeUnlockEvent(const UnlockEvent& event) {
 DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
   try {
     if (value.size() > kMaxUnlockEventBytes) {
-      return Fail(DecodeError::kTooLarge, std::to_string(value.size()) + " bytes");
+      return Fail(DecodeError::kTooLarge,
+                  std::to_string(value.size()) + " bytes");
     }
     json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return Fail(DecodeError::kNotJson, "not JSON");
-    if (!j.is_object()) return Fail(DecodeError::kNotObject, "not a JSON object");
+    if (!j.is_object())
+      return Fail(DecodeError::kNotObject, "not a JSON object");
     auto v = j.find("v");
-    if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kUnlockEventVersion) {
+    if (v == j.end() || !v->is_number_integer() ||
+        v->get<int64_t>() != kUnlockEventVersion) {
       return Fail(DecodeError::kWrongVersion, "unsupported format version");
     }
     UnlockEvent e;
@@ -136,22 +142,26 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
     if (e.lock.empty()) return Fail(DecodeError::kBadField, "'lock' is empty");
     if (auto err = GetText(j, "owner", false, &e.owner)) return *err;
     if (auto err = GetText(j, "client", false, &e.client_id)) return *err;
-    auto int_field = [&](const char* name, int64_t* out) -> std::optional<DecodeResult> {
+    auto int_field = [&](const char* name,
+                         int64_t* out) -> std::optional<DecodeResult> {
       auto it = j.find(name);
       if (it == j.end()) return std::nullopt;  // optional: defaults to 0
       if (!it->is_number_integer()) {
-        return Fail(DecodeError::kBadField, std::string("'") + name + "' is not an integer");
+        return Fail(DecodeError::kBadField,
+                    std::string("'") + name + "' is not an integer");
       }
       *out = it->get<int64_t>();
       return std::nullopt;
     };
-    if (auto err = GetText(j, "next_waiter", false, &e.next_waiter)) return *err;
+    if (auto err = GetText(j, "next_waiter", false, &e.next_waiter))
+      return *err;
     if (auto err = GetText(j, "next_owner", false, &e.next_owner)) return *err;
     if (auto err = int_field("next_fence", &e.next_fence)) return *err;
     if (auto err = int_field("fence", &e.fence)) return *err;
     if (auto err = int_field("released_at_ns", &e.released_at_ns)) return *err;
     if (auto c = j.find("cause"); c != j.end()) {
-      if (!c->is_string()) return Fail(DecodeError::kBadField, "'cause' is not a string");
+      if (!c->is_string())
+        return Fail(DecodeError::kBadField, "'cause' is not a string");
       const std::string cause = c->get<std::string>();
       if (cause == "release") {
         e.cause = UnlockCause::kRelease;

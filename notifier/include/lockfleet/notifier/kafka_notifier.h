@@ -49,7 +49,7 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 struct KafkaOptions {
-  std::string bootstrap;               // "host:port[,host:port...]", required
+  std::string bootstrap;  // "host:port[,host:port...]", required
   std::string topic = "lockfleet.unlock";
   // How long a fetch waits for data on an empty partition. The embedded
   // broker does not long-poll, so this is the wake-up latency floor there:
@@ -59,13 +59,13 @@ struct KafkaOptions {
   std::chrono::milliseconds fetch_wait{1};
   // A publish that cannot be delivered within this is dropped and counted.
   std::chrono::milliseconds message_timeout{5000};
-  int queue_max_messages = 100000;     // producer queue bound; beyond: dropped
+  int queue_max_messages = 100000;  // producer queue bound; beyond: dropped
   // Passed to librdkafka verbatim, producer and consumer alike, after the
   // defaults above (so they override them): security.protocol, sasl.*,
   // ssl.*, ... An unknown property is an Error(kInvalidArgument).
   std::map<std::string, std::string> properties;
   std::string client_id = "lockfleet";
-  LogSink log;                         // Default: stderr
+  LogSink log;  // Default: stderr
 };
 
 // Counters since construction.
@@ -77,11 +77,11 @@ struct NotifierStats {
   uint64_t consumed = 0;         // well-formed events received
   uint64_t malformed = 0;        // dropped records, all reasons
   std::map<std::string, uint64_t> malformed_by_reason;  // DecodeErrorName
-  uint64_t consumer_errors = 0;  // fetch / transport errors seen
+  uint64_t consumer_errors = 0;   // fetch / transport errors seen
   uint64_t transport_errors = 0;  // broker connection failures, both clients
-  bool assigned = false;         // consumer has its partitions
+  bool assigned = false;          // consumer has its partitions
   int partitions = 0;
-  int64_t last_delay_ns = 0;     // receive time - release time, last event
+  int64_t last_delay_ns = 0;  // receive time - release time, last event
 };
 
 class KafkaNotifier final : public UnlockPublisher {
@@ -90,7 +90,8 @@ class KafkaNotifier final : public UnlockPublisher {
   // Does not wait for the broker. Throws Error(kInvalidArgument) for bad
   // options or properties, Error(kKafka) if librdkafka refuses to start.
   explicit KafkaNotifier(KafkaOptions options);
-  // Stops the consumer, waits up to 1 s for queued events to be delivered.
+  // Stops the consumer and waits up to 1 s for queued events to be
+  // delivered; with the broker unreachable this takes about 2 s in all.
   ~KafkaNotifier() override;
   KafkaNotifier(const KafkaNotifier&) = delete;
   KafkaNotifier& operator=(const KafkaNotifier&) = delete;
