@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, runs the tests.
+#
+# Usage: scripts/test.sh [--sanitizers] [--no-setup]
+#
+#   1. scripts/setup.sh (skipped with --no-setup)
+#   2. build/ (RelWithDebInfo): ctest labels unit, integration and chaos
+#   3. with --sanitizers, or when CI=true:
+#        build-tsan/ (ThreadSanitizer):          labels unit, integration
+#          (with scripts/sanitizers/: the C11-threads shim preloaded and
+#          tsan.supp, both for librdkafka)
+#        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
+#
+# Every stage runs even when an earlier one failed; the exit status is 1 if
+# any build or test failed. The closing lines summarize each ctest run.
+#
+# Environment: LOCKFLEET_JOBS (default 2) compile and test jobs;
+# TSAN_OPTIONS / ASAN_OPTIONS / UBSAN_OPTIONS are appended to the defaults
+# below (later settings win); LOCKFLEET_SUMMARY_FILE collects summary lines
+# for a caller (.ci/run).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
+  exit "${1:-2}"
+}
+
+sanitizers=false
+setup=true
+[[ "${CI:-}" == true ]] && sanitizers=true
+while (($#)); do
+  case "$1" in
+    --sanitizers) sanitizers=true ;;
+    --no-setup) setup=false ;;
+    -h | --help) usage 0 ;;
+    *) say "unknown argument: $1"; usage ;;
+  esac
+  shift
+done
+
+own_summary=false
+if [[ -z "${LOCKFLEET_SUMMARY_FILE:-}" ]]; then
+  LOCKFLEET_SUMMARY_FILE="$(mktemp)"
+  own_summary=true
+  trap 'rm -f "$LOCKFLEET_SUMMARY_FILE"' EXIT
+fi
+export LOCKFLEET_SUMMARY_FILE
+
+if [[ "$setup" == true ]]; then
+  bash "$LOCKFLEET_ROOT/scripts/setup.sh"
+fi
+
+failed=()
+start=$SECONDS
+
+# suite TITLE SANITIZER LABEL_REGEX: build one configuration and test it.
+suite() {
+  local title="$1" sanitize="$2" labels="$3" dir
+  local t0=$SECONDS
+  dir="$(default_build_dir "$sanitize")"
+  say "==== $title: build ($dir) ===="
+  if ! bash "$LOCKFLEET_ROOT/scripts/build.sh" ${sanitize:+--sanitize "$sanitize"} "$dir"; then
+    echo "$title: build failed" >>"$LOCKFLEET_SUMMARY_FILE"
+    failed+=("$title (build)")
+    return 0
+  fi
+  say "==== $title: test ===="
+  if ! run_ctest "$title" "$dir" -j "$LOCKFLEET_JOBS" -L "$labels"; then
+    failed+=("$title (tests)")
+  fi
+  say "$title took $((SECONDS - t0)) s"
+}
+
+suite default "" '^(unit|integration|chaos)$'
+
+if [[ "$sanitizers" == true ]]; then
+  # Subshells keep each sanitizer's options to its own stage.
+  (
+    failed=()
+    # librdkafka's threads and memory, made visible to / kept away from TSan:
+    # see scripts/sanitizers/.
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$LOCKFLEET_ROOT/scripts/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+    CTEST_ENV=("LD_PRELOAD=$(default_build_dir thread)/libtsan-c11-threads.so${LD_PRELOAD:+:$LD_PRELOAD}")
+    suite tsan thread '^(unit|integration)$'
+    [[ ${#failed[@]} -eq 0 ]]
+  ) || failed+=("tsan")
+  (
+    failed=()
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+    suite asan address '^(unit|integration)$'
+    [[ ${#failed[@]} -eq 0 ]]
+  ) || failed+=("asan")
+fi
+
+say "all stages took $((SECONDS - start)) s"
+if [[ "$own_summary" == true ]]; then
+  print_summary "$LOCKFLEET_SUMMARY_FILE"
+fi
+if ((${#failed[@]})); then
+  say "FAILED: ${failed[*]}"
+  exit 1
+fi
+say "all passed"
