@@ -162,8 +162,9 @@ int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
   // keep its place, which would override a longer park cap: tie both to it.
   // A park cap of 1s gives lockcore's defaults (3s, 2s).
   options.presence_window = std::max(3 * request_.park_cap, milliseconds(30));
-  options.claim_window = std::max(
-      milliseconds(2000), options.presence_window / 3 + milliseconds(1000));
+  // Claim within 2/3 of it: more than a park (presence/3), at most presence,
+  // so a killed waiter delays the queue by one presence window at most.
+  options.claim_window = options.presence_window * 2 / 3;
   options.publisher = kafka;
   options.fair = request_.fair;
   std::unique_ptr<LockClient> client;

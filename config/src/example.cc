@@ -48,7 +48,7 @@ locks:
   park_cap: 1s              # longest sleep between checks while waiting
   fair: true                # first come, first served (false: barging)
   presence_window: 3s       # a silent queued waiter loses its place after this
-  claim_window: 2s          # must exceed presence_window / 3
+  claim_window: 2s          # > presence_window / 3, <= presence_window
 
 worker:
   threads: 4                # jobs at once per process, 1..1024

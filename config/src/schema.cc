@@ -175,6 +175,14 @@ LocksConfig ReadLocks(Context& context, const Value& value) {
                         "'; raise claim_window above " + bound);
     }
   }
+  // And at most presence_window, so a dead waiter costs one window at most.
+  if (windows_valid && out.claim_window > out.presence_window) {
+    context.Error(claim ? *claim : *presence,
+                  "expected claim_window <= presence_window = " +
+                      FormatDuration(out.presence_window) +
+                      ", found claim_window '" +
+                      FormatDuration(out.claim_window) + "'");
+  }
   map.Finish();
   return out;
 }

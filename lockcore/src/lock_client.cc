@@ -44,6 +44,10 @@ LockClientOptions Validate(LockClientOptions o) {
     bad("claim_window must exceed presence_window / 3 (a grantee parks that "
         "long at most)");
   }
+  if (o.claim_window > o.presence_window) {
+    // A dead waiter then delays the next grant by at most presence_window.
+    bad("claim_window must not exceed presence_window");
+  }
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
   return o;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -517,6 +518,39 @@ TEST_F(LockCommandTest, NoFairBargesAndStillSerializes) {
   ReleaseHolder(*holder);
   EXPECT_EQ(waiter->Wait(), 0) << waiter->Stderr();
   EXPECT_TRUE(WaitForFile(File("barged")));
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
+
+namespace lockfleet::testing {
+namespace {
+
+// A waiter process killed (-9) while first in line must not hold up the
+// queue for long: it stops refreshing its place and is skipped once its
+// presence window (3 x --park-cap) lapses, or, if the lock was already handed
+// to it, the hand-off lapses after the claim window.
+TEST_F(LockCommandTest, KilledWaiterAtTheHeadOfTheQueueIsSkipped) {
+  // The releaser's claim window applies to its hand-off: all three use the
+  // same windows, as a deployment configured from one file does.
+  auto holder = StartHolder({"--park-cap", "200ms"});
+  auto doomed = std::make_unique<CliProcess>(
+      Lock({"--wait", "60s", "--park-cap", "200ms"}, "touch '" + File("doomed-ran") + "'"));
+  ASSERT_TRUE(WaitUntil([&] { return client_.Inspect(kName).queue.size() == 1; }));
+  auto next = std::make_unique<CliProcess>(
+      Lock({"--wait", "60s", "--park-cap", "200ms"}, "touch '" + File("next-ran") + "'"));
+  ASSERT_TRUE(WaitUntil([&] { return client_.Inspect(kName).queue.size() == 2; }));
+  doomed->Signal(SIGKILL);
+  EXPECT_EQ(doomed->Wait(), 128 + SIGKILL);
+  const auto released = std::chrono::steady_clock::now();
+  ReleaseHolder(*holder);
+  EXPECT_EQ(next->Wait(std::chrono::seconds(30)), 0) << next->Stderr();
+  const auto delay = std::chrono::steady_clock::now() - released;
+    // Presence window 600 ms, claim window 400 ms: generous for a loaded box.
+  EXPECT_LT(delay, std::chrono::seconds(15));
+  EXPECT_FALSE(std::ifstream(File("doomed-ran")).good());
+  std::printf("next waiter got the lock %.0f ms after the release (dead waiter ahead)\n",
+              std::chrono::duration<double, std::milli>(delay).count());
 }
 
 }  // namespace
