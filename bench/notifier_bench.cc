@@ -67,18 +67,30 @@ Args Parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (k == "--processes") a.processes = std::stoi(next());
-    else if (k == "--seconds") a.seconds = std::stoi(next());
-    else if (k == "--hold-ms") a.hold_ms = std::stoi(next());
-    else if (k == "--think-ms") a.think_ms = std::stoi(next());
-    else if (k == "--fetch-wait-ms") a.fetch_wait_ms = std::stoi(next());
-    else if (k == "--events") a.events = std::stoi(next());
-    else if (k == "--child") a.child = true;
-    else if (k == "--fair") a.fair = true;
-    else if (k == "--no-fair") a.fair = false;
-    else if (k == "--redis") a.redis = next();
-    else if (k == "--kafka") a.kafka = next();
-    else if (k == "--out") a.out = next();
+    if (k == "--processes")
+      a.processes = std::stoi(next());
+    else if (k == "--seconds")
+      a.seconds = std::stoi(next());
+    else if (k == "--hold-ms")
+      a.hold_ms = std::stoi(next());
+    else if (k == "--think-ms")
+      a.think_ms = std::stoi(next());
+    else if (k == "--fetch-wait-ms")
+      a.fetch_wait_ms = std::stoi(next());
+    else if (k == "--events")
+      a.events = std::stoi(next());
+    else if (k == "--child")
+      a.child = true;
+    else if (k == "--fair")
+      a.fair = true;
+    else if (k == "--no-fair")
+      a.fair = false;
+    else if (k == "--redis")
+      a.redis = next();
+    else if (k == "--kafka")
+      a.kafka = next();
+    else if (k == "--out")
+      a.out = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", k.c_str());
       std::exit(2);
@@ -98,8 +110,9 @@ int Child(const Args& a) {
   auto kafka = std::make_shared<notifier::KafkaNotifier>(Kafka(a));
   RedisOptions ro;
   ro.url = a.redis;
-  LockClient locks(std::make_shared<RedisClient>(ro),
-                   {.park_cap = milliseconds(10000), .fair = a.fair, .publisher = kafka});
+  LockClient locks(
+      std::make_shared<RedisClient>(ro),
+      {.park_cap = milliseconds(10000), .fair = a.fair, .publisher = kafka});
   kafka->Subscribe(&locks);
   if (!kafka->WaitUntilReady(milliseconds(30000))) return 3;
   std::ofstream out(a.out);
@@ -116,8 +129,9 @@ int Child(const Args& a) {
     std::this_thread::sleep_for(milliseconds(a.think_ms));
   }
   LockStats s = locks.stats();
-  out << "# wakeups_event " << s.wakeups_event << " wakeups_bound " << s.wakeups_bound
-      << " attempts " << s.attempts << " round_trips " << locks.redis().round_trips() << '\n';
+  out << "# wakeups_event " << s.wakeups_event << " wakeups_bound "
+      << s.wakeups_bound << " attempts " << s.attempts << " round_trips "
+      << locks.redis().round_trips() << '\n';
   kafka->Unsubscribe(&locks);
   return 0;
 }
@@ -136,16 +150,19 @@ uint64_t CommandsExecuted(RedisClient& redis) {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  size_t i =
+      static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
 }
 
 int Parent(const Args& a, const char* self) {
   testing::RedisServer redis;
   notifier::EmbeddedBroker broker;
-  std::printf("%s mode, %d processes x 1 thread, hold %d ms, think %d ms, fetch wait %d ms, %d s\n",
-              a.fair ? "fair" : "barging", a.processes, a.hold_ms, a.think_ms, a.fetch_wait_ms,
-              a.seconds);
+  std::printf(
+      "%s mode, %d processes x 1 thread, hold %d ms, think %d ms, fetch wait "
+      "%d ms, %d s\n",
+      a.fair ? "fair" : "barging", a.processes, a.hold_ms, a.think_ms,
+      a.fetch_wait_ms, a.seconds);
   RedisOptions ro;
   ro.url = redis.url();
   RedisClient stats_redis(ro);
@@ -155,18 +172,29 @@ int Parent(const Args& a, const char* self) {
   for (int p = 0; p < a.processes; ++p) {
     files.push_back("/tmp/lockfleet-bench-" + std::to_string(::getpid()) + "-" +
                     std::to_string(p));
-    std::vector<std::string> args{self,        a.fair ? "--fair" : "--no-fair", "--child",
-                                  "--redis",   redis.url(),
-                                  "--kafka",   broker.bootstrap(), "--out", files.back(),
-                                  "--seconds", std::to_string(a.seconds), "--hold-ms",
-                                  std::to_string(a.hold_ms), "--think-ms",
-                                  std::to_string(a.think_ms), "--fetch-wait-ms",
+    std::vector<std::string> args{self,
+                                  a.fair ? "--fair" : "--no-fair",
+                                  "--child",
+                                  "--redis",
+                                  redis.url(),
+                                  "--kafka",
+                                  broker.bootstrap(),
+                                  "--out",
+                                  files.back(),
+                                  "--seconds",
+                                  std::to_string(a.seconds),
+                                  "--hold-ms",
+                                  std::to_string(a.hold_ms),
+                                  "--think-ms",
+                                  std::to_string(a.think_ms),
+                                  "--fetch-wait-ms",
                                   std::to_string(a.fetch_wait_ms)};
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
     pid_t pid;
-    if (posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ) != 0) return 1;
+    if (posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ) != 0)
+      return 1;
     pids.push_back(pid);
   }
   for (pid_t pid : pids) {
@@ -190,7 +218,9 @@ int Parent(const Args& a, const char* self) {
     while (std::getline(in, line)) {
       if (line.rfind("#", 0) == 0) {
         uint64_t e, b, at, rt;
-        std::sscanf(line.c_str(), "# wakeups_event %lu wakeups_bound %lu attempts %lu round_trips %lu",
+        std::sscanf(line.c_str(),
+                    "# wakeups_event %lu wakeups_bound %lu attempts %lu "
+                    "round_trips %lu",
                     &e, &b, &at, &rt);
         ev += e, bound += b, attempts += at, trips += rt;
         continue;
@@ -203,7 +233,8 @@ int Parent(const Args& a, const char* self) {
     std::remove(files[p].c_str());
   }
   const uint64_t commands = CommandsExecuted(stats_redis) - calls_before;
-  std::sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.acq < y.acq; });
+  std::sort(all.begin(), all.end(),
+            [](auto& x, auto& y) { return x.acq < y.acq; });
   std::vector<double> per_process(a.processes, 0);
   for (const Section& s : all) per_process[s.proc] += 1;
   double sum = 0, squares = 0;
@@ -212,7 +243,8 @@ int Parent(const Args& a, const char* self) {
     squares += n * n;
   }
   int back_to_releaser = 0;
-  for (size_t i = 1; i < all.size(); ++i) back_to_releaser += all[i].proc == all[i - 1].proc;
+  for (size_t i = 1; i < all.size(); ++i)
+    back_to_releaser += all[i].proc == all[i - 1].proc;
   std::vector<double> cross_us;
   int violations = 0;
   for (size_t i = 1; i < all.size(); ++i) {
@@ -222,27 +254,37 @@ int Parent(const Args& a, const char* self) {
       cross_us.push_back((all[i].acq - all[i - 1].rel) / 1000.0);
     }
   }
-  std::printf("acquisitions %zu, violations %d, cross-process hand-offs to a parked waiter %zu\n", all.size(),
-              violations, cross_us.size());
-  std::printf("cross-process hand-off gap (us): p50 %.0f  p90 %.0f  p99 %.0f  max %.0f\n",
-              Percentile(cross_us, 50), Percentile(cross_us, 90), Percentile(cross_us, 99),
-              Percentile(cross_us, 100));
-  std::printf("wake-ups: event %lu, bound %lu; acquire attempts per acquisition %.2f; Redis "
-              "round trips per acquisition %.2f; Redis commands executed per acquisition %.2f\n",
-              ev, bound, all.empty() ? 0.0 : double(attempts) / all.size(),
-              all.empty() ? 0.0 : double(trips) / all.size(),
-              all.empty() ? 0.0 : double(commands) / all.size());
-  std::printf("fairness: Jain %.3f over %d processes; hand-offs back to the releaser %.1f%% "
-              "(2/P = %.1f%%)\n",
-              squares > 0 ? sum * sum / (a.processes * squares) : 0.0, a.processes,
-              all.size() > 1 ? 100.0 * back_to_releaser / (all.size() - 1) : 0.0,
-              200.0 / a.processes);
+  std::printf(
+      "acquisitions %zu, violations %d, cross-process hand-offs to a parked "
+      "waiter %zu\n",
+      all.size(), violations, cross_us.size());
+  std::printf(
+      "cross-process hand-off gap (us): p50 %.0f  p90 %.0f  p99 %.0f  max "
+      "%.0f\n",
+      Percentile(cross_us, 50), Percentile(cross_us, 90),
+      Percentile(cross_us, 99), Percentile(cross_us, 100));
+  std::printf(
+      "wake-ups: event %lu, bound %lu; acquire attempts per acquisition %.2f; "
+      "Redis "
+      "round trips per acquisition %.2f; Redis commands executed per "
+      "acquisition %.2f\n",
+      ev, bound, all.empty() ? 0.0 : double(attempts) / all.size(),
+      all.empty() ? 0.0 : double(trips) / all.size(),
+      all.empty() ? 0.0 : double(commands) / all.size());
+  std::printf(
+      "fairness: Jain %.3f over %d processes; hand-offs back to the releaser "
+      "%.1f%% "
+      "(2/P = %.1f%%)\n",
+      squares > 0 ? sum * sum / (a.processes * squares) : 0.0, a.processes,
+      all.size() > 1 ? 100.0 * back_to_releaser / (all.size() - 1) : 0.0,
+      200.0 / a.processes);
 
   // One-way event latency: publisher and receiver with their own clients.
   notifier::KafkaOptions k = Kafka(a);
   k.bootstrap = broker.bootstrap();
   notifier::KafkaNotifier pub(k), sub(k);
-  if (!pub.WaitUntilReady(milliseconds(30000)) || !sub.WaitUntilReady(milliseconds(30000))) {
+  if (!pub.WaitUntilReady(milliseconds(30000)) ||
+      !sub.WaitUntilReady(milliseconds(30000))) {
     return 1;
   }
   std::mutex mu;
@@ -262,10 +304,13 @@ int Parent(const Args& a, const char* self) {
   }
   std::this_thread::sleep_for(milliseconds(500));
   std::lock_guard lock(mu);
-  std::printf("one-way event latency (us), %zu of %d events: p50 %.0f  p90 %.0f  p99 %.0f  max "
-              "%.0f\n",
-              one_way_us.size(), a.events, Percentile(one_way_us, 50), Percentile(one_way_us, 90),
-              Percentile(one_way_us, 99), Percentile(one_way_us, 100));
+  std::printf(
+      "one-way event latency (us), %zu of %d events: p50 %.0f  p90 %.0f  p99 "
+      "%.0f  max "
+      "%.0f\n",
+      one_way_us.size(), a.events, Percentile(one_way_us, 50),
+      Percentile(one_way_us, 90), Percentile(one_way_us, 99),
+      Percentile(one_way_us, 100));
   return violations == 0 ? 0 : 1;
 }
 

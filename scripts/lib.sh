@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the scripts in this folder. Source it; don't run it.
 #
 # Sets LOCKFLEET_ROOT to the repository root (from this file's own path, so

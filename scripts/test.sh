@@ -81,6 +81,7 @@ if [[ "$sanitizers" == true ]]; then
     # librdkafka's threads and memory, made visible to / kept away from TSan:
     # see scripts/sanitizers/.
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$LOCKFLEET_ROOT/scripts/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+    # shellcheck disable=SC2034  # read by run_ctest (lib.sh)
     CTEST_ENV=("LD_PRELOAD=$(default_build_dir thread)/libtsan-c11-threads.so${LD_PRELOAD:+:$LD_PRELOAD}")
     suite tsan thread '^(unit|integration)$'
     [[ ${#failed[@]} -eq 0 ]]

@@ -535,22 +535,28 @@ TEST_F(LockCommandTest, KilledWaiterAtTheHeadOfTheQueueIsSkipped) {
   // same windows, as a deployment configured from one file does.
   auto holder = StartHolder({"--park-cap", "200ms"});
   auto doomed = std::make_unique<CliProcess>(
-      Lock({"--wait", "60s", "--park-cap", "200ms"}, "touch '" + File("doomed-ran") + "'"));
-  ASSERT_TRUE(WaitUntil([&] { return client_.Inspect(kName).queue.size() == 1; }));
+      Lock({"--wait", "60s", "--park-cap", "200ms"},
+           "touch '" + File("doomed-ran") + "'"));
+  ASSERT_TRUE(
+      WaitUntil([&] { return client_.Inspect(kName).queue.size() == 1; }));
   auto next = std::make_unique<CliProcess>(
-      Lock({"--wait", "60s", "--park-cap", "200ms"}, "touch '" + File("next-ran") + "'"));
-  ASSERT_TRUE(WaitUntil([&] { return client_.Inspect(kName).queue.size() == 2; }));
+      Lock({"--wait", "60s", "--park-cap", "200ms"},
+           "touch '" + File("next-ran") + "'"));
+  ASSERT_TRUE(
+      WaitUntil([&] { return client_.Inspect(kName).queue.size() == 2; }));
   doomed->Signal(SIGKILL);
   EXPECT_EQ(doomed->Wait(), 128 + SIGKILL);
   const auto released = std::chrono::steady_clock::now();
   ReleaseHolder(*holder);
   EXPECT_EQ(next->Wait(std::chrono::seconds(30)), 0) << next->Stderr();
   const auto delay = std::chrono::steady_clock::now() - released;
-    // Presence window 600 ms, claim window 400 ms: generous for a loaded box.
+  // Presence window 600 ms, claim window 400 ms: generous for a loaded box.
   EXPECT_LT(delay, std::chrono::seconds(15));
   EXPECT_FALSE(std::ifstream(File("doomed-ran")).good());
-  std::printf("next waiter got the lock %.0f ms after the release (dead waiter ahead)\n",
-              std::chrono::duration<double, std::milli>(delay).count());
+  std::printf(
+      "next waiter got the lock %.0f ms after the release (dead waiter "
+      "ahead)\n",
+      std::chrono::duration<double, std::milli>(delay).count());
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ class Fair : public LockTest {
   }
   int64_t ServerMs() {
     Reply t = redis_->Execute({"TIME"});
-    return std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+    return std::stoll(t.elements[0].str) * 1000 +
+           std::stoll(t.elements[1].str) / 1000;
   }
 
   LoopbackBus bus_;
@@ -68,7 +69,8 @@ TEST_F(Fair, HandsOffInArrivalOrderAndWakesOnlyTheGrantee) {
       std::this_thread::sleep_for(milliseconds(3));
     });
     // Arrival order is queue order: wait until this waiter is queued.
-    ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("fifo").queue.size() == size_t(i + 1); }));
+    ASSERT_TRUE(WaitUntil(
+        [&] { return holder->Inspect("fifo").queue.size() == size_t(i + 1); }));
   }
   LockInfo queued = holder->Inspect("fifo");
   for (int i = 0; i < kWaiters; ++i) {
@@ -108,8 +110,11 @@ TEST_F(Fair, UnlockEventNamesTheGranteeAndItsToken) {
   auto holder = NewClient({.publisher = recorder});
   auto waiter = NewClient({.park_cap = milliseconds(50)});  // no events: polls
   AcquireResult held = holder->TryAcquire("named");
-  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("named", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("named").queue.size() == 1; }));
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("named", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("named").queue.size() == 1; }));
   std::string queued_as = holder->Inspect("named").queue[0].waiter_id;
   (void)held.lease.Release();
   AcquireResult got = fut.get();
@@ -141,15 +146,20 @@ TEST_F(Fair, TryAcquireNeverQueuesAndDefersToQueuedWaiters) {
 }
 
 TEST_F(Fair, DeadWaiterAtTheHeadIsSkippedOnceItsPresenceLapses) {
-  auto holder = Connected({.presence_window = milliseconds(300), .claim_window = milliseconds(200)});
-  auto waiter = Connected({.presence_window = milliseconds(300), .claim_window = milliseconds(200)});
+  auto holder = Connected({.presence_window = milliseconds(300),
+                           .claim_window = milliseconds(200)});
+  auto waiter = Connected({.presence_window = milliseconds(300),
+                           .claim_window = milliseconds(200)});
   AcquireResult held = holder->TryAcquire("dead");
   // A waiter that was killed: queued first, never refreshes again.
   redis_->Execute({"RPUSH", "lockfleet:{dead}:queue", "ghost:w1"});
   redis_->Execute({"HSET", "lockfleet:{dead}:waiters", "ghost:w1",
                    std::to_string(ServerMs() + 300) + "|ghost-owner"});
-  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("dead", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("dead").queue.size() == 2; }));
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("dead", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("dead").queue.size() == 2; }));
   auto released = Steady::now();
   (void)held.lease.Release();  // the ghost may still look present: it gets it
   AcquireResult got = fut.get();
@@ -161,14 +171,19 @@ TEST_F(Fair, DeadWaiterAtTheHeadIsSkippedOnceItsPresenceLapses) {
 }
 
 TEST_F(Fair, HandOffToAProcessThatDiedPassesOnAfterTheClaimWindow) {
-  auto holder = Connected({.presence_window = milliseconds(600), .claim_window = milliseconds(300)});
-  auto waiter = Connected({.presence_window = milliseconds(600), .claim_window = milliseconds(300)});
+  auto holder = Connected({.presence_window = milliseconds(600),
+                           .claim_window = milliseconds(300)});
+  auto waiter = Connected({.presence_window = milliseconds(600),
+                           .claim_window = milliseconds(300)});
   AcquireResult held = holder->TryAcquire("claim");
   redis_->Execute({"RPUSH", "lockfleet:{claim}:queue", "ghost:w1"});
   redis_->Execute({"HSET", "lockfleet:{claim}:waiters", "ghost:w1",
                    std::to_string(ServerMs() + 60000) + "|ghost-owner"});
-  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("claim", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("claim").queue.size() == 2; }));
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("claim", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("claim").queue.size() == 2; }));
   (void)held.lease.Release();
   LockInfo pending = holder->Inspect("claim");
   EXPECT_EQ(pending.pending_waiter, "ghost:w1");
@@ -182,12 +197,15 @@ TEST_F(Fair, HandOffToAProcessThatDiedPassesOnAfterTheClaimWindow) {
 TEST_F(Fair, LostGrantEventIsRecoveredAtTheNextBoundedPark) {
   auto holder = NewClient();
   // Not on any bus: the grant event never reaches it.
-  auto waiter = NewClient({.park_cap = seconds(600), .presence_window = milliseconds(300),
+  auto waiter = NewClient({.park_cap = seconds(600),
+                           .presence_window = milliseconds(300),
                            .claim_window = milliseconds(250)});
   AcquireResult held = holder->TryAcquire("lost-grant");  // 30 s lease
-  auto fut =
-      std::async(std::launch::async, [&] { return waiter->AcquireFor("lost-grant", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return waiter->stats().contended_attempts >= 1; }));
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("lost-grant", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return waiter->stats().contended_attempts >= 1; }));
   (void)held.lease.Release();
   auto start = Steady::now();
   ASSERT_TRUE(fut.get());
@@ -207,7 +225,8 @@ TEST_F(Fair, CancelledWaiterIsNeverLeftHoldingTheLock) {
       return a->AcquireFor(name, seconds(60), {.stop = stop.get_token()});
     });
     ASSERT_TRUE(WaitUntil([&] { return a->Inspect(name).queue.size() == 1; }));
-    auto fb = std::async(std::launch::async, [&] { return b->AcquireFor(name, seconds(60)); });
+    auto fb = std::async(std::launch::async,
+                         [&] { return b->AcquireFor(name, seconds(60)); });
     ASSERT_TRUE(WaitUntil([&] { return a->Inspect(name).queue.size() == 2; }));
     // Cancel a and release the holder at nearly the same time.
     std::thread canceller([&, i] {
@@ -223,7 +242,8 @@ TEST_F(Fair, CancelledWaiterIsNeverLeftHoldingTheLock) {
     } else {
       EXPECT_EQ(ra.status, AcquireStatus::kCancelled);
       LockInfo info = a->Inspect(name);
-      EXPECT_NE(info.owner.rfind(a->client_id(), 0), 0u) << "cancelled waiter holds " << i;
+      EXPECT_NE(info.owner.rfind(a->client_id(), 0), 0u)
+          << "cancelled waiter holds " << i;
     }
     ASSERT_TRUE(fb.get()) << i;  // b always gets it, promptly
   }
@@ -239,8 +259,10 @@ TEST_F(Fair, TimedOutWaiterPassesOnAGrantThatReachedItTooLate) {
   // it, then the holder releases, handing the lock to a — which is leaving.
   a->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
     if (!held.lease.held()) return;
-    fb = std::async(std::launch::async, [&] { return b->AcquireFor("late", seconds(60)); });
-    ASSERT_TRUE(WaitUntil([&] { return a->Inspect("late").queue.size() == 2; }));
+    fb = std::async(std::launch::async,
+                    [&] { return b->AcquireFor("late", seconds(60)); });
+    ASSERT_TRUE(
+        WaitUntil([&] { return a->Inspect("late").queue.size() == 2; }));
     std::this_thread::sleep_for(milliseconds(20));  // past a's deadline
     (void)held.lease.Release();
     EXPECT_FALSE(a->Inspect("late").pending_waiter.empty());  // handed to a
@@ -259,9 +281,12 @@ TEST_F(Fair, ReentrantHoldsDeferTheHandOffUntilTheLastRelease) {
   AcquireResult outer = holder->TryAcquire("re");
   AcquireResult inner = holder->TryAcquire("re");  // reentrant, queue or not
   ASSERT_TRUE(outer && inner);
-  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("re", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("re").queue.size() == 1; }));
-  AcquireResult again = holder->TryAcquire("re");  // still reentrant with a queue
+  auto fut = std::async(std::launch::async,
+                        [&] { return waiter->AcquireFor("re", seconds(60)); });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("re").queue.size() == 1; }));
+  AcquireResult again =
+      holder->TryAcquire("re");  // still reentrant with a queue
   ASSERT_TRUE(again);
   EXPECT_EQ(again.lease.Release(), ReleaseStatus::kStillHeld);
   EXPECT_EQ(inner.lease.Release(), ReleaseStatus::kStillHeld);
@@ -276,8 +301,11 @@ TEST_F(Fair, ForceUnlockHandsTheLockToTheQueue) {
   auto holder = Connected();
   auto waiter = Connected();
   AcquireResult held = holder->TryAcquire("force");
-  auto fut = std::async(std::launch::async, [&] { return waiter->AcquireFor("force", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return holder->Inspect("force").queue.size() == 1; }));
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("force", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("force").queue.size() == 1; }));
   ForceUnlockResult f = holder->ForceUnlock("force");
   EXPECT_TRUE(f.was_locked);
   EXPECT_EQ(f.previous_owner, held.lease.owner());

@@ -24,7 +24,8 @@ TEST_F(Fenced, RejectsTokensOlderThanTheHighestSeen) {
   EXPECT_FALSE(w4.accepted);
   EXPECT_EQ(w4.highest_fence, 5);
   EXPECT_EQ(redis_->Execute({"GET", res.Key("v")}).str, "five");
-  EXPECT_TRUE(res.Write(5, {{"APPEND", res.Key("v"), "!"}}).accepted);  // same holder again
+  EXPECT_TRUE(res.Write(5, {{"APPEND", res.Key("v"), "!"}})
+                  .accepted);  // same holder again
   EXPECT_TRUE(res.Write(9, {{"SET", res.Key("v"), "nine"}}).accepted);
   EXPECT_EQ(res.HighestFence(), 9);
   EXPECT_FALSE(res.Write(5, {{"SET", res.Key("v"), "late"}}).accepted);
@@ -33,7 +34,8 @@ TEST_F(Fenced, RejectsTokensOlderThanTheHighestSeen) {
 
 TEST_F(Fenced, WriteAppliesAllCommandsAndReturnsTheirReplies) {
   FencedResource res(redis_, "multi");
-  FenceResult r = res.Write(1, {{"SET", res.Key("a"), "1"}, {"INCRBY", res.Key("a"), "41"},
+  FenceResult r = res.Write(1, {{"SET", res.Key("a"), "1"},
+                                {"INCRBY", res.Key("a"), "41"},
                                 {"GET", res.Key("missing")}});
   ASSERT_TRUE(r.accepted);
   ASSERT_EQ(r.reply.type, Reply::Type::kArray);
@@ -54,9 +56,11 @@ TEST_F(Fenced, PausedHolderIsRejectedAfterANewerHolderWrote) {
   ASSERT_TRUE(WaitUntil([&] { return !b->Inspect("order:7").locked; }));
   AcquireResult fast = b->TryAcquire("order:7");
   ASSERT_TRUE(fast);
-  ASSERT_TRUE(res.Write(fast.lease.fence(), {{"SET", res.Key("paid_by"), "b"}}).accepted);
+  ASSERT_TRUE(res.Write(fast.lease.fence(), {{"SET", res.Key("paid_by"), "b"}})
+                  .accepted);
   // a wakes up and tries to write with its old token.
-  FenceResult late = res.Write(slow.lease.fence(), {{"SET", res.Key("paid_by"), "a"}});
+  FenceResult late =
+      res.Write(slow.lease.fence(), {{"SET", res.Key("paid_by"), "a"}});
   EXPECT_FALSE(late.accepted);
   EXPECT_EQ(late.highest_fence, fast.lease.fence());
   EXPECT_EQ(redis_->Execute({"GET", res.Key("paid_by")}).str, "b");

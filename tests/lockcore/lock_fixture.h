@@ -38,7 +38,8 @@ class LockTest : public ::testing::Test {
     return std::make_unique<LockClient>(NewRedis(), std::move(o));
   }
 
-  static std::string LockKey(const std::string& name, const std::string& prefix = "lockfleet") {
+  static std::string LockKey(const std::string& name,
+                             const std::string& prefix = "lockfleet") {
     return prefix + ":{" + name + "}:lock";
   }
 

@@ -88,7 +88,9 @@ TEST_F(Lock, CallerGivenOwnerSharesTheHoldAcrossThreads) {
   auto client = NewClient();
   AcquireResult first = client->TryAcquire("shared", {.owner = "job-7"});
   AcquireResult second;
-  std::thread([&] { second = client->TryAcquire("shared", {.owner = "job-7"}); }).join();
+  std::thread([&] {
+    second = client->TryAcquire("shared", {.owner = "job-7"});
+  }).join();
   ASSERT_TRUE(first);
   ASSERT_TRUE(second);
   EXPECT_EQ(client->Inspect("shared").hold_count, 2);
@@ -141,9 +143,11 @@ TEST_F(Lock, ReleaseAfterExpiryReportsNotHeld) {
 // whatever other holds of the same owner did in between.
 TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
   std::vector<std::string> keys{LockKey("idem"), "lockfleet:{idem}:fence",
-                                "lockfleet:{idem}:queue", "lockfleet:{idem}:waiters"};
+                                "lockfleet:{idem}:queue",
+                                "lockfleet:{idem}:waiters"};
   auto acquire = [&](const std::string& hold) {
-    return redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]}, {"o", "30000", hold});
+    return redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]},
+                        {"o", "30000", hold});
   };
   EXPECT_EQ(acquire("h1").elements[2].integer, 1);
   EXPECT_EQ(acquire("h1").elements[2].integer, 1);  // a retry is not a 2nd hold
@@ -151,7 +155,8 @@ TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
   EXPECT_EQ(acquire("h3").elements[2].integer, 3);
   std::string fence = std::to_string(acquire("h3").elements[1].integer);
   auto release = [&](const std::string& hold) {
-    return redis_->Eval(internal::ReleaseScript(), keys, {"o", fence, hold, "2000"});
+    return redis_->Eval(internal::ReleaseScript(), keys,
+                        {"o", fence, hold, "2000"});
   };
   EXPECT_EQ(release("h1").elements[1].integer, 2);
   EXPECT_EQ(release("h2").elements[1].integer, 1);  // another hold in between
@@ -256,8 +261,10 @@ TEST_F(Lock, KeysShareOneHashTagAndPrefixIsConfigurable) {
   AcquireResult r = client->TryAcquire("sku:9");
   ASSERT_TRUE(r);
   EXPECT_EQ(redis_->Execute({"EXISTS", "shop:{sku:9}:lock"}).integer, 1);
-  EXPECT_EQ(redis_->Execute({"GET", "shop:{sku:9}:fence"}).str, std::to_string(r.lease.fence()));
-  EXPECT_EQ(redis_->Execute({"PTTL", "shop:{sku:9}:fence"}).integer, -1);  // never expires
+  EXPECT_EQ(redis_->Execute({"GET", "shop:{sku:9}:fence"}).str,
+            std::to_string(r.lease.fence()));
+  EXPECT_EQ(redis_->Execute({"PTTL", "shop:{sku:9}:fence"}).integer,
+            -1);  // never expires
   // The default prefix is a separate namespace.
   EXPECT_TRUE(NewClient()->TryAcquire("sku:9"));
 }
@@ -285,14 +292,20 @@ TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
     }
     return ErrorCode::kInternal;
   };
-  EXPECT_EQ(code_of([&] { client->TryAcquire(""); }), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { client->TryAcquire(std::string(kMaxLockNameBytes + 1, 'x')); }),
+  EXPECT_EQ(code_of([&] { client->TryAcquire(""); }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { client->TryAcquire("x", {.lease = milliseconds(0)}); }),
+  EXPECT_EQ(code_of([&] {
+              client->TryAcquire(std::string(kMaxLockNameBytes + 1, 'x'));
+            }),
             ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      code_of([&] { client->TryAcquire("x", {.lease = milliseconds(0)}); }),
+      ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { LockClient(NewRedis(), {.key_prefix = "a{b"}); }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { LockClient(NewRedis(), {.default_lease = milliseconds(5)}); }),
+  EXPECT_EQ(code_of([&] {
+              LockClient(NewRedis(), {.default_lease = milliseconds(5)});
+            }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { LockClient(nullptr); }), ErrorCode::kInvalidArgument);
 }

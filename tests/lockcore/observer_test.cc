@@ -33,7 +33,8 @@ struct Recorder : LockObserver {
     std::lock_guard lock(mu);
     return std::find(log.begin(), log.end(), s) != log.end();
   }
-  void OnAcquire(std::string_view name, AcquireStatus status, Clock::Duration waited, int attempts,
+  void OnAcquire(std::string_view name, AcquireStatus status,
+                 Clock::Duration waited, int attempts,
                  bool contended) noexcept override {
     {
       std::lock_guard lock(mu);
@@ -43,7 +44,8 @@ struct Recorder : LockObserver {
     }
     Add("acquire " + std::string(name) + " " + AcquireStatusName(status));
   }
-  void OnRelease(std::string_view name, ReleaseStatus status, Clock::Duration held) noexcept override {
+  void OnRelease(std::string_view name, ReleaseStatus status,
+                 Clock::Duration held) noexcept override {
     {
       std::lock_guard lock(mu);
       last_held = held;
@@ -62,7 +64,9 @@ struct Recorder : LockObserver {
     renewed += n;
     if (failed) log.push_back("renewal failed");
   }
-  void OnLeaseLost(std::string_view name) noexcept override { Add("lost " + std::string(name)); }
+  void OnLeaseLost(std::string_view name) noexcept override {
+    Add("lost " + std::string(name));
+  }
   void OnError(ErrorCode code) noexcept override {
     Add("error " + std::string(ErrorCodeName(code)));
   }
@@ -72,11 +76,15 @@ class Observer : public LockTest {};
 
 TEST_F(Observer, SeesWaitsWakeupsHoldsAndLosses) {
   auto rec = std::make_shared<Recorder>();
-  auto client = NewClient({.default_lease = milliseconds(300), .observer = rec});
+  auto client =
+      NewClient({.default_lease = milliseconds(300), .observer = rec});
   AcquireResult held = client->TryAcquire("obs");
   ASSERT_TRUE(rec->Has("acquire obs acquired"));
-  auto waiter = std::async(std::launch::async, [&] { return client->AcquireFor("obs", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return client->stats().contended_attempts >= 1; }));
+  auto waiter = std::async(std::launch::async, [&] {
+    return client->AcquireFor("obs", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->stats().contended_attempts >= 1; }));
   std::this_thread::sleep_for(milliseconds(20));
   (void)held.lease.Release();
   AcquireResult got = waiter.get();

@@ -32,7 +32,8 @@ TEST_F(Optimistic, ConcurrentBuyersNeverOversell) {
     threads.emplace_back([&] {
       auto redis = NewRedis(1);  // each buyer its own connection
       for (int i = 0; i < kTriesEach; ++i) {
-        OptimisticResult r = redis->OptimisticUpdate({"stock"}, BuyOne("stock"), 1000);
+        OptimisticResult r =
+            redis->OptimisticUpdate({"stock"}, BuyOne("stock"), 1000);
         conflicts += r.conflicts;
         if (r.status == OptimisticStatus::kCommitted) ++bought;
         if (r.status == OptimisticStatus::kAborted) ++sold_out;
@@ -84,7 +85,8 @@ TEST_F(Optimistic, CommittedRepliesAndMultipleKeys) {
           -> std::optional<std::vector<Command>> {
         EXPECT_EQ(*v[0], "10");
         EXPECT_FALSE(v[1].has_value());
-        return std::vector<Command>{{"DECRBY", "{acct}:a", "3"}, {"INCRBY", "{acct}:b", "3"}};
+        return std::vector<Command>{{"DECRBY", "{acct}:a", "3"},
+                                    {"INCRBY", "{acct}:b", "3"}};
       });
   ASSERT_EQ(r.status, OptimisticStatus::kCommitted);
   ASSERT_EQ(r.replies.size(), 2u);
@@ -94,9 +96,10 @@ TEST_F(Optimistic, CommittedRepliesAndMultipleKeys) {
 
 TEST_F(Optimistic, MalformedCommandIsAnErrorNotAConflict) {
   try {
-    redis_->OptimisticUpdate({"x"}, [](const auto&) -> std::optional<std::vector<Command>> {
-      return std::vector<Command>{{"SET", "x"}};  // wrong arity
-    });
+    redis_->OptimisticUpdate(
+        {"x"}, [](const auto&) -> std::optional<std::vector<Command>> {
+          return std::vector<Command>{{"SET", "x"}};  // wrong arity
+        });
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

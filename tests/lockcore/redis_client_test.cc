@@ -35,7 +35,8 @@ TEST_F(Redis, CommandsAreBinarySafe) {
 
 TEST_F(Redis, PipelineKeepsOrderInOneRoundTrip) {
   uint64_t before = redis_->round_trips();
-  std::vector<Reply> r = redis_->Pipeline({{"INCR", "n"}, {"INCR", "n"}, {"GET", "n"}, {"BOGUS"}});
+  std::vector<Reply> r =
+      redis_->Pipeline({{"INCR", "n"}, {"INCR", "n"}, {"GET", "n"}, {"BOGUS"}});
   EXPECT_EQ(redis_->round_trips() - before, 1u);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].integer, 1);
@@ -65,7 +66,8 @@ TEST_F(Redis, SelectsTheDatabaseFromTheUrl) {
 TEST_F(Redis, ReconnectsAfterTheServerRestarts) {
   EXPECT_EQ(redis_->Execute({"PING"}).str, "PONG");
   server_->Stop();
-  EXPECT_EQ(CodeOf([&] { redis_->Execute({"PING"}); }), ErrorCode::kRedisUnavailable);
+  EXPECT_EQ(CodeOf([&] { redis_->Execute({"PING"}); }),
+            ErrorCode::kRedisUnavailable);
   server_->Start();
   // The dead pooled connections are dropped on the first failure; at most one
   // more call may hit a stale one before a fresh connection is made.
@@ -92,7 +94,8 @@ TEST_F(Redis, ConnectionsAreNotInheritedByChildProcesses) {
   ASSERT_EQ(redis_->Execute({"PING"}).str, "PONG");
   // Every socket this process holds must be close-on-exec.
   int sockets = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
     std::error_code ec;
     auto target = std::filesystem::read_symlink(entry.path(), ec);
     if (ec || target.string().rfind("socket:", 0) != 0) continue;
@@ -132,7 +135,9 @@ TEST(RedisAuth, PasswordAndAclUser) {
   o.url = server.url();  // redis://:s3cret@127.0.0.1:PORT
   RedisClient ok(o);
   EXPECT_EQ(ok.Execute({"PING"}).str, "PONG");
-  EXPECT_EQ(ok.Execute({"ACL", "SETUSER", "app", "on", ">apppw", "~*", "+@all"}).str, "OK");
+  EXPECT_EQ(
+      ok.Execute({"ACL", "SETUSER", "app", "on", ">apppw", "~*", "+@all"}).str,
+      "OK");
 
   RedisOptions acl;
   acl.url = "redis://app:apppw@127.0.0.1:" + std::to_string(server.port());
@@ -140,7 +145,8 @@ TEST(RedisAuth, PasswordAndAclUser) {
 
   RedisOptions wrong;
   wrong.url = "redis://:nope@127.0.0.1:" + std::to_string(server.port());
-  EXPECT_EQ(CodeOf([&] { RedisClient(wrong).Execute({"PING"}); }), ErrorCode::kRedisAuth);
+  EXPECT_EQ(CodeOf([&] { RedisClient(wrong).Execute({"PING"}); }),
+            ErrorCode::kRedisAuth);
 
   RedisOptions none;
   none.url = "redis://127.0.0.1:" + std::to_string(server.port());

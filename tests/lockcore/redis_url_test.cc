@@ -63,15 +63,17 @@ TEST(RedisUrl, UnixSocketWithAuth) {
 
 TEST(RedisUrl, RejectsGarbage) {
   for (const char* bad :
-       {"", "http://h:1", "redis://", "redis://h:0", "redis://h:70000", "redis://h:12x",
-        "redis://h/abc", "unix://relative.sock", "unix:///x?db=", "unix:///x?foo=1",
-        "redis://[::1", "redis://u:%zz@h"}) {
+       {"", "http://h:1", "redis://", "redis://h:0", "redis://h:70000",
+        "redis://h:12x", "redis://h/abc", "unix://relative.sock",
+        "unix:///x?db=", "unix:///x?foo=1", "redis://[::1",
+        "redis://u:%zz@h"}) {
     try {
       ParseRedisUrl(bad);
       ADD_FAILURE() << "accepted " << bad;
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
-      EXPECT_NE(std::string(e.what()).find("invalid Redis URL"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("invalid Redis URL"),
+                std::string::npos);
     }
   }
 }

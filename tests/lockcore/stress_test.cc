@@ -29,14 +29,16 @@ TEST_P(Stress, NoTwoHoldersEver) {
   const int kClients = 4;  // stand-ins for processes: own pools, own watchdogs
   const int kThreadsPerClient = 4;
   const int kLocks = 3;
-  const int kPerThread = EnvInt("LOCKFLEET_STRESS_PER_THREAD", 250);  // 4000 in all
+  const int kPerThread =
+      EnvInt("LOCKFLEET_STRESS_PER_THREAD", 250);  // 4000 in all
 
   LoopbackBus bus;
-  auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   std::vector<std::unique_ptr<LockClient>> clients;
   for (int c = 0; c < kClients; ++c) {
-    clients.push_back(
-        NewClient({.park_cap = milliseconds(200), .fair = fair, .publisher = bus_ptr}));
+    clients.push_back(NewClient(
+        {.park_cap = milliseconds(200), .fair = fair, .publisher = bus_ptr}));
     bus.Subscribe(clients.back().get());
   }
   std::atomic<int> occupancy[kLocks] = {};
@@ -59,18 +61,22 @@ TEST_P(Stress, NoTwoHoldersEver) {
           }
           if (occupancy[lock].fetch_add(1) != 0) local_overlaps.fetch_add(1);
           std::string inside = "inside:{" + name + "}";
-          if (checker->Execute({"INCR", inside}).integer != 1) redis_overlaps.fetch_add(1);
+          if (checker->Execute({"INCR", inside}).integer != 1)
+            redis_overlaps.fetch_add(1);
           if (i % 16 == 0) std::this_thread::yield();
           checker->Execute({"DECR", inside});
           occupancy[lock].fetch_sub(1);
-          if (r.lease.Release() != ReleaseStatus::kReleased) failures.fetch_add(1);
+          if (r.lease.Release() != ReleaseStatus::kReleased)
+            failures.fetch_add(1);
           acquisitions.fetch_add(1);
         }
       });
     }
   }
   for (auto& t : threads) t.join();
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   for (auto& c : clients) bus.Unsubscribe(c.get());
 
   long expected = static_cast<long>(kClients) * kThreadsPerClient * kPerThread;
@@ -88,15 +94,19 @@ TEST_P(Stress, NoTwoHoldersEver) {
   }
   EXPECT_EQ(lost, 0u);
   std::printf(
-      "stress (%s): %ld acquisitions, %d clients x %d threads on %d locks, %.2f s, %.0f acq/s; "
+      "stress (%s): %ld acquisitions, %d clients x %d threads on %d locks, "
+      "%.2f s, %.0f acq/s; "
       "wake-ups: local %lu, event %lu, bound %lu\n",
-      fair ? "fair" : "barging", acquisitions.load(), kClients, kThreadsPerClient, kLocks, secs, acquisitions.load() / secs,
+      fair ? "fair" : "barging", acquisitions.load(), kClients,
+      kThreadsPerClient, kLocks, secs, acquisitions.load() / secs,
       static_cast<unsigned long>(local), static_cast<unsigned long>(event),
       static_cast<unsigned long>(bound));
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Stress, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "Fair" : "Barging"; });
+                         [](const auto& info) {
+                           return info.param ? "Fair" : "Barging";
+                         });
 
 }  // namespace
 }  // namespace lockfleet::testing

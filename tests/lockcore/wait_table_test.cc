@@ -56,7 +56,7 @@ TEST(WaitTable, DepartingWaiterPassesItsWakeOn) {
   WaitTable::Slot leaving, staying;
   table.Register("a", &leaving);
   table.Register("a", &staying);
-  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));  // goes to `leaving`
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));   // goes to `leaving`
   table.Unregister("a", &leaving, /*acquired=*/false);  // timed out instead
   EXPECT_EQ(table.Park(&staying, milliseconds(0), {}), WakeCause::kEvent);
   table.Unregister("a", &staying, true);
@@ -68,7 +68,8 @@ TEST(WaitTable, ConsumedWakeIsNotPassedOn) {
   table.Register("a", &winner);
   table.Register("a", &other);
   table.WakeOne("a", WakeCause::kEvent);
-  EXPECT_EQ(table.Park(&winner, milliseconds(0), {}), WakeCause::kEvent);  // consumed
+  EXPECT_EQ(table.Park(&winner, milliseconds(0), {}),
+            WakeCause::kEvent);  // consumed
   table.Unregister("a", &winner, /*acquired=*/true);
   EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kBound);
   table.Unregister("a", &other, false);
@@ -111,7 +112,8 @@ TEST(WaitTable, StopTokenCancelsPark) {
     std::this_thread::sleep_for(milliseconds(20));
     stop.request_stop();
   });
-  EXPECT_EQ(table.Park(&slot, seconds(60), stop.get_token()), WakeCause::kCancelled);
+  EXPECT_EQ(table.Park(&slot, seconds(60), stop.get_token()),
+            WakeCause::kCancelled);
   canceller.join();
   table.Unregister("a", &slot, false);
 }

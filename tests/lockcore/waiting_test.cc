@@ -64,8 +64,11 @@ TEST_F(Waiting, SameProcessReleaseWakesAParkedWaiterDirectly) {
   auto client = NewClient({.park_cap = kNoCap});
   AcquireResult held = client->TryAcquire("hot");
   ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async, [&] { return client->AcquireFor("hot", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return client->stats().contended_attempts >= 1; }));
+  auto waiter = std::async(std::launch::async, [&] {
+    return client->AcquireFor("hot", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->stats().contended_attempts >= 1; }));
   EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
   AcquireResult r = waiter.get();
   ASSERT_TRUE(r);
@@ -101,14 +104,16 @@ TEST_F(Waiting, ReleaseWakesOneWaiterAtATimeAndEveryoneGetsATurn) {
 
 TEST_F(Waiting, UnlockEventWakesAWaiterInAnotherClient) {
   LoopbackBus bus;
-  auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   auto a = NewClient({.park_cap = kNoCap, .publisher = bus_ptr});
   auto b = NewClient({.park_cap = kNoCap, .publisher = bus_ptr});
   bus.Subscribe(a.get());
   bus.Subscribe(b.get());
   AcquireResult held = a->TryAcquire("x");
   ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async, [&] { return b->AcquireFor("x", seconds(60)); });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return b->AcquireFor("x", seconds(60)); });
   ASSERT_TRUE(WaitUntil([&] { return b->stats().contended_attempts >= 1; }));
   (void)held.lease.Release();
   ASSERT_TRUE(waiter.get());
@@ -135,7 +140,8 @@ TEST_F(Waiting, LostEventCostsLatencyBoundedByTheHoldersTtl) {
   auto waiter = NewClient({.park_cap = kNoCap});
   // A holder that crashed: its lock has 300 ms left and nobody will release
   // it or publish anything.
-  redis_->Execute({"HSET", LockKey("crashed"), "owner", "dead", "count", "1", "fence", "1"});
+  redis_->Execute({"HSET", LockKey("crashed"), "owner", "dead", "count", "1",
+                   "fence", "1"});
   redis_->Execute({"PEXPIRE", LockKey("crashed"), "300"});
   auto start = Steady::now();
   AcquireResult r = waiter->AcquireFor("crashed", seconds(60));
@@ -182,14 +188,17 @@ TEST_F(Waiting, ReleaseBetweenFailedAttemptAndParkIsNotLost) {
 // The same race through the transport: the event arrives in the window.
 TEST_F(Waiting, EventBetweenFailedAttemptAndParkIsNotLost) {
   LoopbackBus bus;
-  auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   auto holder = NewClient({.publisher = bus_ptr});
   auto waiter = NewClient({.park_cap = kNoCap});
   bus.Subscribe(waiter.get());
   for (int i = 0; i < 30; ++i) {
     std::string name = "erace:" + std::to_string(i);
     Lease held;
-    std::thread([&] { held = std::move(holder->TryAcquire(name).lease); }).join();
+    std::thread([&] {
+      held = std::move(holder->TryAcquire(name).lease);
+    }).join();
     ASSERT_TRUE(held.held());
     waiter->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
       if (held.held()) (void)held.Release();
@@ -245,10 +254,12 @@ TEST_F(Waiting, CancelledWaiterPassesItsWakeOn) {
   AcquireResult held = client->TryAcquire("p");
   std::stop_source stop_first;
   auto first = std::async(std::launch::async, [&] {
-    return client->AcquireFor("p", seconds(60), {.stop = stop_first.get_token()});
+    return client->AcquireFor("p", seconds(60),
+                              {.stop = stop_first.get_token()});
   });
   ASSERT_TRUE(WaitUntil([&] { return client->stats().waiting == 1; }));
-  auto second = std::async(std::launch::async, [&] { return client->AcquireFor("p", seconds(60)); });
+  auto second = std::async(
+      std::launch::async, [&] { return client->AcquireFor("p", seconds(60)); });
   ASSERT_TRUE(WaitUntil([&] { return client->stats().waiting == 2; }));
   stop_first.request_stop();
   EXPECT_EQ(first.get().status, AcquireStatus::kCancelled);
@@ -262,9 +273,11 @@ TEST_F(Waiting, ForceUnlockWakesWaiters) {
   auto admin_and_waiter = NewClient({.park_cap = kNoCap});
   AcquireResult held = holder->TryAcquire("stuck");
   ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async,
-                           [&] { return admin_and_waiter->AcquireFor("stuck", seconds(60)); });
-  ASSERT_TRUE(WaitUntil([&] { return admin_and_waiter->stats().contended_attempts >= 1; }));
+  auto waiter = std::async(std::launch::async, [&] {
+    return admin_and_waiter->AcquireFor("stuck", seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return admin_and_waiter->stats().contended_attempts >= 1; }));
   ForceUnlockResult f = admin_and_waiter->ForceUnlock("stuck");
   EXPECT_TRUE(f.was_locked);
   EXPECT_EQ(f.previous_owner, holder->DefaultOwner());

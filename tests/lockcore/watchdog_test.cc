@@ -71,7 +71,8 @@ TEST_F(Watchdog, TellsTheHolderWhenTheLockIsTakenAway) {
 TEST_F(Watchdog, TellsTheHolderWhenTheExplicitLeaseRunsOut) {
   auto holder = NewClient();
   LostProbe probe;
-  AcquireResult r = holder->TryAcquire("brief", {.lease = milliseconds(100), .on_lost = probe.callback()});
+  AcquireResult r = holder->TryAcquire(
+      "brief", {.lease = milliseconds(100), .on_lost = probe.callback()});
   ASSERT_TRUE(r);
   ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
   EXPECT_TRUE(r.lease.lost());
@@ -80,7 +81,8 @@ TEST_F(Watchdog, TellsTheHolderWhenTheExplicitLeaseRunsOut) {
 TEST_F(Watchdog, TellsTheHolderWhenRedisIsGoneForLongerThanTheLease) {
   auto holder = NewClient({.default_lease = milliseconds(300)});
   LostProbe probe;
-  AcquireResult r = holder->TryAcquire("unreachable", {.on_lost = probe.callback()});
+  AcquireResult r =
+      holder->TryAcquire("unreachable", {.on_lost = probe.callback()});
   ASSERT_TRUE(r);
   server_->Stop();
   ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
@@ -97,7 +99,8 @@ TEST_F(Watchdog, TellsTheHolderOnTimeWhenRedisStalls) {
   RedisOptions ro;
   ro.url = server_->url();
   ro.command_timeout = std::chrono::seconds(20);
-  LockClient holder(std::make_shared<RedisClient>(ro), {.default_lease = milliseconds(300)});
+  LockClient holder(std::make_shared<RedisClient>(ro),
+                    {.default_lease = milliseconds(300)});
   LostProbe probe;
   AcquireResult r = holder.TryAcquire("stalled", {.on_lost = probe.callback()});
   ASSERT_TRUE(r);
@@ -130,11 +133,11 @@ TEST_F(Watchdog, LostCallbackMayDestroyTheClientAndTheLease) {
   state->client = NewClient({.default_lease = milliseconds(300)});
   AcquireResult r = state->client->TryAcquire(
       "doomed", {.on_lost = [state](const std::string&, int64_t) {
-                   std::lock_guard lock(state->mu);
-                   state->lease = Lease();  // the last Lease ...
-                   state->client.reset();   // ... and the client, on its own thread
-                   state->done.store(true);
-                 }});
+        std::lock_guard lock(state->mu);
+        state->lease = Lease();  // the last Lease ...
+        state->client.reset();   // ... and the client, on its own thread
+        state->done.store(true);
+      }});
   ASSERT_TRUE(r);
   {
     std::lock_guard lock(state->mu);
@@ -166,13 +169,14 @@ TEST_F(Watchdog, ThrowingLostCallbackCannotLeakAGrant) {
 // renewal, which an explicit lease never has. The kForce event says so now.
 TEST_F(Watchdog, RemoteForceUnlockEventMarksTheHolderLost) {
   LoopbackBus bus;
-  auto bus_ptr = std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   auto holder = NewClient({.publisher = bus_ptr});
   auto admin = NewClient({.publisher = bus_ptr});
   bus.Subscribe(holder.get());
   LostProbe probe;
-  AcquireResult r =
-      holder->TryAcquire("ops", {.lease = milliseconds(600000), .on_lost = probe.callback()});
+  AcquireResult r = holder->TryAcquire(
+      "ops", {.lease = milliseconds(600000), .on_lost = probe.callback()});
   ASSERT_TRUE(r);
   admin->ForceUnlock("ops");
   EXPECT_TRUE(r.lease.lost());
@@ -206,7 +210,8 @@ TEST_F(Watchdog, ReleaseRacingRenewalIsNeverALoss) {
     ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
     // Right after release the lock is free for anyone: no late renewal
     // resurrected it.
-    AcquireResult other = rival->TryAcquire("churn", {.lease = milliseconds(60000)});
+    AcquireResult other =
+        rival->TryAcquire("churn", {.lease = milliseconds(60000)});
     ASSERT_TRUE(other) << "cycle " << cycles;
     ASSERT_EQ(other.lease.Release(), ReleaseStatus::kReleased);
     ++cycles;
@@ -219,7 +224,8 @@ TEST_F(Watchdog, RenewsManyLocksInBatches) {
   auto client = NewClient({.default_lease = milliseconds(600)});
   std::vector<Lease> leases;
   for (int i = 0; i < 100; ++i) {
-    leases.push_back(std::move(client->TryAcquire("batch:" + std::to_string(i)).lease));
+    leases.push_back(
+        std::move(client->TryAcquire("batch:" + std::to_string(i)).lease));
     ASSERT_TRUE(leases.back().held());
   }
   uint64_t trips_before = client->redis().round_trips();
@@ -229,7 +235,8 @@ TEST_F(Watchdog, RenewsManyLocksInBatches) {
   uint64_t trips = client->redis().round_trips() - trips_before;
   EXPECT_GE(renewals, 200u);
   ASSERT_GT(trips, 0u);
-  EXPECT_GE(renewals / trips, 20u) << renewals << " renewals in " << trips << " round trips";
+  EXPECT_GE(renewals / trips, 20u)
+      << renewals << " renewals in " << trips << " round trips";
   for (Lease& l : leases) EXPECT_FALSE(l.lost());
 }
 

@@ -39,8 +39,9 @@ struct Process {
     notifier = std::make_shared<KafkaNotifier>(k);
     RedisOptions r;
     r.url = redis_url;
-    locks = std::make_unique<LockClient>(std::make_shared<RedisClient>(r),
-                                         LockClientOptions{.park_cap = park_cap, .publisher = notifier});
+    locks = std::make_unique<LockClient>(
+        std::make_shared<RedisClient>(r),
+        LockClientOptions{.park_cap = park_cap, .publisher = notifier});
     notifier->Subscribe(locks.get());
     EXPECT_TRUE(notifier->WaitUntilReady(seconds(30)));
   }
@@ -71,10 +72,12 @@ TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
   Process waiter(redis_->url(), broker_->bootstrap());
   AcquireResult held = holder.locks->TryAcquire("kafka:1");  // 30 s lease
   ASSERT_TRUE(held);
-  auto fut = std::async(std::launch::async,
-                        [&] { return waiter.locks->AcquireFor("kafka:1", seconds(60)); });
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter.locks->AcquireFor("kafka:1", seconds(60));
+  });
   // Contended once: from here on the waiter is parked or about to be.
-  ASSERT_TRUE(WaitUntil([&] { return waiter.locks->stats().contended_attempts >= 1; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return waiter.locks->stats().contended_attempts >= 1; }));
   auto released = Steady::now();
   ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
   AcquireResult got = fut.get();
@@ -84,7 +87,8 @@ TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
   EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // not the 30 s lease
   EXPECT_LT(handoff, seconds(10));
   EXPECT_GE(holder.notifier->stats().published, 1u);
-  EXPECT_TRUE(WaitUntil([&] { return holder.notifier->stats().delivered >= 1; }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return holder.notifier->stats().delivered >= 1; }));
   std::printf("cross-process hand-off through Kafka: %.2f ms\n",
               std::chrono::duration<double, std::milli>(handoff).count());
 }
@@ -117,7 +121,8 @@ TEST_F(Notifier, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
     AcquireResult r = waiter.locks->AcquireFor(name, seconds(60));
     waiter.locks->SetAfterFailedAttemptHookForTesting(nullptr);
     ASSERT_TRUE(r) << i;
-    EXPECT_LT(Steady::now() - start, seconds(20)) << i;  // the TTL bound is 30 s
+    EXPECT_LT(Steady::now() - start, seconds(20))
+        << i;  // the TTL bound is 30 s
   }
   EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
 }
@@ -142,18 +147,23 @@ TEST_F(Notifier, BrokerOutageCostsLatencyNeverSafetyAndRecovers) {
   broker_->SetDown();
   int at_down = acquired.load();
   // Locks keep working on their park bounds while Kafka is gone.
-  EXPECT_TRUE(WaitUntil([&] { return acquired.load() >= at_down + 20; }, seconds(60)));
+  EXPECT_TRUE(
+      WaitUntil([&] { return acquired.load() >= at_down + 20; }, seconds(60)));
   EXPECT_TRUE(WaitUntil([&] {
-    return a.notifier->stats().transport_errors + b.notifier->stats().transport_errors +
-               a.notifier->stats().consumer_errors + b.notifier->stats().consumer_errors >
+    return a.notifier->stats().transport_errors +
+               b.notifier->stats().transport_errors +
+               a.notifier->stats().consumer_errors +
+               b.notifier->stats().consumer_errors >
            0;
   }));
   broker_->SetUp();
-  uint64_t events_before = b.locks->stats().wakeups_event + a.locks->stats().wakeups_event;
+  uint64_t events_before =
+      b.locks->stats().wakeups_event + a.locks->stats().wakeups_event;
   // Kafka wake-ups resume without restarting anything.
   EXPECT_TRUE(WaitUntil(
       [&] {
-        return b.locks->stats().wakeups_event + a.locks->stats().wakeups_event > events_before + 5;
+        return b.locks->stats().wakeups_event + a.locks->stats().wakeups_event >
+               events_before + 5;
       },
       seconds(60)));
   stop.store(true);
@@ -166,20 +176,27 @@ TEST_F(Notifier, MalformedRecordsAreCountedAndDropped) {
   Process p(redis_->url(), broker_->bootstrap());
   // An independent producer writes junk to the unlock topic.
   std::string err;
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::unique_ptr<RdKafka::Conf> conf(
+      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   conf->set("bootstrap.servers", broker_->bootstrap(), err);
   conf->set("linger.ms", "0", err);
-  std::unique_ptr<RdKafka::Producer> junk(RdKafka::Producer::create(conf.get(), err));
+  std::unique_ptr<RdKafka::Producer> junk(
+      RdKafka::Producer::create(conf.get(), err));
   ASSERT_TRUE(junk) << err;
-  std::vector<std::string> values{"garbage", "[1,2]", R"({"v":99,"lock":"x"})", R"({"v":1})",
+  std::vector<std::string> values{"garbage",
+                                  "[1,2]",
+                                  R"({"v":99,"lock":"x"})",
+                                  R"({"v":1})",
                                   std::string(kMaxUnlockEventBytes * 2, 'x'),
                                   std::string("\0\1\2\xff", 4)};
   for (std::string& v : values) {
-    junk->produce("lockfleet.unlock", RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-                  v.data(), v.size(), nullptr, 0, 0, nullptr);
+    junk->produce("lockfleet.unlock", RdKafka::Topic::PARTITION_UA,
+                  RdKafka::Producer::RK_MSG_COPY, v.data(), v.size(), nullptr,
+                  0, 0, nullptr);
   }
   junk->flush(10000);
-  ASSERT_TRUE(WaitUntil([&] { return p.notifier->stats().malformed >= values.size(); }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return p.notifier->stats().malformed >= values.size(); }));
   NotifierStats s = p.notifier->stats();
   EXPECT_EQ(s.malformed, values.size());
   EXPECT_EQ(s.malformed_by_reason["not_json"], 2u);
@@ -205,7 +222,8 @@ TEST_F(Notifier, BadOptionsAreRefused) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("no.such.property"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("no.such.property"),
+              std::string::npos);
   }
 }
 
@@ -222,7 +240,8 @@ TEST_F(Notifier, UnreachableBrokerNeverBlocksThePublisher) {
   auto start = Steady::now();
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(locks.TryAcquire("no-kafka"));
   EXPECT_LT(Steady::now() - start, seconds(10));
-  EXPECT_TRUE(WaitUntil([&] { return notifier->stats().delivery_failed == 50; }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return notifier->stats().delivery_failed == 50; }));
 }
 
 TEST_F(Notifier, FixedPortBootstrapThroughTheForwarder) {
@@ -250,7 +269,8 @@ TEST_F(Notifier, KcatReadsTheDocumentedFormat) {
   int64_t fence = r.lease.fence();
   ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
   ASSERT_TRUE(WaitUntil([&] { return p.notifier->stats().delivered >= 1; }));
-  std::string cmd = std::string(LOCKFLEET_KCAT) + " -C -q -b " + broker_->bootstrap() +
+  std::string cmd = std::string(LOCKFLEET_KCAT) + " -C -q -b " +
+                    broker_->bootstrap() +
                     " -t lockfleet.unlock -o beginning -e -f '%k\\t%s\\n' 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
@@ -265,7 +285,8 @@ TEST_F(Notifier, KcatReadsTheDocumentedFormat) {
     std::string line = out.substr(pos, end - pos);
     pos = end == std::string::npos ? out.size() : end + 1;
     size_t tab = line.find('\t');
-    if (tab == std::string::npos || line.substr(0, tab) != "kcat:check") continue;
+    if (tab == std::string::npos || line.substr(0, tab) != "kcat:check")
+      continue;
     auto j = nlohmann::json::parse(line.substr(tab + 1));
     EXPECT_EQ(j["v"], 1);
     EXPECT_EQ(j["lock"], "kcat:check");

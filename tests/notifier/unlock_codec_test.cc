@@ -60,7 +60,8 @@ TEST(UnlockCodec, UnicodeNamesStayReadable) {
 }
 
 TEST(UnlockCodec, UnknownFieldsAreIgnored) {
-  DecodeResult r = DecodeUnlockEvent(R"({"v":1,"lock":"x","future":[1,2],"cause":"release"})");
+  DecodeResult r = DecodeUnlockEvent(
+      R"({"v":1,"lock":"x","future":[1,2],"cause":"release"})");
   ASSERT_TRUE(r.event);
   EXPECT_EQ(r.event->lock, "x");
 }
@@ -92,7 +93,8 @@ TEST(UnlockCodec, MalformedRecordsAreClassified) {
   for (const Case& c : cases) {
     DecodeResult r = DecodeUnlockEvent(c.value);
     EXPECT_FALSE(r.event) << c.value.substr(0, 40);
-    EXPECT_EQ(r.error, c.error) << c.value.substr(0, 40) << " -> " << DecodeErrorName(r.error);
+    EXPECT_EQ(r.error, c.error)
+        << c.value.substr(0, 40) << " -> " << DecodeErrorName(r.error);
     EXPECT_FALSE(r.detail.empty());
   }
 }

@@ -1,9 +1,9 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -18,7 +18,6 @@
 
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
-
 
 namespace lockfleet::testing {
 namespace {
@@ -54,7 +53,8 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   char tmpl[] = "/tmp/lockfleet-redis-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  std::string auth = options_.requirepass.empty() ? "" : ":" + options_.requirepass + "@";
+  std::string auth =
+      options_.requirepass.empty() ? "" : ":" + options_.requirepass + "@";
   if (options_.tcp) {
     port_ = FreeLoopbackPort();
     url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
@@ -79,18 +79,28 @@ RedisServer::~RedisServer() {
 void RedisServer::Start() {
   if (pid_ > 0) return;
   std::vector<std::string> args{RedisServerBinary(),
-                                "--save", "",
-                                "--appendonly", "no",
-                                "--dir", dir_,
-                                "--bind", "127.0.0.1",
-                                "--port", std::to_string(port_),
-                                "--daemonize", "no",
-                                "--loglevel", "warning",
-                                "--logfile", dir_ + "/redis.log"};
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                dir_,
+                                "--bind",
+                                "127.0.0.1",
+                                "--port",
+                                std::to_string(port_),
+                                "--daemonize",
+                                "no",
+                                "--loglevel",
+                                "warning",
+                                "--logfile",
+                                dir_ + "/redis.log"};
   if (!socket_path_.empty()) {
-    args.insert(args.end(), {"--unixsocket", socket_path_, "--unixsocketperm", "700"});
+    args.insert(args.end(),
+                {"--unixsocket", socket_path_, "--unixsocketperm", "700"});
   }
-  if (!options_.requirepass.empty()) args.insert(args.end(), {"--requirepass", options_.requirepass});
+  if (!options_.requirepass.empty())
+    args.insert(args.end(), {"--requirepass", options_.requirepass});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -122,7 +132,8 @@ void RedisServer::Start() {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // exec failed or it died
       pid_ = -1;
-      throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
+      throw std::runtime_error("redis-server exited at start; see " + dir_ +
+                               "/redis.log");
     }
     try {
       RedisClient client(ro);

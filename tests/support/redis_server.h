@@ -34,10 +34,10 @@ class RedisServer {
   int port() const { return port_; }  // 0 for a unix socket
   pid_t pid() const { return pid_; }
 
-  void Stop();   // SIGTERM and wait; the address stays reserved for Start()
-  void Start();  // (re)starts on the same address; throws on failure
-  void Kill();   // SIGKILL and wait
-  void Pause();  // SIGSTOP
+  void Stop();    // SIGTERM and wait; the address stays reserved for Start()
+  void Start();   // (re)starts on the same address; throws on failure
+  void Kill();    // SIGKILL and wait
+  void Pause();   // SIGSTOP
   void Resume();  // SIGCONT
 
  private:

@@ -9,8 +9,9 @@
 
 namespace lockfleet::testing {
 
-inline bool WaitUntil(const std::function<bool()>& condition,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+inline bool WaitUntil(
+    const std::function<bool()>& condition,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
