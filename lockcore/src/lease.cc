@@ -58,8 +58,7 @@ bool Lease::lost() const noexcept {
 
 Clock::TimePoint Lease::valid_until() const {
   if (!held()) return Clock::TimePoint::min();
-  return Clock::TimePoint(
-      std::chrono::nanoseconds(held_lock_->valid_until_ns.load()));
+  return internal::FromNs(held_lock_->valid_until_ns.load());
 }
 
 ReleaseStatus Lease::Release() {

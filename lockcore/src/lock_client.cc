@@ -64,17 +64,6 @@ void ValidateName(std::string_view name) {
   }
 }
 
-// Local validity is shortened by the usual clock-drift allowance (Redlock).
-Clock::Duration Drift(milliseconds lease) {
-  return lease / 100 + milliseconds(2);
-}
-
-int64_t Ns(Clock::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             t.time_since_epoch())
-      .count();
-}
-
 const Reply& Element(const Reply& r, size_t i, const char* what) {
   if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
     throw Error(ErrorCode::kRedisProtocol,
@@ -121,7 +110,8 @@ std::string LockCore::DefaultOwner() const {
 
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
-                              const std::vector<std::string>& args) {
+                              const std::vector<std::string>& args,
+                              bool* retried) {
   // Every lock script is idempotent under retry (request ids, owner+fence
   // checks), so one retry on a fresh connection is safe and rides over a
   // server restart or a killed connection.
@@ -133,6 +123,7 @@ Reply LockCore::EvalRetryOnce(const Script& script,
           e.code() != ErrorCode::kRedisTimeout)
         throw;
     }
+    if (retried) *retried = true;
     return redis_->Eval(script, keys, args);
   } catch (const Error& e) {
     if (observer()) observer()->OnError(e.code());
@@ -184,7 +175,7 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
       held->local_holds = 1;
       held_[{name, owner}] = held;
     }
-    int64_t valid = Ns(sent + lease - Drift(lease));
+    int64_t valid = ValidUntilNs(sent, lease);
     if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
     if (renew && !held->renew) {
       held->renew = true;
@@ -294,7 +285,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       throw;
     }
     if (finish(a)) return result;
-    {
+    if (has_hook_.load(std::memory_order_acquire)) {
       std::function<void(std::string_view)> hook;
       {
         std::lock_guard lock(hook_mu_);
@@ -373,19 +364,9 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
   Reply r;
   bool retried = false;
   try {
-    try {
-      r = redis_->Eval(ReleaseScript(), keys, args);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kRedisUnavailable &&
-          e.code() != ErrorCode::kRedisTimeout) {
-        throw;
-      }
-      retried = true;
-      r = redis_->Eval(ReleaseScript(), keys, args);
-    }
-  } catch (const Error& e) {
+    r = EvalRetryOnce(ReleaseScript(), keys, args, &retried);
+  } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
-    if (observer()) observer()->OnError(e.code());
     throw;
   }
   long long status = Element(r, 0, "release").integer;
@@ -516,20 +497,25 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
   out.previous_owner = Element(r, 1, "force-unlock").str;
   out.previous_fence = Element(r, 2, "force-unlock").integer;
   force_unlocks_.fetch_add(1, std::memory_order_relaxed);
+  MarkLostIfHeld(name, out.previous_owner, out.previous_fence);
+  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r,
+        3);
+  return out;
+}
+
+void LockCore::MarkLostIfHeld(const std::string& name, const std::string& owner,
+                              int64_t fence) {
   LostCalls calls;
   {
     std::lock_guard lock(mu_);
-    auto it = held_.find({name, out.previous_owner});
-    if (it != held_.end() && it->second->fence == out.previous_fence) {
+    auto it = held_.find({name, owner});
+    if (it != held_.end() && it->second->fence == fence) {
       std::shared_ptr<HeldLock> victim = it->second;
       MarkLostLocked(victim, &calls);
       Forget(victim);
     }
   }
   DeferCallbacks(std::move(calls));
-  Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r,
-        3);
-  return out;
 }
 
 void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
@@ -539,17 +525,7 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
     if (event.cause == UnlockCause::kForce) {
       // Someone force-unlocked a grant this process may hold: say so now
       // rather than at the next renewal (an explicit lease has none).
-      LostCalls calls;
-      {
-        std::lock_guard lock(mu_);
-        auto it = held_.find({event.lock, event.owner});
-        if (it != held_.end() && it->second->fence == event.fence) {
-          std::shared_ptr<HeldLock> victim = it->second;
-          MarkLostLocked(victim, &calls);
-          Forget(victim);
-        }
-      }
-      DeferCallbacks(std::move(calls));
+      MarkLostIfHeld(event.lock, event.owner, event.fence);
     }
     if (event.next_waiter.empty()) {
       waits_.WakeOne(event.lock, WakeCause::kEvent);
@@ -563,7 +539,7 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
 
 bool LockCore::Lost(const HeldLock& held) const noexcept {
   return held.lost.load() ||
-         Ns(options_.clock->Now()) >= held.valid_until_ns.load();
+         ToNs(options_.clock->Now()) >= held.valid_until_ns.load();
 }
 
 LockStats LockCore::Stats() const {
@@ -595,6 +571,7 @@ LockStats LockCore::Stats() const {
 
 void LockCore::SetHook(std::function<void(std::string_view)> hook) {
   std::lock_guard lock(hook_mu_);
+  has_hook_.store(static_cast<bool>(hook), std::memory_order_release);
   hook_ = std::move(hook);
 }
 

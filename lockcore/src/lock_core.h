@@ -20,6 +20,24 @@
 
 namespace lockfleet::internal {
 
+inline int64_t ToNs(Clock::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             t.time_since_epoch())
+      .count();
+}
+
+inline Clock::TimePoint FromNs(int64_t ns) {
+  return Clock::TimePoint(std::chrono::nanoseconds(ns));
+}
+
+// Until when a lease granted or renewed by a command sent at `sent` is ours
+// for sure: measured from before the send, less the usual clock-drift
+// allowance (Redlock: lease/100 + 2 ms).
+inline int64_t ValidUntilNs(Clock::TimePoint sent,
+                            std::chrono::milliseconds lease) {
+  return ToNs(sent + lease - (lease / 100 + std::chrono::milliseconds(2)));
+}
+
 // One grant held by this process: (name, owner, fence). Reentrant Leases of
 // the same grant share it.
 struct HeldLock {
@@ -89,10 +107,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   bool enqueue);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
-  std::vector<std::string> Keys(std::string_view name) const;  // all four
+  std::vector<std::string> Keys(std::string_view name)
+      const;  // all four
+              // `retried` (optional) tells whether the first try failed on the
+  // connection and the script was sent again.
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
-                      const std::vector<std::string>& args);
+                      const std::vector<std::string>& args,
+                      bool* retried = nullptr);
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
                             const std::string& hold_id);
   std::string LockKey(std::string_view name) const;
@@ -108,6 +130,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // thread (which may hold its own locks) and never in the middle of ours.
   void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
+  // If this process holds `name` as `owner` with `fence`, marks it lost now
+  // (a force-unlock): callbacks go to the watchdog thread.
+  void MarkLostIfHeld(const std::string& name, const std::string& owner,
+                      int64_t fence);
 
   // Watchdog (watchdog.cc). The watchdog thread only decides: it watches
   // validity deadlines and queues due renewals; the renewer thread does the
@@ -132,6 +158,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
   LostCalls deferred_calls_;                                        // mu_
 
+  std::atomic<bool> has_hook_{false};  // fast path: no hook, no lock
   std::mutex hook_mu_;
   std::function<void(std::string_view)> hook_;  // hook_mu_
 

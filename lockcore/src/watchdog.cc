@@ -15,16 +15,6 @@ using std::chrono::milliseconds;
 constexpr size_t kBatch = 256;  // renewals per pipelined round trip
 constexpr Clock::Duration kIdle = std::chrono::seconds(1);  // longest sleep
 
-int64_t Ns(Clock::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             t.time_since_epoch())
-      .count();
-}
-
-Clock::TimePoint FromNs(int64_t ns) {
-  return Clock::TimePoint(std::chrono::nanoseconds(ns));
-}
-
 // After a failed renewal, try again soon — but not in a hot loop.
 Clock::Duration RetryDelay(milliseconds lease) {
   return std::clamp<Clock::Duration>(lease / 10, milliseconds(10),
@@ -174,8 +164,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       if (ok && replies[i].integer == 1) {
         renewals_.fetch_add(1, std::memory_order_relaxed);
         ++renewed;
-        int64_t valid =
-            Ns(sent + held->lease - (held->lease / 100 + milliseconds(2)));
+        int64_t valid = ValidUntilNs(sent, held->lease);
         if (valid > held->valid_until_ns.load())
           held->valid_until_ns.store(valid);
         held->next_check = sent + held->lease / 3;

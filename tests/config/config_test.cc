@@ -297,6 +297,14 @@ TEST(ConfigErrorTest, DurationsOutOfRange) {
             "expected a duration of at least 1s, found '10ms'");
 }
 
+TEST(ConfigErrorTest, ClaimWindowMustNotExceedPresenceWindow) {
+  EXPECT_EQ(OnlyError(std::string(kMinimal) +
+                      "locks:\n  presence_window: 3s\n  claim_window: 4s\n")
+                .ToString(),
+            "c.yaml:5:17: locks.claim_window: expected claim_window <= "
+            "presence_window = 3s, found claim_window '4s'");
+}
+
 TEST(ConfigErrorTest, ClaimWindowMustExceedAThirdOfPresenceWindow) {
   EXPECT_EQ(OnlyError(std::string(kMinimal) +
                       "locks:\n  presence_window: 6s\n  claim_window: 2s\n")

@@ -98,15 +98,7 @@ TEST_F(Fair, HandsOffInArrivalOrderAndWakesOnlyTheGrantee) {
 }
 
 TEST_F(Fair, UnlockEventNamesTheGranteeAndItsToken) {
-  struct Recorder : UnlockPublisher {
-    std::mutex mu;
-    std::vector<UnlockEvent> events;
-    void Publish(const UnlockEvent& e) noexcept override {
-      std::lock_guard lock(mu);
-      events.push_back(e);
-    }
-  };
-  auto recorder = std::make_shared<Recorder>();
+  auto recorder = std::make_shared<RecordingPublisher>();
   auto holder = NewClient({.publisher = recorder});
   auto waiter = NewClient({.park_cap = milliseconds(50)});  // no events: polls
   AcquireResult held = holder->TryAcquire("named");

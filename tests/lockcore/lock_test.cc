@@ -308,6 +308,18 @@ TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
             }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { LockClient(nullptr); }), ErrorCode::kInvalidArgument);
+  // Fair-mode windows: a claim must outlast a park (presence/3) and not
+  // outlast the presence window (a dead waiter costs one window at most).
+  EXPECT_EQ(code_of([&] {
+              LockClient(NewRedis(), {.presence_window = milliseconds(3000),
+                                      .claim_window = milliseconds(1000)});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              LockClient(NewRedis(), {.presence_window = milliseconds(3000),
+                                      .claim_window = milliseconds(3001)});
+            }),
+            ErrorCode::kInvalidArgument);
 }
 
 TEST_F(Lock, FakeClockDecidesValidityWithoutSleeping) {

@@ -290,15 +290,7 @@ TEST_F(Waiting, ForceUnlockWakesWaiters) {
 }
 
 TEST_F(Waiting, ForceUnlockPublishesAForceEvent) {
-  struct Recorder : UnlockPublisher {
-    std::mutex mu;
-    std::vector<UnlockEvent> events;
-    void Publish(const UnlockEvent& e) noexcept override {
-      std::lock_guard lock(mu);
-      events.push_back(e);
-    }
-  };
-  auto recorder = std::make_shared<Recorder>();
+  auto recorder = std::make_shared<RecordingPublisher>();
   auto client = NewClient({.publisher = recorder, .client_id = "me"});
   AcquireResult r = client->TryAcquire("f", {.owner = "w1"});
   client->ForceUnlock("f");

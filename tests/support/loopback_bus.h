@@ -45,3 +45,20 @@ class LoopbackBus final : public UnlockPublisher {
 };
 
 }  // namespace lockfleet::testing
+
+namespace lockfleet::testing {
+
+// RecordingPublisher: keeps every published event, for tests that check what
+// a client announced.
+class RecordingPublisher final : public UnlockPublisher {
+ public:
+  void Publish(const UnlockEvent& event) noexcept override {
+    std::lock_guard lock(mu);
+    events.push_back(event);
+  }
+
+  std::mutex mu;
+  std::vector<UnlockEvent> events;  // mu
+};
+
+}  // namespace lockfleet::testing
