@@ -21,6 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # servers and tools the tests and the demo run (redis-server brings redis-cli)
   redis-server redis-tools kcat
+  # promtool (checks the metrics exposition and the alert rules)
+  prometheus
 )
 
 is_installed() {

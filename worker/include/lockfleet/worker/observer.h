@@ -1,0 +1,57 @@
+// WorkerObserver: the worker's hooks for metrics.
+//
+// The worker reports what happened to every job it took; the metrics module
+// (lockfleet::metrics) implements this interface with Prometheus counters and
+// histograms, and tests implement it to count. Every hook is noexcept and is
+// called on whichever worker thread saw the event: implementations must be
+// thread-safe, cheap and must not block.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "lockfleet/lockcore/clock.h"
+
+namespace lockfleet::worker {
+
+// How a job ended. A bounded set: it labels the jobs metric.
+enum class JobResult {
+  kOk,         // the handler finished and did its work
+  kRejected,   // the handler finished and refused by a business rule
+               // (sold out, stale fencing token): not retried
+  kFailed,     // the handler threw on every attempt, or the job was malformed
+  kDuplicate,  // already done (a redelivered job, a schedule occurrence that
+               // another worker ran): skipped
+  kCancelled,  // shutdown cancelled it before it finished: handed back
+  kTimeout,    // its lock could not be acquired within locks.wait
+};
+
+// "ok", "rejected", "failed", "duplicate", "cancelled", "timeout".
+const char* JobResultName(JobResult result) noexcept;
+
+// Where a job came from.
+enum class JobSource { kKafka, kSchedule };
+
+// "kafka", "schedule".
+const char* JobSourceName(JobSource source) noexcept;
+
+class WorkerObserver {
+ public:
+  virtual ~WorkerObserver() = default;
+
+  // A job ended with `result`, `duration` after this worker picked it up
+  // (lock wait included). `type` is the handler's registered name, or
+  // "unknown" for a job whose type no handler serves: a bounded label.
+  virtual void OnJob(JobSource /*source*/, std::string_view /*type*/,
+                     JobResult /*result*/,
+                     Clock::Duration /*duration*/) noexcept {}
+
+  // The number of jobs running in this process changed by `delta`.
+  virtual void OnRunning(int /*delta*/) noexcept {}
+
+  // Records waiting in the jobs topic beyond this consumer's position, summed
+  // over its assigned partitions (-1: unknown). Reported about once a second.
+  virtual void OnConsumerLag(int64_t /*lag*/) noexcept {}
+};
+
+}  // namespace lockfleet::worker
