@@ -53,6 +53,8 @@ locks:
 worker:
   threads: 4                # jobs at once per process, 1..1024
   grace_period: 20s         # running jobs get this long on shutdown
+  max_attempts: 3           # tries of a job whose handler throws, 1..100
+  dedup_ttl: 168h           # a finished job id is remembered this long
   health_listen: ""         # HOST:PORT for the health endpoint; "" for none
   sources:
     kafka_jobs:
@@ -73,8 +75,8 @@ worker:
         payload: {ms: 1}
   # Settings per handler: strings, numbers or booleans. Default: none.
   handlers:
-    inventory.purchase:
-      stock_prefix: stock
+    sleep:
+      default_ms: 100       # when a job's payload has no `ms`
 
 metrics:
   listen: ""                # HOST:PORT for /metrics, e.g. 127.0.0.1:9464; "" for none

@@ -183,6 +183,8 @@ WorkerConfig ReadWorker(Context& context, const Value& value, bool has_kafka) {
   MapReader map(context, value, "a mapping of worker settings");
   map.Read("threads", out.threads, Int(1, 1024));
   map.Read("grace_period", out.grace_period, Duration(milliseconds(0)));
+  map.Read("max_attempts", out.max_attempts, Int(1, 100));
+  map.Read("dedup_ttl", out.dedup_ttl, Duration(seconds(1)));
   map.Read("health_listen", out.health_listen,
            Checked(kListenExpected, CheckListen));
   out.sources = ReadSources(

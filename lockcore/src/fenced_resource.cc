@@ -93,7 +93,15 @@ FencedResource::FencedResource(std::shared_ptr<RedisClient> redis,
 }
 
 std::string FencedResource::Key(std::string_view suffix) const {
-  return prefix_ + ":{res:" + name_ + "}:" + std::string(suffix);
+  return KeyOf(prefix_, name_, suffix);
+}
+
+std::string FencedResource::KeyOf(std::string_view key_prefix,
+                                  std::string_view name,
+                                  std::string_view suffix) {
+  std::string key(key_prefix);
+  key.append(":{res:").append(name).append("}:").append(suffix);
+  return key;
 }
 
 FenceResult FencedResource::Write(int64_t fence,

@@ -181,13 +181,19 @@ struct WorkerConfig {
   // On shutdown, running jobs get this long to finish before they are
   // cancelled. 0 cancels at once.
   std::chrono::milliseconds grace_period{20000};
+  // A job whose handler throws is retried this many times in all (1..100)
+  // before it is given up and recorded as failed.
+  int max_attempts = 3;
+  // How long a finished job's id is remembered, so that a redelivered copy
+  // is skipped instead of run again. >= 1s. Default: 7 days.
+  std::chrono::milliseconds dedup_ttl{std::chrono::hours(24 * 7)};
   // HOST:PORT of the health endpoint (port 0: any free port); "" (the
   // default) serves none.
   std::string health_listen;
   SourcesConfig sources;
-  // Settings per handler name, e.g. handlers["inventory.purchase"]
-  // ["stock_prefix"]. Handler names are not checked here (handlers are
-  // registered in code). Default: none.
+  // Settings per handler name, e.g. handlers["sleep"]["default_ms"].
+  // Names and keys are checked when the worker starts (handlers are
+  // registered in code), not here. Default: none.
   std::map<std::string, Settings> handlers;
 
   bool operator==(const WorkerConfig&) const = default;

@@ -41,6 +41,9 @@ class FencedResource {
 
   // "<prefix>:{res:<name>}:<suffix>": a data key in the resource's slot.
   std::string Key(std::string_view suffix) const;
+  // The same key without a FencedResource (audits, seeding, tools).
+  static std::string KeyOf(std::string_view key_prefix, std::string_view name,
+                           std::string_view suffix);
 
   // Applies `commands` in order, in one script, if `fence` is current: no
   // other client's command runs in between. Redis does not roll scripts

@@ -1,0 +1,409 @@
+// JobRunner against a real redis-server: dedup, retries, fencing, dead
+// letters, cancellation, the flash sale and scheduled occurrences.
+#include "lockfleet/worker/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/worker/builtin_handlers.h"
+#include "support/loopback_bus.h"
+#include "support/redis_server.h"
+
+namespace lockfleet::worker {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::RedisServer;
+
+// Counts OnJob calls by result.
+class CountingObserver : public WorkerObserver {
+ public:
+  void OnJob(JobSource, std::string_view, JobResult result,
+             Clock::Duration) noexcept override {
+    std::lock_guard lock(mu_);
+    ++counts_[result];
+  }
+  int count(JobResult result) {
+    std::lock_guard lock(mu_);
+    return counts_[result];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<JobResult, int> counts_;
+};
+
+Job Purchase(std::string id, std::string product, std::string buyer = "") {
+  Job job{.id = std::move(id),
+          .lock = std::move(product),
+          .type = "inventory.purchase"};
+  if (!buyer.empty())
+    job.payload["buyer"] = {config::Scalar::Type::kString, buyer};
+  return job;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    redis_ = NewRedis();
+    redis_->Execute({"FLUSHALL"});
+    handlers_ = std::make_shared<HandlerRegistry>();
+    RegisterBuiltinHandlers(*handlers_);
+  }
+
+  static std::shared_ptr<RedisClient> NewRedis() {
+    return std::make_shared<RedisClient>(RedisOptions{.url = server_->url()});
+  }
+
+  void TearDown() override {
+    for (const auto& locks : clients_) bus_->Unsubscribe(locks.get());
+  }
+
+  // A runner as a separate worker process would have it: its own
+  // connections and LockClient, with unlock events carried between the
+  // "processes" by a loopback bus (Kafka's role).
+  std::shared_ptr<JobRunner> NewRunner(RunnerOptions options = {}) {
+    auto redis = NewRedis();
+    auto locks = std::make_shared<LockClient>(
+        redis, LockClientOptions{.publisher = bus_});
+    bus_->Subscribe(locks.get());
+    clients_.push_back(locks);
+    if (!options.observer) options.observer = observer_;
+    options.retry_backoff = milliseconds(1);
+    return std::make_shared<JobRunner>(locks, redis, handlers_, options);
+  }
+
+  int64_t DeadLetters() {
+    return redis_->Execute({"LLEN", "lockfleet:jobs:dead"}).integer;
+  }
+
+  static RedisServer* server_;
+  std::shared_ptr<RedisClient> redis_;
+  std::shared_ptr<HandlerRegistry> handlers_;
+  std::shared_ptr<CountingObserver> observer_ =
+      std::make_shared<CountingObserver>();
+  std::shared_ptr<testing::LoopbackBus> bus_ =
+      std::make_shared<testing::LoopbackBus>();
+  std::vector<std::shared_ptr<LockClient>> clients_;  // unsubscribed last
+};
+
+RedisServer* RunnerTest::server_ = nullptr;
+
+TEST_F(RunnerTest, PurchaseSellsOneUnitAndRecordsTheBuyer) {
+  SeedStock(*redis_, "lockfleet", "product:1", 2);
+  auto runner = NewRunner();
+  EXPECT_EQ(
+      runner->Run(Purchase("o1", "product:1", "alice"), JobSource::kKafka, {}),
+      JobResult::kOk);
+  const StockAudit audit = AuditStock(*redis_, "lockfleet", "product:1");
+  EXPECT_EQ(audit.stock, 1);
+  EXPECT_EQ(audit.sold, 1);
+  EXPECT_TRUE(audit.consistent());
+  EXPECT_EQ(
+      redis_
+          ->Execute({"HGET",
+                     FencedResource::KeyOf("lockfleet", "product:1", "sales"),
+                     "o1"})
+          .str,
+      "alice");
+  // The lock is free again.
+  EXPECT_FALSE(LockClient(redis_).Inspect("product:1").locked);
+}
+
+TEST_F(RunnerTest, ARedeliveredJobDoesNotRunTwice) {
+  SeedStock(*redis_, "lockfleet", "product:1", 5);
+  auto first = NewRunner();
+  auto second = NewRunner();  // another worker gets the redelivery
+  EXPECT_EQ(first->Run(Purchase("o1", "product:1"), JobSource::kKafka, {}),
+            JobResult::kOk);
+  EXPECT_EQ(second->Run(Purchase("o1", "product:1"), JobSource::kKafka, {}),
+            JobResult::kDuplicate);
+  EXPECT_EQ(AuditStock(*redis_, "lockfleet", "product:1").stock, 4);
+  EXPECT_EQ(observer_->count(JobResult::kDuplicate), 1);
+}
+
+TEST_F(RunnerTest, DoneMarkerExpiresAfterDedupTtl) {
+  auto runner = NewRunner({.dedup_ttl = std::chrono::seconds(5)});
+  Job job{.id = "s1", .lock = "l", .type = "sleep"};
+  job.payload["ms"] = {config::Scalar::Type::kInteger, "0"};
+  ASSERT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kOk);
+  const long long ttl =
+      redis_->Execute({"PTTL", runner->DoneKey("l", "s1")}).integer;
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 5000);
+}
+
+TEST_F(RunnerTest, SoldOutIsRejectedAndFinal) {
+  SeedStock(*redis_, "lockfleet", "product:1", 1);
+  auto runner = NewRunner();
+  EXPECT_EQ(runner->Run(Purchase("o1", "product:1"), JobSource::kKafka, {}),
+            JobResult::kOk);
+  EXPECT_EQ(runner->Run(Purchase("o2", "product:1"), JobSource::kKafka, {}),
+            JobResult::kRejected);
+  EXPECT_EQ(runner->Run(Purchase("o2", "product:1"), JobSource::kKafka, {}),
+            JobResult::kDuplicate);
+  const StockAudit audit = AuditStock(*redis_, "lockfleet", "product:1");
+  EXPECT_EQ(audit.stock, 0);
+  EXPECT_EQ(audit.sold, 1);
+  EXPECT_EQ(audit.oversold(), 0);
+}
+
+TEST_F(RunnerTest, FlashSaleAcrossWorkersNeverOversells) {
+  constexpr int kProducts = 3, kUnits = 40, kJobs = 300, kWorkers = 4,
+                kThreadsPerWorker = 3;
+  for (int p = 0; p < kProducts; ++p) {
+    SeedStock(*redis_, "lockfleet", "product:" + std::to_string(p), kUnits);
+  }
+  std::vector<std::shared_ptr<JobRunner>> runners;
+  for (int w = 0; w < kWorkers; ++w) runners.push_back(NewRunner());
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWorkers * kThreadsPerWorker; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i; (i = next++) < kJobs;) {
+        // Every job is delivered twice, to different workers.
+        for (int copy = 0; copy < 2; ++copy) {
+          runners[(t + copy) % kWorkers]->Run(
+              Purchase("o" + std::to_string(i),
+                       "product:" + std::to_string(i % kProducts)),
+              JobSource::kKafka, {});
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int p = 0; p < kProducts; ++p) {
+    const StockAudit audit =
+        AuditStock(*redis_, "lockfleet", "product:" + std::to_string(p));
+    EXPECT_EQ(audit.sold, kUnits) << p;
+    EXPECT_EQ(audit.stock, 0) << p;
+    EXPECT_EQ(audit.oversold(), 0) << p;
+  }
+  EXPECT_EQ(observer_->count(JobResult::kOk), kProducts * kUnits);
+  EXPECT_EQ(observer_->count(JobResult::kRejected), kJobs - kProducts * kUnits);
+  EXPECT_EQ(observer_->count(JobResult::kDuplicate), kJobs);
+  EXPECT_EQ(observer_->count(JobResult::kFailed), 0);
+}
+
+TEST_F(RunnerTest, AStaleHolderIsFencedOffAndRetries) {
+  SeedStock(*redis_, "lockfleet", "product:1", 10);
+  auto other_redis = NewRedis();
+  LockClient other(other_redis);
+  std::atomic<int> calls{0};
+  // The first attempt behaves like a holder paused past its lease: while it
+  // "sleeps", the lock is taken from it and a newer holder writes.
+  handlers_->Register(
+      "paused.purchase", {.run = [&](JobContext& context) {
+        if (calls++ == 0) {
+          other.ForceUnlock(context.job.lock);
+          Lease newer = other.Acquire(context.job.lock);
+          FencedResource(other_redis, context.job.lock)
+              .Write(newer.fence(),
+                     {{"SET", context.resource.Key("touched"), "1"}});
+        }
+        return handlers_->Find("inventory.purchase")->run(context);
+      }});
+  auto runner = NewRunner();
+  Job job = Purchase("o1", "product:1");
+  job.type = "paused.purchase";
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kOk);
+  EXPECT_EQ(calls.load(), 2);  // the stale attempt was refused, then retried
+  const StockAudit audit = AuditStock(*redis_, "lockfleet", "product:1");
+  EXPECT_EQ(audit.stock, 9);  // sold exactly once
+  EXPECT_EQ(audit.sold, 1);
+}
+
+TEST_F(RunnerTest, AFailingHandlerIsRetriedThenDeadLettered) {
+  std::atomic<int> calls{0};
+  handlers_->Register("flaky", {.run = [&](JobContext&) -> JobResult {
+                        ++calls;
+                        throw std::runtime_error("boom");
+                      }});
+  auto runner = NewRunner({.max_attempts = 3});
+  const Job job{.id = "f1", .lock = "l", .type = "flaky"};
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kFailed);
+  EXPECT_EQ(calls.load(), 3);
+  EXPECT_EQ(DeadLetters(), 1);
+  const std::string letter =
+      redis_->Execute({"LINDEX", "lockfleet:jobs:dead", "0"}).str;
+  EXPECT_NE(letter.find("failed 3 times; last: boom"), std::string::npos)
+      << letter;
+  EXPECT_NE(letter.find("\"id\":\"f1\""), std::string::npos) << letter;
+  // Not marked done: sending it again runs it again.
+  EXPECT_EQ(redis_->Execute({"EXISTS", runner->DoneKey("l", "f1")}).integer, 0);
+  EXPECT_FALSE(LockClient(redis_).Inspect("l").locked);
+}
+
+TEST_F(RunnerTest, AHandlerThatRecoversSucceeds) {
+  std::atomic<int> calls{0};
+  handlers_->Register("once-flaky", {.run = [&](JobContext&) {
+                        if (calls++ == 0) throw std::runtime_error("transient");
+                        return JobResult::kOk;
+                      }});
+  auto runner = NewRunner();
+  EXPECT_EQ(runner->Run({.id = "r1", .lock = "l", .type = "once-flaky"},
+                        JobSource::kKafka, {}),
+            JobResult::kOk);
+  EXPECT_EQ(DeadLetters(), 0);
+}
+
+TEST_F(RunnerTest, UnknownTypeAndMalformedRecordsAreDeadLettered) {
+  auto runner = NewRunner();
+  EXPECT_EQ(runner->Run({.id = "u1", .lock = "l", .type = "nope"},
+                        JobSource::kKafka, {}),
+            JobResult::kFailed);
+  runner->RejectMalformed("{garbage", "not JSON");
+  EXPECT_EQ(DeadLetters(), 2);
+  EXPECT_EQ(observer_->count(JobResult::kFailed), 2);
+}
+
+TEST_F(RunnerTest, LockWaitTimeoutIsReportedAndDeadLettered) {
+  LockClient holder(NewRedis());
+  Lease held = holder.Acquire("busy");
+  auto runner = NewRunner({.lock_wait = milliseconds(50)});
+  EXPECT_EQ(runner->Run({.id = "t1", .lock = "busy", .type = "sleep"},
+                        JobSource::kKafka, {}),
+            JobResult::kTimeout);
+  EXPECT_EQ(DeadLetters(), 1);
+}
+
+TEST_F(RunnerTest, CancellationWhileWaitingHandsTheJobBack) {
+  LockClient holder(NewRedis());
+  Lease held = holder.Acquire("busy");
+  auto runner = NewRunner();
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    stop.request_stop();
+  });
+  EXPECT_EQ(runner->Run({.id = "c1", .lock = "busy", .type = "sleep"},
+                        JobSource::kKafka, stop.get_token()),
+            JobResult::kCancelled);
+  canceller.join();
+  EXPECT_EQ(DeadLetters(), 0);
+  EXPECT_EQ(redis_->Execute({"EXISTS", runner->DoneKey("busy", "c1")}).integer,
+            0);
+}
+
+TEST_F(RunnerTest, CancellationWhileRunningReleasesTheLock) {
+  auto runner = NewRunner();
+  std::stop_source stop;
+  Job job{.id = "c2", .lock = "l", .type = "sleep"};
+  job.payload["ms"] = {config::Scalar::Type::kInteger, "600000"};
+  std::thread canceller([&] {
+    LockClient probe(NewRedis());
+    while (!probe.Inspect("l").locked)
+      std::this_thread::sleep_for(milliseconds(1));
+    stop.request_stop();
+  });
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, stop.get_token()),
+            JobResult::kCancelled);
+  canceller.join();
+  EXPECT_FALSE(LockClient(redis_).Inspect("l").locked);
+  EXPECT_EQ(redis_->Execute({"EXISTS", runner->DoneKey("l", "c2")}).integer, 0);
+}
+
+config::ScheduleConfig Every(std::string name, std::string handler = "sleep") {
+  config::ScheduleConfig schedule{.name = name,
+                                  .lock = name,
+                                  .every = std::chrono::seconds(1),
+                                  .handler = std::move(handler)};
+  schedule.payload["ms"] = {config::Scalar::Type::kInteger, "20"};
+  return schedule;
+}
+
+TEST_F(RunnerTest, AnOccurrenceRunsOnceAcrossWorkers) {
+  const config::ScheduleConfig schedule = Every("report");
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  std::vector<std::shared_ptr<JobRunner>> runners;
+  for (int i = 0; i < 3; ++i) {
+    runners.push_back(NewRunner({.worker_id = "w" + std::to_string(i)}));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> ran{0}, duplicate{0};
+  for (auto& runner : runners) {
+    threads.emplace_back([&, runner] {
+      while (true) {
+        const OccurrenceResult result =
+            runner->RunOccurrence(schedule, due, {});
+        if (!result.result) {  // another worker holds it: come back later
+          std::this_thread::sleep_for(
+              std::min(result.retry_after, milliseconds(5)));
+          continue;
+        }
+        if (*result.result == JobResult::kOk) ++ran;
+        if (*result.result == JobResult::kDuplicate) ++duplicate;
+        return;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(duplicate.load(), 2);
+  const Reply history = redis_->Execute(
+      {"LRANGE", runners[0]->ScheduleHistoryKey(schedule), "0", "-1"});
+  ASSERT_EQ(history.elements.size(), 1u);
+  EXPECT_EQ(history.elements[0].str.rfind("1700000000000 w", 0), 0u)
+      << history.elements[0].str;
+  // An older occurrence arriving late is not run either.
+  EXPECT_EQ(
+      runners[0]->RunOccurrence(schedule, due - milliseconds(1000), {}).result,
+      JobResult::kDuplicate);
+  // The next one is.
+  EXPECT_EQ(
+      runners[1]->RunOccurrence(schedule, due + milliseconds(1000), {}).result,
+      JobResult::kOk);
+}
+
+TEST_F(RunnerTest, AnOccurrenceWhoseRunnerDiedIsRunByAnother) {
+  const config::ScheduleConfig schedule = Every("report");
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  // A runner that took the lock and died: its lease (no watchdog) runs out.
+  LockClient dead(NewRedis());
+  AcquireResult taken = dead.TryAcquire("report", {.lease = milliseconds(300)});
+  ASSERT_TRUE(taken);
+  // It never renews nor releases (kept alive here so that it is not released
+  // early): the process "died".
+  auto runner = NewRunner();
+  OccurrenceResult result = runner->RunOccurrence(schedule, due, {});
+  EXPECT_FALSE(result.result.has_value());
+  EXPECT_GT(result.retry_after, milliseconds(0));
+  EXPECT_LE(result.retry_after, milliseconds(300));
+  std::this_thread::sleep_for(result.retry_after + milliseconds(20));
+  result = runner->RunOccurrence(schedule, due, {});
+  while (!result.result) {  // a loaded machine may need another go
+    std::this_thread::sleep_for(result.retry_after);
+    result = runner->RunOccurrence(schedule, due, {});
+  }
+  EXPECT_EQ(result.result, JobResult::kOk);
+}
+
+TEST_F(RunnerTest, AFailedOccurrenceIsRecordedNotRepeated) {
+  handlers_->Register("broken", {.run = [](JobContext&) -> JobResult {
+                        throw std::runtime_error("report generator crashed");
+                      }});
+  const config::ScheduleConfig schedule = Every("nightly", "broken");
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  auto a = NewRunner();
+  auto b = NewRunner();
+  EXPECT_EQ(a->RunOccurrence(schedule, due, {}).result, JobResult::kFailed);
+  EXPECT_EQ(b->RunOccurrence(schedule, due, {}).result, JobResult::kDuplicate);
+  const Reply history =
+      redis_->Execute({"LRANGE", a->ScheduleHistoryKey(schedule), "0", "-1"});
+  ASSERT_EQ(history.elements.size(), 1u);
+  EXPECT_NE(history.elements[0].str.find(" failed "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockfleet::worker

@@ -1,0 +1,104 @@
+// Handlers: the code a job runs, registered by name.
+//
+// A handler runs with the job's lock held and returns kOk (did its work) or
+// kRejected (refused by a business rule — sold out, say — which is final, not
+// retried). Throwing any exception is a failure: the worker releases the
+// lock, backs off and retries up to worker.max_attempts times (re-checking
+// whether the job is done meanwhile), then gives the job up as failed.
+//
+// Writing safely. The lock is a lease: a holder paused past it (GC, SIGSTOP,
+// a partition) may still be running when another worker already holds the
+// lock. Writes to shared state must therefore go through
+// `context.resource` (a FencedResource for the job's lock) with
+// `context.lease.fence()`: a stale holder's write is refused. Throw when
+// that happens; the retry re-acquires the lock and re-checks.
+//
+// Exactly-once effects. The worker marks a job done (context.done_key) after
+// the handler returns, so a crash between the two re-runs the handler when
+// the job is redelivered. A handler that writes through `context.resource`
+// can set done_key in the same script (see inventory.cc) and then never
+// applies its effect twice.
+//
+// Cancellation. `context.stop` is requested when shutdown's grace period
+// ends: stop promptly (throw JobCancelled) and the job is handed back to the
+// fleet rather than counted as failed.
+//
+//   HandlerRegistry handlers;
+//   RegisterBuiltinHandlers(handlers);
+//   handlers.Register("email.send", {
+//       .run = [](JobContext& c) { Send(*GetString(c.job.payload, "to"));
+//                                  return JobResult::kOk; },
+//       .settings = {"smtp_host"}});
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/worker/job.h"
+#include "lockfleet/worker/observer.h"
+
+namespace lockfleet::worker {
+
+struct JobContext {
+  const Job& job;
+  JobSource source;
+  const Lease& lease;           // held for the whole call; fence() is the token
+  FencedResource& resource;     // the resource guarded by job.lock
+  RedisClient& redis;           // for reads and unfenced bookkeeping
+  const Settings& settings;     // worker.handlers[<name>] from the config
+  const std::string& done_key;  // the job's done marker (resource's slot)
+  std::chrono::milliseconds dedup_ttl;  // how long done_key should live
+  std::stop_token stop;                 // requested when grace runs out
+};
+
+// Thrown by a handler that stopped because context.stop was requested.
+class JobCancelled : public std::runtime_error {
+ public:
+  JobCancelled() : std::runtime_error("cancelled by shutdown") {}
+};
+
+using HandlerFn = std::function<JobResult(JobContext& context)>;
+
+struct HandlerSpec {
+  HandlerFn run;  // required; must return kOk or kRejected, or throw
+  // The setting keys it understands: the worker refuses to start with a
+  // configured setting not listed here (a typo would otherwise be ignored).
+  std::vector<std::string> settings;
+};
+
+// Not thread-safe to modify; register everything before the worker starts.
+// Const access (Find) may happen from any thread.
+class HandlerRegistry {
+ public:
+  // Throws std::invalid_argument for an empty or duplicate name, or a spec
+  // without `run`.
+  void Register(std::string name, HandlerSpec spec);
+
+  // nullptr when no handler has that name.
+  const HandlerSpec* Find(std::string_view name) const;
+
+  std::vector<std::string> Names() const;
+
+  // Checks configured handler settings against the registry: every name must
+  // be registered and every key known to it. Returns one message per problem
+  // ("worker.handlers.sleep.defalt_ms: unknown setting (known: default_ms)").
+  std::vector<std::string> Validate(
+      const std::map<std::string, Settings>& configured) const;
+
+ private:
+  std::map<std::string, HandlerSpec, std::less<>> handlers_;
+};
+
+// Registers "inventory.purchase" and "sleep" (see builtin_handlers.h).
+void RegisterBuiltinHandlers(HandlerRegistry& registry);
+
+}  // namespace lockfleet::worker

@@ -1,0 +1,120 @@
+// JobRunner: runs one job, or one occurrence of a schedule, to its end.
+//
+// A Kafka job (Run):
+//   1. acquire the job's lock (waiting up to `lock_wait`; cancellable);
+//   2. if the job's done marker exists, it already ran: kDuplicate;
+//   3. run the handler; on an exception release the lock, back off and
+//      go to 1, up to max_attempts in all;
+//   4. set the done marker (it lives dedup_ttl), release the lock.
+// Jobs that fail for good, time out on their lock or are malformed are
+// recorded on the dead-letter list "<prefix>:jobs:dead" (newest first, the
+// last 10000 kept) with the reason, so no job silently disappears.
+//
+// A scheduled occurrence (RunOccurrence) — "the nightly report runs once":
+// every worker of the fleet calls it for the same occurrence time. It only
+// *tries* the schedule's lock, so no worker thread sits waiting while another
+// worker runs a long job. The one that gets the lock checks the schedule's
+// marker (the last occurrence done) and runs the handler only if this
+// occurrence is newer; success or failure, it then records the occurrence
+// in the marker and in a history list, fenced in one script (a stale holder
+// cannot record it). The others get `retry_after` (the holder's remaining
+// TTL) and try again then: if the runner crashed, its lock expires and a
+// retry runs the occurrence; if it finished, the retry finds it done and
+// reports kDuplicate. An occurrence thus runs at least once while any worker
+// lives, and — unless its runner loses its lease mid-run — exactly once.
+//
+// Thread-safety: Run and RunOccurrence may be called from any number of
+// threads concurrently.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "lockfleet/config/config.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/worker/handler.h"
+#include "lockfleet/worker/job.h"
+#include "lockfleet/worker/observer.h"
+
+namespace lockfleet::worker {
+
+using SysMillis = std::chrono::sys_time<std::chrono::milliseconds>;
+
+struct RunnerOptions {
+  std::string key_prefix = "lockfleet";  // as LockClientOptions::key_prefix
+  // How long a job waits for its lock; std::nullopt: without limit (shutdown
+  // still cancels the wait).
+  std::optional<std::chrono::milliseconds> lock_wait;
+  int max_attempts = 3;                          // >= 1
+  std::chrono::milliseconds retry_backoff{200};  // doubled per attempt
+  std::chrono::milliseconds dedup_ttl{std::chrono::hours(24 * 7)};
+  std::map<std::string, Settings> handler_settings;  // worker.handlers
+  std::string worker_id;  // recorded in schedule history. Default: host:pid
+  std::shared_ptr<WorkerObserver> observer;  // Default: none
+  // Where the runner's log lines go (failures, dead letters, retries).
+  // Default: none.
+  std::function<void(config::LogLevel level, std::string_view message)> log;
+};
+
+struct OccurrenceResult {
+  // The outcome here: kOk / kRejected / kFailed (ran here), kDuplicate (done
+  // already), kCancelled; std::nullopt while another worker holds the lock.
+  std::optional<JobResult> result;
+  // With result == nullopt: when to try again.
+  std::chrono::milliseconds retry_after{0};
+};
+
+class JobRunner {
+ public:
+  // Throws std::invalid_argument for bad options.
+  JobRunner(std::shared_ptr<LockClient> locks,
+            std::shared_ptr<RedisClient> redis,
+            std::shared_ptr<const HandlerRegistry> handlers,
+            RunnerOptions options);
+
+  // Runs a job from the jobs topic (or any other source). Never throws:
+  // Redis failures count as failed attempts. kCancelled when `stop` ended it
+  // before it finished: the caller must hand the job back (not mark it
+  // consumed).
+  JobResult Run(const Job& job, JobSource source, std::stop_token stop);
+
+  // Records a job that could not even be parsed: counted as kFailed of type
+  // "unknown" and dead-lettered with `reason`. Never throws.
+  void RejectMalformed(std::string_view record, std::string_view reason);
+
+  // One attempt at the occurrence of `schedule` due at `due`.
+  OccurrenceResult RunOccurrence(const config::ScheduleConfig& schedule,
+                                 SysMillis due, std::stop_token stop);
+
+  // "<prefix>:jobs:dead": the dead-letter list.
+  std::string DeadLetterKey() const;
+  // The done marker of job `id` run under `lock`.
+  std::string DoneKey(std::string_view lock, std::string_view id) const;
+  // The history list of a schedule: newest first, "<due ms> <worker>
+  // <result> <duration ms>" per entry, the last 100 kept.
+  std::string ScheduleHistoryKey(const config::ScheduleConfig& schedule) const;
+
+  const RunnerOptions& options() const { return options_; }
+  RedisClient& redis() const { return *redis_; }
+
+ private:
+  struct Attempt;
+  void Report(JobSource source, std::string_view type, JobResult result,
+              Clock::TimePoint started) noexcept;
+  void DeadLetter(std::string_view record, std::string_view reason) noexcept;
+  bool Backoff(int attempt, std::stop_token stop);
+
+  std::shared_ptr<LockClient> locks_;
+  std::shared_ptr<RedisClient> redis_;
+  std::shared_ptr<const HandlerRegistry> handlers_;
+  RunnerOptions options_;
+};
+
+}  // namespace lockfleet::worker

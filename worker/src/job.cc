@@ -1,0 +1,172 @@
+#include "lockfleet/worker/job.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lockfleet::worker {
+namespace {
+
+using config::Scalar;
+using nlohmann::json;
+
+constexpr size_t kMaxIdBytes = 256;
+constexpr size_t kMaxLockBytes = 1024;
+constexpr size_t kMaxTypeBytes = 128;
+
+std::string CheckField(std::string_view field, std::string_view value,
+                       size_t max_bytes) {
+  if (value.empty()) {
+    return "field '" + std::string(field) + "': expected a non-empty string";
+  }
+  if (value.size() > max_bytes) {
+    return "field '" + std::string(field) + "': longer than " +
+           std::to_string(max_bytes) + " bytes";
+  }
+  return "";
+}
+
+std::string RequireString(const json& object, const char* field,
+                          size_t max_bytes) {
+  const auto it = object.find(field);
+  if (it == object.end()) {
+    throw JobError(std::string("field '") + field + "': missing");
+  }
+  if (!it->is_string()) {
+    throw JobError(std::string("field '") + field +
+                   "': expected a string, found " + it->type_name());
+  }
+  std::string value = it->get<std::string>();
+  if (std::string problem = CheckField(field, value, max_bytes);
+      !problem.empty()) {
+    throw JobError(problem);
+  }
+  return value;
+}
+
+Scalar ToScalar(const std::string& key, const json& value) {
+  switch (value.type()) {
+    case json::value_t::string:
+      return {Scalar::Type::kString, value.get<std::string>()};
+    case json::value_t::boolean:
+      return {Scalar::Type::kBool, value.get<bool>() ? "true" : "false"};
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return {Scalar::Type::kInteger, value.dump()};
+    case json::value_t::number_float:
+      return {Scalar::Type::kNumber, value.dump()};
+    default:
+      throw JobError("payload field '" + key +
+                     "': expected a string, number or boolean, found " +
+                     value.type_name());
+  }
+}
+
+json FromScalar(const Scalar& scalar) {
+  switch (scalar.type) {
+    case Scalar::Type::kString:
+      return scalar.text;
+    case Scalar::Type::kBool:
+      return scalar.text == "true";
+    case Scalar::Type::kInteger:
+    case Scalar::Type::kNumber: {
+      json number =
+          json::parse(scalar.text, nullptr, /*allow_exceptions=*/false);
+      if (!number.is_number()) {
+        throw JobError("payload value '" + scalar.text + "' is not a number");
+      }
+      return number;
+    }
+  }
+  return scalar.text;
+}
+
+const Scalar* Find(const Settings& settings, std::string_view key) {
+  const auto it = settings.find(std::string(key));
+  return it == settings.end() ? nullptr : &it->second;
+}
+
+[[noreturn]] void WrongType(std::string_view key, const char* expected,
+                            const Scalar& found) {
+  throw JobError("'" + std::string(key) + "': expected " + expected +
+                 ", found '" + found.text + "'");
+}
+
+}  // namespace
+
+Job ParseJob(std::string_view text) {
+  json record = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (record.is_discarded()) throw JobError("not JSON");
+  if (!record.is_object()) {
+    throw JobError(std::string("expected a JSON object, found ") +
+                   record.type_name());
+  }
+  Job job;
+  job.id = RequireString(record, "id", kMaxIdBytes);
+  job.lock = RequireString(record, "lock", kMaxLockBytes);
+  job.type = RequireString(record, "type", kMaxTypeBytes);
+  if (const auto payload = record.find("payload"); payload != record.end()) {
+    if (!payload->is_object()) {
+      throw JobError(
+          std::string("field 'payload': expected an object, found ") +
+          payload->type_name());
+    }
+    for (const auto& [key, value] : payload->items()) {
+      job.payload[key] = ToScalar(key, value);
+    }
+  }
+  return job;
+}
+
+std::string EncodeJob(const Job& job) {
+  for (const auto& [field, value, max] :
+       {std::tuple{"id", &job.id, kMaxIdBytes},
+        std::tuple{"lock", &job.lock, kMaxLockBytes},
+        std::tuple{"type", &job.type, kMaxTypeBytes}}) {
+    if (std::string problem = CheckField(field, *value, max);
+        !problem.empty()) {
+      throw JobError(problem);
+    }
+  }
+  json payload = json::object();
+  for (const auto& [key, scalar] : job.payload)
+    payload[key] = FromScalar(scalar);
+  json record = {{"id", job.id},
+                 {"lock", job.lock},
+                 {"type", job.type},
+                 {"payload", std::move(payload)}};
+  // Replace invalid UTF-8 rather than throw: ids come from callers.
+  return record.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<std::string> GetString(const Settings& settings,
+                                     std::string_view key) {
+  const Scalar* scalar = Find(settings, key);
+  if (scalar == nullptr) return std::nullopt;
+  return scalar->text;  // every scalar has a text form
+}
+
+std::optional<int64_t> GetInt(const Settings& settings, std::string_view key) {
+  const Scalar* scalar = Find(settings, key);
+  if (scalar == nullptr) return std::nullopt;
+  if (scalar->type != Scalar::Type::kInteger &&
+      scalar->type != Scalar::Type::kString) {
+    WrongType(key, "an integer", *scalar);
+  }
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(scalar->text, &used);
+    if (used == scalar->text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  WrongType(key, "an integer", *scalar);
+}
+
+std::optional<bool> GetBool(const Settings& settings, std::string_view key) {
+  const Scalar* scalar = Find(settings, key);
+  if (scalar == nullptr) return std::nullopt;
+  if (scalar->text == "true") return true;
+  if (scalar->text == "false") return false;
+  WrongType(key, "true or false", *scalar);
+}
+
+}  // namespace lockfleet::worker

@@ -1,0 +1,332 @@
+#include "lockfleet/worker/worker.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace lockfleet::worker {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::system_clock;
+using std::chrono::time_point_cast;
+
+constexpr milliseconds kPollTimeout{100};
+constexpr milliseconds kLagInterval{1000};
+
+SysMillis NowMillis() {
+  return time_point_cast<milliseconds>(system_clock::now());
+}
+
+// The first occurrence of `schedule` strictly after `after`.
+SysMillis NextOccurrence(const config::ScheduleConfig& schedule,
+                         SysMillis after) {
+  if (schedule.every) {
+    const int64_t every = schedule.every->count();
+    const int64_t t = after.time_since_epoch().count();
+    return SysMillis(milliseconds((t / every + 1) * every));
+  }
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(after);
+  return time_point_cast<milliseconds>(schedule.cron->Next(seconds));
+}
+
+}  // namespace
+
+class Worker::Impl {
+ public:
+  Impl(std::shared_ptr<JobRunner> runner, WorkerOptions options,
+       std::unique_ptr<notifier::JobConsumer> jobs)
+      : runner_(std::move(runner)),
+        options_(std::move(options)),
+        consumer_(std::move(jobs)) {
+    if (!runner_) throw std::invalid_argument("Worker needs a JobRunner");
+    if (options_.threads < 1 || options_.threads > 1024) {
+      throw std::invalid_argument("threads must be 1..1024");
+    }
+    if (options_.grace_period < milliseconds(0)) {
+      throw std::invalid_argument("grace_period must be >= 0");
+    }
+    for (const config::ScheduleConfig& schedule : options_.schedules) {
+      if (schedule.every.has_value() == schedule.cron.has_value()) {
+        throw std::invalid_argument("schedule " + schedule.name +
+                                    ": give exactly one of every and cron");
+      }
+      if (schedule.every && *schedule.every <= milliseconds(0)) {
+        throw std::invalid_argument("schedule " + schedule.name +
+                                    ": every must be > 0");
+      }
+    }
+  }
+
+  void Start() {
+    std::lock_guard lock(mu_);
+    if (started_) throw std::logic_error("Worker::Start called twice");
+    started_ = true;
+    for (int i = 0; i < options_.threads; ++i) {
+      pool_.emplace_back([this] { PoolLoop(); });
+    }
+    if (consumer_) poller_ = std::thread([this] { PollLoop(); });
+    if (!options_.schedules.empty()) {
+      scheduler_ = std::thread([this] { ScheduleLoop(); });
+    }
+  }
+
+  void Shutdown() {
+    std::unique_lock lock(mu_);
+    if (!started_ || stopped_) return;
+    if (draining_) {
+      cv_.wait(lock, [this] { return stopped_; });
+      return;
+    }
+    draining_ = true;
+    cv_.notify_all();
+    const auto deadline =
+        std::chrono::steady_clock::now() + options_.grace_period;
+    if (!cv_.wait_until(lock, deadline, [this] { return running_ == 0; })) {
+      cancel_.request_stop();  // grace is over: cancel what still runs
+      cv_.wait(lock, [this] { return running_ == 0; });
+    }
+    stats_.handed_back += queue_.size();
+    queue_.clear();
+    lock.unlock();
+    for (std::thread& thread : pool_) thread.join();
+    if (poller_.joinable()) poller_.join();  // commits, leaves the group
+    if (scheduler_.joinable()) scheduler_.join();
+    lock.lock();
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+  HealthReport Health() {
+    {
+      std::lock_guard lock(mu_);
+      if (!started_) return {false, "not started"};
+      if (draining_) return {false, "draining (shutting down)"};
+    }
+    try {
+      const Reply pong = runner_->redis().Execute({"PING"});
+      if (pong.is_error()) return {false, "redis: " + pong.str};
+    } catch (const std::exception& e) {
+      return {false, std::string("redis: ") + e.what()};
+    }
+    return {true, "ok"};
+  }
+
+  WorkerStats stats() const {
+    std::lock_guard lock(mu_);
+    WorkerStats out = stats_;
+    out.running = running_;
+    out.draining = draining_;
+    return out;
+  }
+
+ private:
+  struct Task {
+    // A job from the topic, or an occurrence of schedule `schedule`.
+    std::optional<notifier::JobRecord> record;
+    Job job;
+    size_t schedule = 0;
+    SysMillis due;
+  };
+  struct Pending {
+    size_t schedule;
+    SysMillis due;
+    SysMillis try_at;
+    bool in_flight = false;
+  };
+
+  void Observe(int delta) {
+    if (const auto& observer = runner_->options().observer) {
+      observer->OnRunning(delta);
+    }
+  }
+
+  void PoolLoop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return draining_ || !queue_.empty(); });
+      if (draining_) return;  // queued tasks are handed back by Shutdown
+      Task task = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+      lock.unlock();
+      Observe(+1);
+      Execute(task);
+      Observe(-1);
+      lock.lock();
+      --running_;
+      cv_.notify_all();  // capacity for the poller; Shutdown's wait
+    }
+  }
+
+  void Execute(Task& task) {
+    if (task.record) {
+      const JobResult result =
+          runner_->Run(task.job, JobSource::kKafka, cancel_.get_token());
+      std::lock_guard lock(mu_);
+      if (result == JobResult::kCancelled) {
+        ++stats_.handed_back;  // not marked: the group redelivers it
+      } else {
+        consumer_->MarkDone(*task.record);
+        ++stats_.finished;
+      }
+      return;
+    }
+    const config::ScheduleConfig& schedule = options_.schedules[task.schedule];
+    const OccurrenceResult result =
+        runner_->RunOccurrence(schedule, task.due, cancel_.get_token());
+    std::lock_guard lock(mu_);
+    auto pending =
+        std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) {
+          return p.schedule == task.schedule && p.due == task.due;
+        });
+    if (result.result == JobResult::kCancelled) ++stats_.handed_back;
+    if (result.result) {
+      if (*result.result != JobResult::kCancelled) ++stats_.finished;
+      if (pending != pending_.end()) pending_.erase(pending);
+    } else if (pending != pending_.end()) {
+      pending->in_flight = false;
+      pending->try_at = NowMillis() + result.retry_after;
+    }
+    cv_.notify_all();  // the scheduler re-arms
+  }
+
+  bool HasCapacity() const {
+    return queue_.size() + static_cast<size_t>(running_) <
+           static_cast<size_t>(options_.threads);
+  }
+
+  void PollLoop() {
+    auto next_lag = std::chrono::steady_clock::now();
+    const auto& observer = runner_->options().observer;
+    while (true) {
+      bool capacity = false;
+      {
+        std::lock_guard lock(mu_);
+        if (draining_) break;
+        capacity = HasCapacity();
+      }
+      consumer_->SetPaused(!capacity);
+      std::optional<notifier::JobRecord> record = consumer_->Poll(kPollTimeout);
+      if (observer && std::chrono::steady_clock::now() >= next_lag) {
+        observer->OnConsumerLag(consumer_->Lag());
+        next_lag = std::chrono::steady_clock::now() + kLagInterval;
+      }
+      if (!record) continue;
+      Task task{.record = std::move(record)};
+      try {
+        task.job = ParseJob(task.record->value);
+      } catch (const JobError& e) {
+        runner_->RejectMalformed(task.record->value, e.what());
+        consumer_->MarkDone(*task.record);  // nothing to retry
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      if (draining_) break;  // not queued, not marked: redelivered
+      queue_.push_back(std::move(task));
+      ++stats_.taken;
+      cv_.notify_all();
+    }
+    // Draining: keep serving the group (paused) until the running jobs have
+    // ended and marked their records, then commit and leave.
+    consumer_->SetPaused(true);
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (running_ == 0) break;
+      }
+      consumer_->Poll(kPollTimeout);  // paused: returns nothing we keep
+    }
+    consumer_->Close();
+  }
+
+  void ScheduleLoop() {
+    std::vector<SysMillis> next(options_.schedules.size());
+    const SysMillis start = NowMillis();
+    for (size_t i = 0; i < next.size(); ++i) {
+      next[i] = NextOccurrence(options_.schedules[i], start);
+    }
+    std::unique_lock lock(mu_);
+    while (!draining_) {
+      const SysMillis now = NowMillis();
+      for (size_t i = 0; i < next.size(); ++i) {
+        while (next[i] <= now) {
+          pending_.push_back(
+              {.schedule = i, .due = next[i], .try_at = next[i]});
+          next[i] = NextOccurrence(options_.schedules[i], next[i]);
+        }
+      }
+      SysMillis wake = SysMillis::max();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->in_flight) {
+          ++it;
+          continue;
+        }
+        if (it->try_at >= next[it->schedule]) {
+          // Held by another worker until the next occurrence was due: give
+          // this one up (the next occurrence supersedes it).
+          const config::ScheduleConfig& schedule =
+              options_.schedules[it->schedule];
+          if (const auto& observer = runner_->options().observer) {
+            observer->OnJob(JobSource::kSchedule, schedule.handler,
+                            JobResult::kTimeout, Clock::Duration::zero());
+          }
+          it = pending_.erase(it);
+          continue;
+        }
+        if (it->try_at <= now) {
+          it->in_flight = true;
+          queue_.push_back({.schedule = it->schedule, .due = it->due});
+          ++stats_.taken;
+          cv_.notify_all();
+        } else {
+          wake = std::min(wake, it->try_at);
+        }
+        ++it;
+      }
+      for (const SysMillis& t : next) wake = std::min(wake, t);
+      wake = std::min(wake, now + std::chrono::minutes(1));  // no overflow
+      cv_.wait_until(lock, system_clock::time_point(wake),
+                     [this] { return draining_; });
+    }
+  }
+
+  const std::shared_ptr<JobRunner> runner_;
+  const WorkerOptions options_;
+  const std::unique_ptr<notifier::JobConsumer> consumer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;        // guarded by mu_
+  std::vector<Pending> pending_;  // guarded by mu_
+  int running_ = 0;               // guarded by mu_
+  bool started_ = false;          // guarded by mu_
+  bool draining_ = false;         // guarded by mu_
+  bool stopped_ = false;          // guarded by mu_
+  WorkerStats stats_;             // guarded by mu_
+  std::stop_source cancel_;
+  std::vector<std::thread> pool_;
+  std::thread poller_;
+  std::thread scheduler_;
+};
+
+Worker::Worker(std::shared_ptr<JobRunner> runner, WorkerOptions options,
+               std::unique_ptr<notifier::JobConsumer> jobs)
+    : impl_(std::make_unique<Impl>(std::move(runner), std::move(options),
+                                   std::move(jobs))) {}
+
+Worker::~Worker() { Shutdown(); }
+
+void Worker::Start() { impl_->Start(); }
+void Worker::Shutdown() { impl_->Shutdown(); }
+HealthReport Worker::Health() { return impl_->Health(); }
+WorkerStats Worker::stats() const { return impl_->stats(); }
+
+}  // namespace lockfleet::worker
