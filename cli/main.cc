@@ -12,8 +12,11 @@
 #include "child_process.h"
 #include "command.h"
 #include "config_command.h"
+#include "demo_command.h"
+#include "jobs_command.h"
 #include "lock_command.h"
 #include "signals.h"
+#include "worker_command.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -68,6 +71,9 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   subcommands.push_back(AddLockCommand(app, *formatter));
   subcommands.push_back(AddBrokerCommand(app, *formatter));
   subcommands.push_back(AddConfigCommand(app, *formatter));
+  subcommands.push_back(AddWorkerCommand(app, *formatter));
+  subcommands.push_back(AddJobsCommand(app, *formatter));
+  subcommands.push_back(AddDemoCommand(app, *formatter));
 
   try {
     app.parse(static_cast<int>(front.size()), front.data());

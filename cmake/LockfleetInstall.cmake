@@ -25,7 +25,7 @@ set(LOCKFLEET_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/lockfleet"
 # Library modules in dependency order; a module whose target does not exist
 # (yet) is skipped.
 set(_lockfleet_libraries)
-foreach(_module IN ITEMS config lockcore notifier worker)
+foreach(_module IN ITEMS config lockcore notifier worker metrics)
   if(TARGET lockfleet_${_module})
     list(APPEND _lockfleet_libraries lockfleet_${_module})
   endif()
@@ -67,7 +67,11 @@ endif()
 #                        the modules as the build's own pkg_check_modules call
 #                        named them
 #   <Package>::<target>  find_dependency(<Package>) (yaml-cpp::yaml-cpp,
-#                        prometheus-cpp::core, spdlog::spdlog, ...)
+#                        spdlog::spdlog, ...); packages that only ship a
+#                        CMake config file, listed in
+#                        _lockfleet_config_only_packages below
+#                        (prometheus-cpp::core, civetweb::civetweb), get
+#                        find_dependency(<Package> CONFIG)
 #   yaml-cpp             find_dependency(yaml-cpp) (0.7 exports no namespace)
 #   -lfoo, foo, /x/y.a   plain linker input: nothing to find
 set(_lockfleet_link_items)
@@ -96,6 +100,11 @@ list(REMOVE_DUPLICATES _lockfleet_link_items)
 
 set(LOCKFLEET_CONFIG_DEPENDENCIES "")
 set(_lockfleet_found_packages)
+# Packages found through their own <Package>Config.cmake only: CMake ships
+# no Find module for them, so the consumer skips the module search. (The
+# metrics module links prometheus-cpp and civetweb PRIVATE; prometheus-cpp's
+# config file itself finds civetweb, ZLIB and CURL again.)
+set(_lockfleet_config_only_packages prometheus-cpp civetweb)
 set(_lockfleet_uses_pkgconfig FALSE)
 foreach(_item IN LISTS _lockfleet_link_items)
   if(_item MATCHES "^lockfleet(::|_)")
@@ -145,7 +154,11 @@ if(_lockfleet_uses_pkgconfig)
 endif()
 list(REMOVE_DUPLICATES _lockfleet_found_packages)
 foreach(_package IN LISTS _lockfleet_found_packages)
-  string(APPEND _lockfleet_package_code "find_dependency(${_package})\n")
+  if(_package IN_LIST _lockfleet_config_only_packages)
+    string(APPEND _lockfleet_package_code "find_dependency(${_package} CONFIG)\n")
+  else()
+    string(APPEND _lockfleet_package_code "find_dependency(${_package})\n")
+  endif()
 endforeach()
 string(PREPEND LOCKFLEET_CONFIG_DEPENDENCIES "${_lockfleet_package_code}")
 
@@ -175,5 +188,6 @@ install(FILES
 unset(_lockfleet_libraries)
 unset(_lockfleet_link_items)
 unset(_lockfleet_found_packages)
+unset(_lockfleet_config_only_packages)
 unset(_lockfleet_package_code)
 unset(_lockfleet_uses_pkgconfig)

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "lockfleet/lockcore/error.h"
 #include "rate_limited_log.h"
+#include "rdkafka_common.h"
 
 namespace lockfleet::notifier {
 namespace {
@@ -25,13 +25,6 @@ constexpr milliseconds kAssignRetry{
     200};  // while the topic or broker is missing
 constexpr auto kMetadataRefresh =
     std::chrono::seconds(10);  // partition changes
-
-void StderrLog(LogLevel level, std::string_view message) {
-  static const char* kNames[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "lockfleet notifier [%s]: %.*s\n",
-               kNames[static_cast<int>(level)],
-               static_cast<int>(message.size()), message.data());
-}
 
 std::string RandomSuffix() {
   std::random_device rd;
@@ -50,60 +43,45 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                                   public RdKafka::EventCb {
  public:
   explicit Impl(KafkaOptions o)
-      : options(std::move(o)), log(options.log ? options.log : StderrLog) {
-    if (options.bootstrap.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "Kafka bootstrap servers are required");
-    }
-    if (options.topic.empty())
-      throw Error(ErrorCode::kInvalidArgument, "Kafka topic is required");
-    if (options.fetch_wait.count() < 0 ||
-        options.message_timeout.count() <= 0 ||
-        options.queue_max_messages < 1) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "Kafka fetch_wait must be >= 0, message_timeout and "
-                  "queue_max_messages > 0");
-    }
-    const std::map<std::string, std::string> common{
-        {"bootstrap.servers", options.bootstrap},
-        {"client.id", options.client_id},
-        {"socket.nagle.disable", "true"},
-        {"reconnect.backoff.ms", "50"},
-        {"reconnect.backoff.max.ms", "1000"},
-        {"topic.metadata.refresh.interval.ms", "10000"},
-    };
-    auto producer_conf =
-        MakeConf(common, {
-                             {"linger.ms", "0"},
-                             {"acks", "1"},
-                             {"message.timeout.ms",
-                              std::to_string(options.message_timeout.count())},
-                             {"queue.buffering.max.messages",
-                              std::to_string(options.queue_max_messages)},
-                         });
+      : options(std::move(o)), log(SinkOrStderr(options.log)) {
+    Require(!options.bootstrap.empty(), "Kafka bootstrap servers are required");
+    Require(!options.topic.empty(), "Kafka topic is required");
+    Require(options.fetch_wait.count() >= 0 &&
+                options.message_timeout.count() > 0 &&
+                options.queue_max_messages >= 1,
+            "Kafka fetch_wait must be >= 0, message_timeout and "
+            "queue_max_messages > 0");
+    const Properties common =
+        CommonProperties(options.bootstrap, options.client_id);
+    Properties producer_props = common;
+    producer_props.insert({
+        {"linger.ms", "0"},
+        {"acks", "1"},
+        {"message.timeout.ms", Millis(options.message_timeout)},
+        {"queue.buffering.max.messages",
+         std::to_string(options.queue_max_messages)},
+    });
+    auto producer_conf = MakeConf(producer_props, options.properties, this);
+    SetCallback(*producer_conf, "dr_cb",
+                static_cast<RdKafka::DeliveryReportCb*>(this));
     std::string err;
-    if (producer_conf->set("dr_cb",
-                           static_cast<RdKafka::DeliveryReportCb*>(this),
-                           err) != RdKafka::Conf::CONF_OK) {
-      throw Error(ErrorCode::kKafka, "cannot set delivery callback: " + err);
-    }
     producer.reset(RdKafka::Producer::create(producer_conf.get(), err));
     if (!producer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka producer: " + err);
 
     // Broadcast consumer: partitions are assign()ed, so the group id only
     // satisfies librdkafka 2.0.2, which wants one; no group is joined.
-    auto consumer_conf = MakeConf(
-        common,
-        {
-            {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
-            {"enable.auto.commit", "false"},
-            {"enable.auto.offset.store", "false"},
-            {"auto.offset.reset", "latest"},
-            {"enable.partition.eof", "false"},
-            {"fetch.wait.max.ms", std::to_string(options.fetch_wait.count())},
-            {"fetch.error.backoff.ms", "50"},
-        });
+    Properties consumer_props = common;
+    consumer_props.insert({
+        {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "latest"},
+        {"enable.partition.eof", "false"},
+        {"fetch.wait.max.ms", Millis(options.fetch_wait)},
+        {"fetch.error.backoff.ms", "50"},
+    });
+    auto consumer_conf = MakeConf(consumer_props, options.properties, this);
     consumer.reset(RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
     if (!consumer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
@@ -115,29 +93,6 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     if (thread.joinable()) thread.join();
     consumer->close();
     producer->flush(1000);
-  }
-
-  std::unique_ptr<RdKafka::Conf> MakeConf(
-      const std::map<std::string, std::string>& common,
-      const std::map<std::string, std::string>& own) {
-    std::unique_ptr<RdKafka::Conf> conf(
-        RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-    std::string err;
-    auto set = [&](const std::string& key, const std::string& value,
-                   bool user) {
-      if (conf->set(key, value, err) != RdKafka::Conf::CONF_OK) {
-        throw Error(user ? ErrorCode::kInvalidArgument : ErrorCode::kKafka,
-                    "Kafka property '" + key + "': " + err);
-      }
-    };
-    for (const auto& [k, v] : common) set(k, v, false);
-    for (const auto& [k, v] : own) set(k, v, false);
-    for (const auto& [k, v] : options.properties) set(k, v, true);
-    if (conf->set("event_cb", static_cast<RdKafka::EventCb*>(this), err) !=
-        RdKafka::Conf::CONF_OK) {
-      throw Error(ErrorCode::kKafka, "cannot set event callback: " + err);
-    }
-    return conf;
   }
 
   void Publish(const UnlockEvent& event) noexcept {
@@ -172,25 +127,10 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   // Errors and logs from both clients (served on our thread).
   void event_cb(RdKafka::Event& event) override {
-    if (event.type() == RdKafka::Event::EVENT_ERROR) {
-      RdKafka::ErrorCode err = event.err();
-      if (err == RdKafka::ERR__TRANSPORT ||
-          err == RdKafka::ERR__ALL_BROKERS_DOWN ||
-          err == RdKafka::ERR__RESOLVE) {
-        transport_errors.fetch_add(1, std::memory_order_relaxed);
-        logs.Log("transport", LogLevel::kWarning,
-                 "Kafka unreachable (" + RdKafka::err2str(err) + "): " +
-                     event.str() + "; waiters fall back on their park bounds",
-                 log);
-      } else {
-        logs.Log("error", event.fatal() ? LogLevel::kError : LogLevel::kWarning,
-                 "Kafka error: " + RdKafka::err2str(err) + ": " + event.str(),
-                 log);
-      }
-    } else if (event.type() == RdKafka::Event::EVENT_LOG &&
-               event.severity() <= 3) {
-      logs.Log("rdkafka", LogLevel::kError, event.fac() + ": " + event.str(),
-               log);
+    if (LogClientEvent(event, logs, log,
+                       "waiters fall back on their park bounds") ==
+        ClientEvent::kTransport) {
+      transport_errors.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -329,12 +269,27 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
     consumed.fetch_add(1, std::memory_order_relaxed);
     if (r.event->released_at_ns > 0) {
-      last_delay_ns.store(NowNs() - r.event->released_at_ns,
-                          std::memory_order_relaxed);
+      int64_t delay_ns = NowNs() - r.event->released_at_ns;
+      last_delay_ns.store(delay_ns, std::memory_order_relaxed);
+      ReportDelay(std::chrono::nanoseconds(delay_ns));
     }
     std::lock_guard lock(mu);
     if (hook) hook(*r.event);
     for (LockClient* client : clients) client->DeliverUnlockEvent(*r.event);
+  }
+
+  void ReportDelay(std::chrono::nanoseconds delay) {
+    if (!options.on_delay) return;
+    try {
+      options.on_delay(delay);
+    } catch (const std::exception& e) {
+      delay_hook_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("on_delay", LogLevel::kError,
+               std::string("on_delay threw: ") + e.what(), log);
+    } catch (...) {
+      delay_hook_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("on_delay", LogLevel::kError, "on_delay threw", log);
+    }
   }
 
   KafkaOptions options;
@@ -354,7 +309,7 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0},
       delivery_failed{0}, consumed{0}, malformed{0}, consumer_errors{0},
-      transport_errors{0};
+      transport_errors{0}, delay_hook_errors{0};
   std::atomic<int64_t> last_delay_ns{0};
 };
 
@@ -399,6 +354,7 @@ NotifierStats KafkaNotifier::stats() const {
   s.partitions = impl_->partitions.load();
   s.assigned = s.partitions > 0;
   s.last_delay_ns = impl_->last_delay_ns.load(std::memory_order_relaxed);
+  s.delay_hook_errors = get(impl_->delay_hook_errors);
   std::lock_guard lock(impl_->mu);
   s.malformed_by_reason = impl_->malformed_by_reason;
   return s;

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "lockfleet/notifier/kafka_notifier.h"
+#include "lockfleet/notifier/log.h"
 
 namespace lockfleet::notifier {
 

@@ -211,6 +211,53 @@ TEST_F(Notifier, MalformedRecordsAreCountedAndDropped) {
   EXPECT_TRUE(WaitUntil([&] { return p.notifier->stats().consumed > before; }));
 }
 
+TEST_F(Notifier, OnDelayGetsEachEventsDelayAndItsExceptionsAreContained) {
+  auto make = [&](std::function<void(std::chrono::nanoseconds)> hook) {
+    KafkaOptions k;
+    k.bootstrap = broker_->bootstrap();
+    k.log = Quiet;
+    k.on_delay = std::move(hook);
+    auto n = std::make_unique<KafkaNotifier>(k);
+    EXPECT_TRUE(n->WaitUntilReady(seconds(30)));
+    return n;
+  };
+  std::mutex mu;
+  std::vector<std::chrono::nanoseconds> delays;
+  auto recording = make([&](std::chrono::nanoseconds d) {
+    std::lock_guard lock(mu);
+    delays.push_back(d);
+  });
+  auto throwing = make([](std::chrono::nanoseconds) -> void {
+    throw std::runtime_error("histogram full");
+  });
+  auto publisher = make(nullptr);
+  constexpr auto kAge = milliseconds(250);  // released this long ago
+  for (int i = 0; i < 3; ++i) {
+    UnlockEvent e{.lock = "delay:" + std::to_string(i), .owner = "o"};
+    e.released_at_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            (std::chrono::system_clock::now() - kAge).time_since_epoch())
+            .count();
+    publisher->Publish(e);
+  }
+  UnlockEvent untimed{.lock = "delay:untimed", .owner = "o"};  // no time
+  publisher->Publish(untimed);
+  ASSERT_TRUE(WaitUntil([&] { return recording->stats().consumed == 4; }));
+  ASSERT_TRUE(WaitUntil([&] { return throwing->stats().consumed == 4; }));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(delays.size(), 3u);  // the untimed event has no delay
+    for (auto d : delays) {
+      EXPECT_GE(d, kAge);
+      EXPECT_LT(d, kAge + seconds(30));
+    }
+    EXPECT_EQ(delays.back().count(), recording->stats().last_delay_ns);
+  }
+  EXPECT_EQ(recording->stats().delay_hook_errors, 0u);
+  EXPECT_EQ(throwing->stats().delay_hook_errors, 3u);
+  EXPECT_EQ(throwing->stats().malformed, 0u);
+}
+
 TEST_F(Notifier, BadOptionsAreRefused) {
   KafkaOptions k;
   k.log = Quiet;

@@ -20,6 +20,7 @@ using std::chrono::time_point_cast;
 
 constexpr milliseconds kPollTimeout{100};
 constexpr milliseconds kLagInterval{1000};
+constexpr milliseconds kPauseAfter{1000};
 
 SysMillis NowMillis() {
   return time_point_cast<milliseconds>(system_clock::now());
@@ -198,22 +199,35 @@ class Worker::Impl {
     cv_.notify_all();  // the scheduler re-arms
   }
 
-  bool HasCapacity() const {
-    return queue_.size() + static_cast<size_t>(running_) <
-           static_cast<size_t>(options_.threads);
+  // Flow control. The local queue holds up to 4 jobs per thread. When it is
+  // full the poll thread first just waits for room (short jobs free it in
+  // milliseconds); only if it stays full for kPauseAfter does it pause the
+  // consumer, so that Poll keeps serving the group (rebalances, the poll
+  // interval) while long jobs run. Pausing is not the default because a
+  // resume refetches from the broker, which on librdkafka 2.0 costs several
+  // hundred milliseconds; with short jobs that capped the rate at ~16 jobs/s.
+  // Returns whether the consumer should be paused; false with draining_.
+  bool FlowControl(std::unique_lock<std::mutex>& lock, bool paused) {
+    const size_t low = static_cast<size_t>(options_.threads);
+    const size_t high = 4 * low;
+    if (paused) return queue_.size() >= low;
+    if (queue_.size() < high) return false;
+    return !cv_.wait_for(lock, kPauseAfter,
+                         [&] { return draining_ || queue_.size() < low; });
   }
 
   void PollLoop() {
     auto next_lag = std::chrono::steady_clock::now();
     const auto& observer = runner_->options().observer;
+    bool paused = false;
     while (true) {
-      bool capacity = false;
       {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
         if (draining_) break;
-        capacity = HasCapacity();
+        paused = FlowControl(lock, paused);
+        if (draining_) break;
       }
-      consumer_->SetPaused(!capacity);
+      consumer_->SetPaused(paused);
       std::optional<notifier::JobRecord> record = consumer_->Poll(kPollTimeout);
       if (observer && std::chrono::steady_clock::now() >= next_lag) {
         observer->OnConsumerLag(consumer_->Lag());

@@ -39,14 +39,10 @@
 
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/unlock_event.h"
+#include "lockfleet/notifier/log.h"
 #include "lockfleet/notifier/unlock_codec.h"
 
 namespace lockfleet::notifier {
-
-enum class LogLevel { kDebug, kInfo, kWarning, kError };
-
-// Where the notifier's log lines go. Default: one line per call on stderr.
-using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 struct KafkaOptions {
   std::string bootstrap;  // "host:port[,host:port...]", required
@@ -66,6 +62,13 @@ struct KafkaOptions {
   std::map<std::string, std::string> properties;
   std::string client_id = "lockfleet";
   LogSink log;  // Default: stderr
+  // Called on the consumer thread for every well-formed unlock event that
+  // carries a release time, with receive time - release time (system clocks
+  // of two hosts: skew can make it negative), the value last_delay_ns keeps;
+  // e.g. to feed a histogram. Keep it short: it delays the event's delivery.
+  // An exception from it is caught, counted in delay_hook_errors and logged.
+  // Default: none.
+  std::function<void(std::chrono::nanoseconds delay)> on_delay;
 };
 
 // Counters since construction.
@@ -81,7 +84,8 @@ struct NotifierStats {
   uint64_t transport_errors = 0;  // broker connection failures, both clients
   bool assigned = false;          // consumer has its partitions
   int partitions = 0;
-  int64_t last_delay_ns = 0;  // receive time - release time, last event
+  int64_t last_delay_ns = 0;       // receive time - release time, last event
+  uint64_t delay_hook_errors = 0;  // exceptions thrown by on_delay
 };
 
 class KafkaNotifier final : public UnlockPublisher {

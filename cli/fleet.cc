@@ -1,0 +1,176 @@
+#include "fleet.h"
+
+#include <unistd.h>
+
+#include <utility>
+
+#include "lockfleet/config/error.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/job_topic.h"
+
+namespace lockfleet::cli {
+namespace {
+
+using config::LogLevel;
+
+std::string DefaultWorkerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    return "localhost:" + std::to_string(getpid());
+  }
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
+}  // namespace
+
+RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
+  return RedisOptions{.url = redis.url,
+                      .pool_size = redis.pool_size,
+                      .connect_timeout = redis.connect_timeout,
+                      .command_timeout = redis.command_timeout};
+}
+
+LockClientOptions LockOptionsFrom(const config::Config& config) {
+  return LockClientOptions{.key_prefix = config.redis.key_prefix,
+                           .default_lease = config.locks.lease,
+                           .park_cap = config.locks.park_cap,
+                           .fair = config.locks.fair,
+                           .presence_window = config.locks.presence_window,
+                           .claim_window = config.locks.claim_window};
+}
+
+notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
+  return notifier::KafkaOptions{.bootstrap = kafka.bootstrap,
+                                .topic = kafka.unlock_topic,
+                                .fetch_wait = kafka.fetch_wait,
+                                .message_timeout = kafka.message_timeout,
+                                .queue_max_messages = kafka.queue_max_messages,
+                                .properties = kafka.properties,
+                                .client_id = kafka.client_id};
+}
+
+Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
+             std::shared_ptr<const worker::HandlerRegistry> handlers,
+             const Logger& logger)
+    : logger_(logger),
+      worker_id_(overrides.worker_id.empty() ? DefaultWorkerId()
+                                             : overrides.worker_id),
+      metrics_(std::make_shared<metrics::Metrics>()) {
+  if (const std::vector<std::string> problems =
+          handlers->Validate(config.worker.handlers);
+      !problems.empty()) {
+    std::string message;
+    for (const std::string& problem : problems) {
+      message += (message.empty() ? "" : "; ") + problem;
+    }
+    throw config::ConfigError(message);
+  }
+
+  redis_ = std::make_shared<RedisClient>(RedisOptionsFrom(config.redis));
+  redis_->Execute({"PING"});  // fail fast: Redis must be there to start
+  metrics_->AddRedisRoundTrips(
+      [weak = std::weak_ptr<RedisClient>(redis_)]() -> uint64_t {
+        const auto redis = weak.lock();
+        return redis ? redis->round_trips() : 0;
+      });
+
+  LockClientOptions lock_options = LockOptionsFrom(config);
+  lock_options.observer = metrics_->lock_observer();
+  lock_options.client_id = worker_id_;
+  if (config.kafka) {
+    notifier::KafkaOptions kafka = KafkaOptionsFrom(*config.kafka);
+    kafka.client_id = config.kafka->client_id;
+    kafka.log = logger_.NotifierSink("kafka");
+    kafka.on_delay = [metrics = metrics_](std::chrono::nanoseconds delay) {
+      metrics->ObserveNotificationDelay(delay);
+    };
+    notifier_ = std::make_shared<notifier::KafkaNotifier>(std::move(kafka));
+    // Weak: the notifier holds the metrics (on_delay); no cycle.
+    metrics_->AddNotifierStats(
+        [weak = std::weak_ptr<notifier::KafkaNotifier>(notifier_)] {
+          const auto notifier = weak.lock();
+          return notifier ? notifier->stats() : notifier::NotifierStats{};
+        });
+    lock_options.publisher = notifier_;
+  }
+  locks_ = std::make_shared<LockClient>(redis_, std::move(lock_options));
+  if (notifier_) notifier_->Subscribe(locks_.get());
+
+  runner_ = std::make_shared<worker::JobRunner>(
+      locks_, redis_, std::move(handlers),
+      worker::RunnerOptions{
+          .key_prefix = config.redis.key_prefix,
+          .lock_wait = config.locks.wait,
+          .max_attempts = config.worker.max_attempts,
+          .dedup_ttl = config.worker.dedup_ttl,
+          .handler_settings = config.worker.handlers,
+          .worker_id = worker_id_,
+          .observer = metrics_->worker_observer(),
+          .log = [logger = logger_](LogLevel level, std::string_view message) {
+            logger.Log(level, "worker", message);
+          }});
+
+  std::unique_ptr<notifier::JobConsumer> jobs;
+  if (config.worker.sources.kafka_jobs.enabled && config.kafka) {
+    const config::KafkaConfig& kafka = *config.kafka;
+    jobs = std::make_unique<notifier::JobConsumer>(notifier::JobConsumerOptions{
+        .bootstrap = kafka.bootstrap,
+        .topic = kafka.jobs_topic,
+        .group = config.worker.sources.kafka_jobs.group,
+        .client_id = kafka.client_id,
+        .fetch_wait = kafka.fetch_wait,
+        .properties = kafka.properties,
+        .log = logger_.NotifierSink("jobs")});
+  }
+  worker_ = std::make_unique<worker::Worker>(
+      runner_,
+      worker::WorkerOptions{.threads = config.worker.threads,
+                            .grace_period = config.worker.grace_period,
+                            .schedules = config.worker.sources.schedules},
+      std::move(jobs));
+
+  const std::string metrics_listen = overrides.metrics_listen.empty()
+                                         ? config.metrics.listen
+                                         : overrides.metrics_listen;
+  if (!metrics_listen.empty()) {
+    metrics_server_ =
+        std::make_unique<metrics::MetricsServer>(metrics_, metrics_listen);
+  }
+  const std::string health_listen = overrides.health_listen.empty()
+                                        ? config.worker.health_listen
+                                        : overrides.health_listen;
+  if (!health_listen.empty()) {
+    health_server_ = std::make_unique<metrics::HealthServer>(
+        [worker = worker_.get()] {
+          const worker::HealthReport report = worker->Health();
+          return metrics::HealthReport{report.healthy, report.detail};
+        },
+        health_listen);
+  }
+}
+
+Fleet::~Fleet() {
+  Shutdown();
+  health_server_.reset();  // it calls into worker_
+  worker_.reset();
+  runner_.reset();
+  if (notifier_) notifier_->Unsubscribe(locks_.get());
+  locks_.reset();     // releases nothing: every job has ended
+  notifier_.reset();  // flushes queued unlock events
+}
+
+void Fleet::Start() { worker_->Start(); }
+
+void Fleet::Shutdown() {
+  if (worker_) worker_->Shutdown();
+}
+
+std::string Fleet::metrics_url() const {
+  return metrics_server_ ? metrics_server_->url() : "";
+}
+
+std::string Fleet::health_url() const {
+  return health_server_ ? health_server_->url() : "";
+}
+
+}  // namespace lockfleet::cli

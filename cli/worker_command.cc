@@ -1,0 +1,144 @@
+#include "worker_command.h"
+
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fleet.h"
+#include "lockfleet/config/config.h"
+#include "lockfleet/config/error.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/worker/builtin_handlers.h"
+
+namespace lockfleet::cli {
+namespace {
+
+constexpr char kDescription[] =
+    "Run one process of the job-worker fleet: take jobs from the Kafka jobs "
+    "topic and the configured schedules, run each under its lock, serve "
+    "/metrics and /healthz. Start as many as you like, on any machines.";
+
+constexpr char kFooter[] =
+    R"(Everything comes from the config file (see 'lockfleet config example').
+The process runs until SIGTERM or SIGINT, then shuts down gracefully: it
+stops taking jobs, gives running ones worker.grace_period to finish (then
+cancels them and hands them back to the fleet), releases its locks, commits
+the jobs-topic offsets of finished jobs and flushes its unlock events.
+
+Once serving, it prints one line on stdout:
+  ready worker=ID metrics=URL|- health=URL|-
+
+Exit status:
+  0   stopped by SIGTERM or SIGINT after a graceful shutdown
+  2   bad arguments or config (the errors name FILE:LINE:COL and the key),
+      or a listen address that is malformed or in use
+  69  Redis unreachable at start
+
+Example:
+  lockfleet worker --config /etc/lockfleet/worker.yaml)";
+
+struct WorkerArgs {
+  std::string config_path;
+  FleetOverrides overrides;
+};
+
+int RunWorker(const WorkerArgs& args, const Context& context) {
+  config::Config config;
+  try {
+    config = config::LoadFile(args.config_path);
+  } catch (const config::ConfigErrors& e) {
+    for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
+    return kExitUsage;
+  }
+  const Logger logger(config.logging);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::mutex mu;
+  std::condition_variable signalled;
+  int stop_signal = 0;  // guarded by mu
+  ScopedSignalHandler on_signal(context.signals, [&](int signal) {
+    std::lock_guard lock(mu);
+    if (stop_signal == 0) {
+      stop_signal = signal;
+    } else {
+      logger.Log(config::LogLevel::kWarning, "worker",
+                 "already shutting down (grace period " +
+                     std::to_string(config.worker.grace_period.count()) +
+                     " ms)");
+    }
+    signalled.notify_all();
+  });
+
+  auto handlers = std::make_shared<worker::HandlerRegistry>();
+  worker::RegisterBuiltinHandlers(*handlers);
+  std::unique_ptr<Fleet> fleet;
+  try {
+    fleet = std::make_unique<Fleet>(config, args.overrides, handlers, logger);
+  } catch (const config::ConfigError& e) {
+    PrintError(args.config_path + ": " + e.what());
+    return kExitUsage;
+  } catch (const Error& e) {
+    PrintError(e.what());
+    return e.code() == ErrorCode::kInvalidArgument ? kExitUsage
+                                                   : kExitUnavailable;
+  }
+  fleet->Start();
+  const auto or_dash = [](const std::string& url) {
+    return url.empty() ? std::string("-") : url;
+  };
+  std::cout << "ready worker=" << fleet->worker_id()
+            << " metrics=" << or_dash(fleet->metrics_url())
+            << " health=" << or_dash(fleet->health_url()) << std::endl;
+  logger.Log(config::LogLevel::kInfo, "worker",
+             "started " + std::to_string(config.worker.threads) +
+                 " threads; jobs topic " +
+                 (config.worker.sources.kafka_jobs.enabled ? "on" : "off") +
+                 ", " + std::to_string(config.worker.sources.schedules.size()) +
+                 " schedules");
+  {
+    std::unique_lock lock(mu);
+    signalled.wait(lock, [&] { return stop_signal != 0; });
+  }
+  logger.Log(config::LogLevel::kInfo, "worker",
+             std::string("shutting down (") + strsignal(stop_signal) + ")");
+  fleet->Shutdown();
+  fleet.reset();
+  logger.Log(config::LogLevel::kInfo, "worker", "stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand AddWorkerCommand(CLI::App& parent, HelpFormatter& formatter) {
+  CLI::App* app = parent.add_subcommand("worker", kDescription);
+  formatter.SetSynopsis(app,
+                        "--config FILE [--id ID] [--metrics-listen "
+                        "HOST:PORT] [--health-listen HOST:PORT]");
+  app->footer(kFooter);
+  auto args = std::make_shared<WorkerArgs>();
+  app->add_option("--config", args->config_path, "The deployment config")
+      ->required()
+      ->type_name("FILE");
+  app->add_option("--id", args->overrides.worker_id,
+                  "This worker's name in logs, lock owners and schedule "
+                  "history. Default: HOST:PID")
+      ->type_name("ID");
+  app->add_option("--metrics-listen", args->overrides.metrics_listen,
+                  "Serve /metrics here instead of metrics.listen (port 0: any)")
+      ->type_name("HOST:PORT");
+  app->add_option("--health-listen", args->overrides.health_listen,
+                  "Serve /healthz here instead of worker.health_listen")
+      ->type_name("HOST:PORT");
+  Subcommand subcommand;
+  subcommand.app = app;
+  subcommand.run = [args](const Context& context) {
+    return RunWorker(*args, context);
+  };
+  return subcommand;
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,452 @@
+#include <librdkafka/rdkafkacpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+
+#include "consumer_introspection.h"
+#include "lockfleet/notifier/job_topic.h"
+#include "offset_tracker.h"
+#include "rate_limited_log.h"
+#include "rdkafka_common.h"
+
+namespace lockfleet::notifier {
+namespace {
+
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+// How often librdkafka emits the statistics Lag() is computed from.
+constexpr int kStatsIntervalMs = 1000;
+
+// librdkafka's C++ API takes and returns vectors of raw TopicPartition
+// pointers; this owns one.
+struct PartitionList {
+  PartitionList() = default;
+  PartitionList(const PartitionList&) = delete;
+  PartitionList& operator=(const PartitionList&) = delete;
+  ~PartitionList() { RdKafka::TopicPartition::destroy(v); }
+  std::vector<RdKafka::TopicPartition*> v;
+};
+
+std::string PartitionNames(const std::vector<RdKafka::TopicPartition*>& parts) {
+  std::string out = "[";
+  for (const RdKafka::TopicPartition* tp : parts) {
+    if (out.size() > 1) out += ",";
+    out += std::to_string(tp->partition());
+  }
+  return out + "]";
+}
+
+std::string ErrorText(RdKafka::Error* error) {
+  std::unique_ptr<RdKafka::Error> owned(error);
+  return owned ? owned->str() : std::string();
+}
+
+}  // namespace
+
+class JobConsumer::Impl final : public RdKafka::RebalanceCb,
+                                public RdKafka::OffsetCommitCb,
+                                public RdKafka::EventCb {
+ public:
+  explicit Impl(JobConsumerOptions o)
+      : options(std::move(o)), log(SinkOrStderr(options.log)) {
+    Require(!options.bootstrap.empty(), "Kafka bootstrap servers are required");
+    Require(!options.topic.empty() && !options.group.empty(),
+            "Kafka jobs topic and consumer group are required");
+    Require(options.fetch_wait.count() >= 0 &&
+                options.commit_interval.count() > 0 &&
+                options.session_timeout.count() > 0,
+            "jobs fetch_wait must be >= 0, commit_interval and "
+            "session_timeout > 0");
+    Properties props = CommonProperties(options.bootstrap, options.client_id);
+    props.insert({
+        {"group.id", options.group},
+        {"partition.assignment.strategy", "cooperative-sticky"},
+        {"session.timeout.ms", Millis(options.session_timeout)},
+        {"heartbeat.interval.ms",
+         Millis(std::max(milliseconds(1), options.session_timeout / 6))},
+        // Offsets are committed by us, only for finished records.
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        // A new group must not skip jobs produced before it joined.
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+        {"fetch.wait.max.ms", Millis(options.fetch_wait)},
+        {"fetch.error.backoff.ms", "50"},
+        {"statistics.interval.ms", std::to_string(kStatsIntervalMs)},
+    });
+    Properties user = options.properties;
+    // The join state is read from cgrp debug lines (see OnJoinState); a
+    // user's own debug contexts are kept.
+    std::string& debug = user["debug"];
+    if (debug.find("cgrp") == std::string::npos &&
+        debug.find("all") == std::string::npos) {
+      debug += debug.empty() ? "cgrp" : ",cgrp";
+    }
+    auto conf = MakeConf(props, user, this);
+    SetCallback(*conf, "rebalance_cb",
+                static_cast<RdKafka::RebalanceCb*>(this));
+    SetCallback(*conf, "offset_commit_cb",
+                static_cast<RdKafka::OffsetCommitCb*>(this));
+    std::string err;
+    consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+    if (!consumer)
+      throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    RdKafka::ErrorCode rc = consumer->subscribe({options.topic});
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      throw Error(ErrorCode::kKafka, "cannot subscribe to '" + options.topic +
+                                         "': " + RdKafka::err2str(rc));
+    }
+    next_commit = Steady::now() + options.commit_interval;
+  }
+
+  ~Impl() override {
+    try {
+      Close();
+    } catch (...) {  // best effort: unfinished records are redelivered
+    }
+    consumer.reset();  // before the callbacks it calls are gone
+  }
+
+  std::optional<JobRecord> Poll(milliseconds timeout) {
+    if (closed) return std::nullopt;
+    const Steady::time_point deadline = Steady::now() + timeout;
+    while (true) {
+      if (Steady::now() >= next_commit) {
+        CommitDue(/*sync=*/false, {});
+        next_commit = Steady::now() + options.commit_interval;
+      }
+      if (!paused && !held.empty()) {
+        JobRecord record = std::move(held.front());
+        held.pop_front();
+        if (HandOut(record)) return record;
+        continue;
+      }
+      auto wait = std::chrono::ceil<milliseconds>(
+          std::min(deadline, next_commit) - Steady::now());
+      std::unique_ptr<RdKafka::Message> msg(consumer->consume(
+          static_cast<int>(std::max<int64_t>(0, wait.count()))));
+      switch (msg->err()) {
+        case RdKafka::ERR_NO_ERROR: {
+          JobRecord record = ToRecord(*msg);
+          if (paused) {
+            held.push_back(std::move(record));  // fetched before the pause
+          } else if (HandOut(record)) {
+            return record;
+          }
+          break;
+        }
+        case RdKafka::ERR__TIMED_OUT:
+        case RdKafka::ERR__PARTITION_EOF:
+          break;
+        default:
+          errors.fetch_add(1, std::memory_order_relaxed);
+          logs.Log("consume", LogLevel::kWarning,
+                   "Kafka consume error on '" + options.topic +
+                       "': " + msg->errstr(),
+                   log);
+          return std::nullopt;  // the caller polls again; no busy loop
+      }
+      if (Steady::now() >= deadline) return std::nullopt;
+    }
+  }
+
+  void MarkDone(const JobRecord& record) {
+    if (!tracker.Done(record.partition, record.epoch, record.offset)) {
+      stale_marks.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void SetPaused(bool pause) {
+    if (closed || pause == paused) return;
+    paused = pause;
+    PartitionList list;
+    for (int32_t p : tracker.Partitions()) {
+      list.v.push_back(RdKafka::TopicPartition::create(options.topic, p));
+    }
+    if (list.v.empty()) return;
+    RdKafka::ErrorCode rc =
+        pause ? consumer->pause(list.v) : consumer->resume(list.v);
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("pause", LogLevel::kError,
+               std::string(pause ? "pause" : "resume") +
+                   " failed: " + RdKafka::err2str(rc),
+               log);
+    }
+  }
+
+  void Commit() {
+    if (!closed) CommitDue(/*sync=*/true, {});
+  }
+
+  void Close() {
+    if (closed) return;
+    closed = true;
+    // Leaving revokes every partition through rebalance_cb, which commits
+    // what is finished; committing first too (unless a rebalance is under
+    // way, see OnJoinState) keeps that when close() itself fails.
+    if (group_steady.load()) CommitDue(/*sync=*/true, {});
+    RdKafka::ErrorCode rc = consumer->close();
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("close", LogLevel::kWarning,
+               "leaving group '" + options.group +
+                   "' failed: " + RdKafka::err2str(rc),
+               log);
+    }
+    for (int32_t p : tracker.Partitions()) tracker.Revoke(p);
+    held.clear();
+    assigned_partitions.store(0);
+    lag.store(-1);
+  }
+
+  // Runs inside consume() and close(), on the poll thread.
+  void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& parts) override {
+    rebalances.fetch_add(1, std::memory_order_relaxed);
+    if (!parts.empty()) {
+      log(LogLevel::kInfo,
+          std::string(err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned"
+                      : err == RdKafka::ERR__REVOKE_PARTITIONS
+                          ? (c->assignment_lost() ? "lost" : "revoked")
+                          : "rebalance error") +
+              " '" + options.topic + "' partitions " + PartitionNames(parts) +
+              " (group '" + options.group + "')");
+    }
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      ChangeAssignment(*c, /*add=*/true, parts);
+      for (RdKafka::TopicPartition* tp : parts) {
+        if (tp->topic() == options.topic) tracker.Assign(tp->partition());
+      }
+      // Assigned while paused: stop them before their first fetch.
+      if (paused && !parts.empty() &&
+          c->pause(parts) != RdKafka::ERR_NO_ERROR) {
+        errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("pause", LogLevel::kError,
+                 "pausing newly assigned partitions failed", log);
+      }
+    } else {
+      if (err != RdKafka::ERR__REVOKE_PARTITIONS) {
+        errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("rebalance", LogLevel::kError,
+                 "rebalance error: " + RdKafka::err2str(err), log);
+      }
+      std::vector<int32_t> revoked;
+      for (RdKafka::TopicPartition* tp : parts) {
+        if (tp->topic() == options.topic) revoked.push_back(tp->partition());
+      }
+      // Lost partitions may already have a new owner: commit nothing.
+      if (err == RdKafka::ERR__REVOKE_PARTITIONS && !c->assignment_lost() &&
+          !revoked.empty()) {
+        CommitDue(/*sync=*/true, revoked);
+      }
+      for (int32_t p : revoked) tracker.Revoke(p);
+      std::erase_if(held, [&](const JobRecord& r) {
+        return std::find(revoked.begin(), revoked.end(), r.partition) !=
+               revoked.end();
+      });
+      ChangeAssignment(*c, /*add=*/false, parts);
+    }
+    assigned_partitions.store(static_cast<int>(tracker.Partitions().size()));
+    ever_assigned.store(true);
+  }
+
+  // Takes (`add`) or gives up `parts`, the way the group's protocol wants.
+  void ChangeAssignment(RdKafka::KafkaConsumer& c, bool add,
+                        std::vector<RdKafka::TopicPartition*>& parts) {
+    std::string failure;
+    if (c.rebalance_protocol() == "COOPERATIVE") {
+      failure = ErrorText(add ? c.incremental_assign(parts)
+                              : c.incremental_unassign(parts));
+    } else {
+      RdKafka::ErrorCode rc = add ? c.assign(parts) : c.unassign();
+      if (rc != RdKafka::ERR_NO_ERROR) failure = RdKafka::err2str(rc);
+    }
+    if (failure.empty()) return;
+    errors.fetch_add(1, std::memory_order_relaxed);
+    logs.Log("rebalance", LogLevel::kError,
+             std::string(add ? "taking" : "giving up") +
+                 " partitions failed: " + failure,
+             log);
+  }
+
+  // Results of our commits, async ones inside consume(), sync ones inside
+  // commitSync (passed there, so each result arrives exactly once).
+  void offset_commit_cb(
+      RdKafka::ErrorCode err,
+      std::vector<RdKafka::TopicPartition*>& offsets) override {
+    if (err == RdKafka::ERR__NO_OFFSET) return;  // nothing was due
+    bool ok = err == RdKafka::ERR_NO_ERROR;
+    for (RdKafka::TopicPartition* tp : offsets) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) ok = false;
+    }
+    for (RdKafka::TopicPartition* tp : offsets) {
+      if (tp->topic() != options.topic) continue;
+      tracker.Committed(
+          tp->partition(), tp->offset(),
+          err == RdKafka::ERR_NO_ERROR && tp->err() == RdKafka::ERR_NO_ERROR);
+    }
+    commit_result_seen = true;
+    if (ok) {
+      committed.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    commit_failures.fetch_add(1, std::memory_order_relaxed);
+    std::string detail = RdKafka::err2str(err);
+    for (RdKafka::TopicPartition* tp : offsets) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) {
+        detail += "; partition " + std::to_string(tp->partition()) + " at " +
+                  std::to_string(tp->offset()) + ": " +
+                  RdKafka::err2str(tp->err());
+      }
+    }
+    logs.Log("commit", LogLevel::kWarning,
+             "committing job offsets failed (retried; finished records may "
+             "be delivered again): " +
+                 detail,
+             log);
+  }
+
+  // Runs inside consume() for errors and statistics, and on librdkafka's
+  // own threads for log lines.
+  void event_cb(RdKafka::Event& event) override {
+    if (event.type() == RdKafka::Event::EVENT_STATS) {
+      UpdateLag(event.str());
+      return;
+    }
+    if (event.type() == RdKafka::Event::EVENT_LOG &&
+        event.fac() == "CGRPJOINSTATE") {
+      OnJoinState(event.str());
+      return;
+    }
+    if (LogClientEvent(event, logs, log, "jobs wait until it is back") !=
+        ClientEvent::kOther) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  static JobRecord ToRecord(const RdKafka::Message& msg) {
+    JobRecord r;
+    r.partition = msg.partition();
+    r.offset = msg.offset();
+    if (const std::string* key = msg.key()) r.key = *key;
+    if (msg.payload() != nullptr)
+      r.value.assign(static_cast<const char*>(msg.payload()), msg.len());
+    return r;
+  }
+
+  // Registers `record` as taken. False for a record of a partition no
+  // longer assigned (its new owner receives it).
+  bool HandOut(JobRecord& record) {
+    std::optional<uint64_t> epoch =
+        tracker.Take(record.partition, record.offset);
+    if (!epoch) return false;
+    record.epoch = *epoch;
+    received.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  // Commits what is finished, for `only` these partitions (all if empty).
+  // A synchronous commit also re-sends offsets an asynchronous one has in
+  // flight, so that on return the broker has them.
+  void CommitDue(bool sync, const std::vector<int32_t>& only) {
+    if (!sync && !group_steady.load()) return;  // see OnJoinState
+    std::vector<OffsetTracker::Commit> due = tracker.Due(only, sync);
+    if (due.empty()) return;
+    PartitionList list;
+    for (const OffsetTracker::Commit& c : due) {
+      list.v.push_back(RdKafka::TopicPartition::create(options.topic,
+                                                       c.partition, c.offset));
+    }
+    commit_result_seen = false;
+    RdKafka::ErrorCode rc = sync ? consumer->commitSync(list.v, this)
+                                 : consumer->commitAsync(list.v);
+    // Refused before it was sent (or a sync commit timed out without a
+    // result): report it as the callback would have.
+    if (rc != RdKafka::ERR_NO_ERROR && !(sync && commit_result_seen)) {
+      offset_commit_cb(rc, list.v);
+    }
+  }
+
+  // librdkafka 2.0.2 takes an offset commit answered ILLEGAL_GENERATION for
+  // a lost assignment: it drops every partition without a revoke-time
+  // commit, so finished records are delivered again (librdkafka #4059,
+  // fixed in 2.10). A broker answers a member's requests in order, so a
+  // commit sent while the member's JoinGroup is pending is answered only
+  // after the rebalance, with exactly that error. So periodic commits are
+  // sent only while the member's join state is "steady", which librdkafka
+  // reveals only in its cgrp debug lines.
+  void OnJoinState(const std::string& line) {
+    if (std::optional<bool> steady = JoinStateIsSteady(line)) {
+      group_steady.store(*steady);
+    }
+  }
+
+  void UpdateLag(const std::string& json) {
+    if (!ever_assigned.load() || closed) return;
+    int64_t lag_now =
+        LagFromStatistics(json, options.topic, tracker.Partitions());
+    // Fetched while paused: past librdkafka's position, not handed out.
+    if (lag_now >= 0) lag_now += static_cast<int64_t>(held.size());
+    lag.store(lag_now);
+  }
+
+  JobConsumerOptions options;
+  LogSink log;
+  RateLimitedLog logs;
+  OffsetTracker tracker;
+  std::atomic<uint64_t> received{0}, committed{0}, commit_failures{0},
+      rebalances{0}, errors{0}, stale_marks{0};
+  std::atomic<int> assigned_partitions{0};
+  std::atomic<int64_t> lag{-1};
+  std::atomic<bool> ever_assigned{false};
+  std::atomic<bool> group_steady{false};  // see OnJoinState
+
+  // Poll-thread state.
+  bool paused = false;
+  bool closed = false;
+  bool commit_result_seen = false;
+  std::deque<JobRecord> held;  // fetched while paused, not handed out yet
+  Steady::time_point next_commit;
+
+  // Last: destroyed first, while everything its callbacks use still exists.
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+};
+
+JobConsumer::JobConsumer(JobConsumerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+JobConsumer::~JobConsumer() = default;
+
+std::optional<JobRecord> JobConsumer::Poll(std::chrono::milliseconds timeout) {
+  return impl_->Poll(timeout);
+}
+
+void JobConsumer::MarkDone(const JobRecord& record) { impl_->MarkDone(record); }
+
+void JobConsumer::SetPaused(bool paused) { impl_->SetPaused(paused); }
+
+void JobConsumer::Commit() { impl_->Commit(); }
+
+void JobConsumer::Close() { impl_->Close(); }
+
+int64_t JobConsumer::Lag() const { return impl_->lag.load(); }
+
+JobConsumerStats JobConsumer::stats() const {
+  auto get = [](const std::atomic<uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);
+  };
+  JobConsumerStats s;
+  s.received = get(impl_->received);
+  s.committed = get(impl_->committed);
+  s.commit_failures = get(impl_->commit_failures);
+  s.rebalances = get(impl_->rebalances);
+  s.errors = get(impl_->errors);
+  s.stale_marks = get(impl_->stale_marks);
+  s.assigned_partitions = impl_->assigned_partitions.load();
+  return s;
+}
+
+}  // namespace lockfleet::notifier

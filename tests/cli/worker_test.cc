@@ -1,0 +1,370 @@
+// `lockfleet worker`, `lockfleet jobs produce` and `lockfleet demo` end to
+// end: every worker is a real process, Kafka is the embedded broker (here in
+// the test process), Redis a private redis-server. Assertions are about
+// outcomes (what ran, how often, which locks are free), never about speed;
+// waits are generous so a loaded machine only makes them slower.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_process.h"
+#include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/metrics/http.h"
+#include "lockfleet/metrics/scrape.h"
+#include "lockfleet/notifier/embedded_broker.h"
+#include "lockfleet/notifier/job_topic.h"
+#include "lockfleet/worker/builtin_handlers.h"
+#include "lockfleet/worker/job.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr seconds kLong{60};  // bounds for things that take ~1 s normally
+
+class WorkerCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    redis_ = std::make_shared<RedisClient>(RedisOptions{.url = server_.url()});
+  }
+
+  // Writes a config for this test's redis (and broker, if started).
+  std::string WriteConfig(const std::string& worker_section,
+                          const std::string& name = "fleet.yaml") {
+    std::string text = "redis:\n  url: " + server_.url() + "\n";
+    if (broker_) {
+      text += "kafka:\n  bootstrap: " + broker_->bootstrap() +
+              "\n  fetch_wait: 1ms\n";
+    }
+    text += "locks:\n  lease: 2s\n" + worker_section +
+            "metrics:\n  listen: 127.0.0.1:0\nlogging:\n  level: debug\n";
+    const std::string path = dir_.File(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  void StartBroker() {
+    broker_ = std::make_unique<notifier::EmbeddedBroker>(
+        notifier::EmbeddedBrokerOptions{
+            .partitions = 1, .topics = {"lockfleet.unlock", "lockfleet.jobs"}});
+  }
+
+  std::unique_ptr<CliProcess> StartWorker(const std::string& config,
+                                          const std::string& id) {
+    auto worker = std::make_unique<CliProcess>(
+        std::vector<std::string>{"worker", "--config", config, "--id", id});
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return worker->Stdout().find("ready ") != std::string::npos ||
+                 !worker->Running();
+        },
+        kLong));
+    EXPECT_NE(worker->Stdout().find("ready worker=" + id), std::string::npos)
+        << worker->Stderr();
+    return worker;
+  }
+
+  // The worker's samples from its /metrics.
+  static std::vector<metrics::Sample> Scrape(CliProcess& worker) {
+    const std::string out = worker.Stdout();
+    const size_t at = out.find("metrics=http://127.0.0.1:");
+    if (at == std::string::npos) return {};
+    const int port = std::stoi(out.substr(at + 25));
+    const metrics::HttpResponse response = metrics::HttpGet(
+        "127.0.0.1", static_cast<uint16_t>(port), "/metrics", seconds(5));
+    return metrics::ParseExposition(response.body);
+  }
+
+  static double Jobs(CliProcess& worker, const std::string& result) {
+    return metrics::SumSamples(Scrape(worker), "lockfleet_jobs_total",
+                               {{"result", result}});
+  }
+
+  void Produce(const std::vector<worker::Job>& jobs) {
+    notifier::JobProducer producer({.bootstrap = broker_->bootstrap()});
+    for (const worker::Job& job : jobs) {
+      producer.Produce(job.lock, worker::EncodeJob(job));
+    }
+    ASSERT_EQ(producer.Flush(seconds(30)), 0u);
+  }
+
+  static worker::Job Sleep(std::string id, std::string lock, int ms) {
+    worker::Job job{
+        .id = std::move(id), .lock = std::move(lock), .type = "sleep"};
+    job.payload["ms"] = {config::Scalar::Type::kInteger, std::to_string(ms)};
+    return job;
+  }
+
+  static worker::Job Purchase(int i) {
+    return {.id = "order-" + std::to_string(i),
+            .lock = "product:1",
+            .type = "inventory.purchase"};
+  }
+
+  bool Done(const worker::Job& job) {
+    return redis_
+               ->Execute({"EXISTS", FencedResource::KeyOf("lockfleet", job.lock,
+                                                          "job:" + job.id)})
+               .integer == 1;
+  }
+
+  TempDir dir_;
+  RedisServer server_;
+  std::shared_ptr<RedisClient> redis_;
+  std::unique_ptr<notifier::EmbeddedBroker> broker_;
+};
+
+const char kScheduled[] = R"(worker:
+  threads: 2
+  grace_period: 5s
+  sources:
+    schedules:
+      - name: report
+        every: 1s
+        handler: sleep
+        payload: {ms: 100}
+)";
+
+TEST_F(WorkerCliTest, AScheduledSingletonRunsOncePerOccurrenceAcross3Workers) {
+  const std::string config = WriteConfig(kScheduled);
+  std::vector<std::unique_ptr<CliProcess>> workers;
+  for (int i = 1; i <= 3; ++i) {
+    workers.push_back(StartWorker(config, "w" + std::to_string(i)));
+  }
+  const std::string history =
+      FencedResource::KeyOf("lockfleet", "report", "schedule:report:history");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return redis_->Execute({"LLEN", history}).integer >= 4;
+      },
+      kLong));
+  for (auto& worker : workers) worker->Signal(SIGTERM);
+  for (auto& worker : workers) {
+    EXPECT_EQ(worker->Wait(kLong), 0) << worker->Stderr();
+  }
+  const Reply entries = redis_->Execute({"LRANGE", history, "0", "-1"});
+  std::map<std::string, int> runs;  // occurrence -> runs
+  std::set<std::string> runners;
+  for (const Reply& entry : entries.elements) {
+    // "<due ms> <worker> <result> <duration ms>"
+    const std::string due = entry.str.substr(0, entry.str.find(' '));
+    ++runs[due];
+    runners.insert(entry.str.substr(
+        due.size() + 1, entry.str.find(' ', due.size() + 1) - due.size() - 1));
+    EXPECT_NE(entry.str.find(" ok "), std::string::npos) << entry.str;
+    EXPECT_EQ(std::stoll(due) % 1000, 0) << entry.str;  // on the second
+  }
+  ASSERT_GE(runs.size(), 4u);
+  for (const auto& [due, count] : runs) EXPECT_EQ(count, 1) << due;
+  EXPECT_FALSE(LockClient(redis_).Inspect("report").locked);
+}
+
+TEST_F(WorkerCliTest, ACrashRedeliversUnfinishedJobsAndSkipsFinishedOnes) {
+  StartBroker();
+  worker::SeedStock(*redis_, "lockfleet", "product:1", 1000);
+  const std::string config = WriteConfig(R"(worker:
+  threads: 2
+  grace_period: 0
+  sources:
+    kafka_jobs: {enabled: true, group: crash-test}
+)");
+  // Offset 0 is a long job on its own lock; 1..20 are purchases. While the
+  // long job runs, the purchases finish but their offsets cannot be
+  // committed (the partition's committed offset stays at 0, below the
+  // unfinished record): a crash must redeliver all 21.
+  std::vector<worker::Job> jobs{Sleep("long", "report", 600'000)};
+  for (int i = 1; i <= 20; ++i) jobs.push_back(Purchase(i));
+  Produce(jobs);
+
+  auto first = StartWorker(config, "first");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return worker::AuditStock(*redis_, "lockfleet", "product:1").sold == 20;
+      },
+      kLong))
+      << first->Stderr();
+  first->Signal(SIGKILL);
+  first->Wait(kLong);
+
+  auto second = StartWorker(config, "second");
+  // The redelivered purchases are recognised as done and skipped.
+  ASSERT_TRUE(
+      WaitUntil([&] { return Jobs(*second, "duplicate") == 20; }, kLong))
+      << second->Stderr();
+  EXPECT_EQ(Jobs(*second, "ok"), 0);  // the long job is still running
+  const worker::StockAudit audit =
+      worker::AuditStock(*redis_, "lockfleet", "product:1");
+  EXPECT_EQ(audit.sold, 20);  // each purchase happened exactly once
+  EXPECT_EQ(audit.stock, 980);
+  // And the long job was redelivered too: `second` runs it now.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return LockClient(redis_).Inspect("report").locked; }, kLong));
+  second->Signal(SIGTERM);  // grace 0: cancelled, handed back
+  EXPECT_EQ(second->Wait(kLong), 0) << second->Stderr();
+  EXPECT_FALSE(Done(jobs[0]));
+  EXPECT_FALSE(LockClient(redis_).Inspect("report").locked);
+}
+
+TEST_F(WorkerCliTest, GracefulShutdownFinishesRunningJobsAndLosesNone) {
+  StartBroker();
+  const std::string config = WriteConfig(R"(worker:
+  threads: 2
+  grace_period: 30s
+  sources:
+    kafka_jobs: {enabled: true, group: shutdown-test}
+)");
+  std::vector<worker::Job> jobs;
+  for (int i = 0; i < 8; ++i) {
+    jobs.push_back(
+        Sleep("s" + std::to_string(i), "lock" + std::to_string(i), 400));
+  }
+  Produce(jobs);
+  auto first = StartWorker(config, "first");
+  LockClient probe(redis_);
+  // Stop it while it is running jobs.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (const worker::Job& job : jobs) {
+          if (probe.Inspect(job.lock).locked) return true;
+        }
+        return false;
+      },
+      kLong));
+  first->Signal(SIGTERM);
+  EXPECT_EQ(first->Wait(kLong), 0) << first->Stderr();
+  // It finished what it had started and released every lock.
+  for (const worker::Job& job : jobs) {
+    EXPECT_FALSE(probe.Inspect(job.lock).locked) << job.lock;
+  }
+  const long finished_by_first =
+      std::count_if(jobs.begin(), jobs.end(),
+                    [&](const worker::Job& job) { return Done(job); });
+  EXPECT_GE(finished_by_first, 1);
+  // What it had not started goes to the next worker; nothing is lost.
+  auto second = StartWorker(config, "second");
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return std::all_of(jobs.begin(), jobs.end(),
+                           [&](const worker::Job& job) { return Done(job); });
+      },
+      kLong))
+      << second->Stderr();
+  // Nothing ran twice: the jobs `first` finished are not run again.
+  EXPECT_EQ(Jobs(*second, "ok"), static_cast<double>(jobs.size()) -
+                                     static_cast<double>(finished_by_first));
+  second->Signal(SIGTERM);
+  EXPECT_EQ(second->Wait(kLong), 0) << second->Stderr();
+  EXPECT_EQ(redis_->Execute({"LLEN", "lockfleet:jobs:dead"}).integer, 0);
+}
+
+TEST_F(WorkerCliTest, HealthEndpointReportsRedisTrouble) {
+  const std::string config = WriteConfig(kScheduled);
+  auto worker = std::make_unique<CliProcess>(
+      std::vector<std::string>{"worker", "--config", config, "--id", "h",
+                               "--health-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitUntil(
+      [&] { return worker->Stdout().find("ready ") != std::string::npos; },
+      kLong))
+      << worker->Stderr();
+  const std::string out = worker->Stdout();
+  const size_t at = out.find("health=http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << out;
+  const auto port = static_cast<uint16_t>(std::stoi(out.substr(at + 24)));
+  const metrics::HttpResponse healthy =
+      metrics::HttpGet("127.0.0.1", port, "/healthz", seconds(5));
+  EXPECT_EQ(healthy.status, 200) << healthy.body << healthy.error;
+  server_.Pause();  // Redis stops answering: unhealthy, not hung
+  const metrics::HttpResponse unhealthy =
+      metrics::HttpGet("127.0.0.1", port, "/healthz", seconds(30));
+  server_.Resume();
+  EXPECT_EQ(unhealthy.status, 503) << unhealthy.body << unhealthy.error;
+  EXPECT_NE(unhealthy.body.find("redis"), std::string::npos) << unhealthy.body;
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(kLong), 0) << worker->Stderr();
+}
+
+TEST_F(WorkerCliTest, BadConfigFailsFastNamingTheProblem) {
+  const std::string config = WriteConfig(R"(worker:
+  threads: 0
+  handlers:
+    sleep: {defalt_ms: 5}
+)");
+  const CliResult result = RunCli({"worker", "--config", config});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("worker.threads"), std::string::npos) << result.err;
+
+  const std::string typo = WriteConfig(R"(worker:
+  handlers:
+    sleep: {defalt_ms: 5}
+)",
+                                       "typo.yaml");
+  const CliResult typo_result = RunCli({"worker", "--config", typo});
+  EXPECT_EQ(typo_result.status, 2);
+  EXPECT_NE(typo_result.err.find("worker.handlers.sleep.defalt_ms: unknown "
+                                 "setting (known: default_ms)"),
+            std::string::npos)
+      << typo_result.err;
+}
+
+TEST_F(WorkerCliTest, RedisDownAtStartExitsUnavailable) {
+  std::ofstream(dir_.File("down.yaml"))
+      << "redis:\n  url: redis://127.0.0.1:1\n  connect_timeout: 200ms\n";
+  const CliResult result =
+      RunCli({"worker", "--config", dir_.File("down.yaml")});
+  EXPECT_EQ(result.status, 69) << result.err;
+  EXPECT_NE(result.err.find("127.0.0.1:1"), std::string::npos) << result.err;
+}
+
+TEST_F(WorkerCliTest, JobsProduceValidatesEveryLineFirst) {
+  StartBroker();
+  std::ofstream(dir_.File("jobs.jsonl"))
+      << "# two jobs\n"
+      << R"({"id":"a","lock":"l","type":"sleep"})"
+      << "\n\n"
+      << R"({"id":"b","lock":"","type":"sleep"})"
+      << "\n";
+  const CliResult bad = RunCli({"jobs", "produce", "--bootstrap",
+                                broker_->bootstrap(), dir_.File("jobs.jsonl")});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("jobs.jsonl:4: field 'lock': expected a non-empty "
+                         "string"),
+            std::string::npos)
+      << bad.err;
+  const CliResult good =
+      RunCli({"jobs", "produce", "--bootstrap", broker_->bootstrap(),
+              "--flash-sale", "25", "--products", "5"});
+  EXPECT_EQ(good.status, 0) << good.err;
+  EXPECT_NE(good.out.find("produced 25 jobs"), std::string::npos) << good.out;
+}
+
+TEST(DemoCliTest, ShortDemoHoldsEveryInvariant) {
+  const CliResult result =
+      RunCli({"demo", "--workers", "2", "--threads", "2", "--jobs", "200",
+              "--products", "4", "--units", "25", "--timeout", "240"},
+             {}, std::chrono::seconds(300));
+  EXPECT_EQ(result.status, 0) << result.out << result.err;
+  EXPECT_NE(
+      result.out.find("jobs done       200 of 200: sold 100, sold out 100"),
+      std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("oversold        0"), std::string::npos);
+  EXPECT_NE(result.out.find("invariants: all hold"), std::string::npos);
+  EXPECT_NE(result.out.find("metrics http://127.0.0.1:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing

@@ -1,0 +1,195 @@
+// Each LockObserver hook moves the right series by the right amount.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "exposition.h"
+#include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/metrics/metrics.h"
+
+namespace lockfleet::metrics::testing {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+LabelMatch Class(const char* lock_class) {
+  return {{"lock_class", lock_class}};
+}
+LabelMatch Class(const char* lock_class, const char* name, const char* value) {
+  return {{"lock_class", lock_class}, {name, value}};
+}
+
+class LockMetricsTest : public ::testing::Test {
+ protected:
+  Metrics metrics_;
+  std::shared_ptr<LockObserver> observer_ = metrics_.lock_observer();
+};
+
+TEST_F(LockMetricsTest, AcquireCountsTheResultAttemptsAndContention) {
+  observer_->OnAcquire("orders:1", AcquireStatus::kAcquired, milliseconds(3), 4,
+                       true);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_acquisitions_total",
+                  Class("orders", "result", "acquired")),
+            1);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_attempts_total", Class("orders")),
+            4);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_contended_total", Class("orders")),
+            1);
+}
+
+TEST_F(LockMetricsTest, AcquireObservesTheWaitInSeconds) {
+  observer_->OnAcquire("orders:1", AcquireStatus::kAcquired, milliseconds(3), 1,
+                       false);
+  EXPECT_EQ(
+      Value(metrics_, "lockfleet_lock_wait_seconds_count", Class("orders")), 1);
+  EXPECT_DOUBLE_EQ(
+      Value(metrics_, "lockfleet_lock_wait_seconds_sum", Class("orders")),
+      0.003);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_wait_seconds_bucket",
+                  Class("orders", "le", "0.0025")),
+            0);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_wait_seconds_bucket",
+                  Class("orders", "le", "0.005")),
+            1);
+}
+
+TEST_F(LockMetricsTest, UncontendedAcquireLeavesContendedAtZero) {
+  observer_->OnAcquire("orders:1", AcquireStatus::kAcquired, milliseconds(0), 1,
+                       false);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_contended_total", Class("orders")),
+            0);
+}
+
+TEST_F(LockMetricsTest, EachAcquireStatusCountsUnderItsOwnResult) {
+  observer_->OnAcquire("a", AcquireStatus::kTimedOut, milliseconds(5), 2, true);
+  observer_->OnAcquire("a", AcquireStatus::kCancelled, milliseconds(1), 1,
+                       true);
+  observer_->OnAcquire("a", AcquireStatus::kCancelled, milliseconds(1), 1,
+                       true);
+  const auto m = ParseExposition(metrics_.Exposition());
+  const char* name = "lockfleet_lock_acquisitions_total";
+  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "acquired")), 0);
+  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "timed_out")), 1);
+  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "cancelled")), 2);
+}
+
+TEST_F(LockMetricsTest, AClassStartsWithEveryResultCauseAndStatusAtZero) {
+  observer_->OnLeaseLost("fresh:1");
+  const auto m = ParseExposition(metrics_.Exposition());
+  for (const char* result : {"acquired", "timed_out", "cancelled"}) {
+    EXPECT_EQ(ValueIn(m, "lockfleet_lock_acquisitions_total",
+                      Class("fresh", "result", result)),
+              0)
+        << result;
+  }
+  for (const char* result :
+       {"released", "still_held", "not_held", "not_owner"}) {
+    EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
+                      Class("fresh", "result", result)),
+              0)
+        << result;
+  }
+  for (const char* cause : {"local", "event", "bound"}) {
+    EXPECT_EQ(ValueIn(m, "lockfleet_lock_wakeups_total",
+                      Class("fresh", "cause", cause)),
+              0)
+        << cause;
+  }
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Class("fresh")), 0);
+}
+
+TEST_F(LockMetricsTest, ReleaseCountsTheResultAndObservesTheHold) {
+  observer_->OnRelease("orders:1", ReleaseStatus::kReleased, milliseconds(40));
+  observer_->OnRelease("orders:2", ReleaseStatus::kNotOwner, milliseconds(2));
+  const auto m = ParseExposition(metrics_.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
+                    Class("orders", "result", "released")),
+            1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
+                    Class("orders", "result", "not_owner")),
+            1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Class("orders")),
+            2);
+  EXPECT_DOUBLE_EQ(
+      ValueIn(m, "lockfleet_lock_hold_seconds_sum", Class("orders")), 0.042);
+}
+
+TEST_F(LockMetricsTest, WakeupsCountByCause) {
+  observer_->OnWakeup("orders:1", WakeCause::kEvent);
+  observer_->OnWakeup("orders:1", WakeCause::kEvent);
+  observer_->OnWakeup("orders:1", WakeCause::kBound);
+  const auto m = ParseExposition(metrics_.Exposition());
+  const char* name = "lockfleet_lock_wakeups_total";
+  EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "event")), 2);
+  EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "bound")), 1);
+  EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "local")), 0);
+}
+
+TEST_F(LockMetricsTest, WaitingMovesTheWaitersGauge) {
+  observer_->OnWaiting(+1);
+  observer_->OnWaiting(+1);
+  observer_->OnWaiting(-1);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_waiters"), 1);
+}
+
+TEST_F(LockMetricsTest, RenewalCountsRenewedLeasesAndFailedRoundTrips) {
+  observer_->OnRenewal(5, false);
+  observer_->OnRenewal(0, true);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_renewals_total"), 5);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_renewal_failures_total"), 1);
+}
+
+TEST_F(LockMetricsTest, LeaseLostCountsPerClass) {
+  observer_->OnLeaseLost("orders:1");
+  EXPECT_EQ(
+      Value(metrics_, "lockfleet_lock_leases_lost_total", Class("orders")), 1);
+}
+
+TEST_F(LockMetricsTest, ErrorsCountByCodeAndEveryCodeStartsAtZero) {
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_errors_total",
+                  {{"code", "redis_unavailable"}}),
+            0);
+  observer_->OnError(ErrorCode::kRedisTimeout);
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_errors_total",
+                  {{"code", "redis_timeout"}}),
+            1);
+}
+
+TEST_F(LockMetricsTest, TheObserverOutlivesItsMetrics) {
+  auto metrics = std::make_unique<Metrics>();
+  auto observer = metrics->lock_observer();
+  metrics.reset();
+  observer->OnAcquire("a", AcquireStatus::kAcquired, microseconds(1), 1, false);
+  observer->OnWaiting(+1);
+}
+
+TEST_F(LockMetricsTest, ConcurrentHooksAddUp) {
+  constexpr int kThreads = 4, kPerThread = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        // Each thread also meets new classes while others scrape.
+        const std::string name =
+            "c" + std::to_string((t * kPerThread + i) % 50);
+        observer_->OnAcquire(name, AcquireStatus::kAcquired, microseconds(i), 1,
+                             false);
+        if (i % 100 == 0) (void)metrics_.Exposition();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const auto m = ParseExposition(metrics_.Exposition());
+  EXPECT_EQ(SumSamples(m, "lockfleet_lock_acquisitions_total"),
+            kThreads * kPerThread);
+  EXPECT_EQ(SumSamples(m, "lockfleet_lock_wait_seconds_count"),
+            kThreads * kPerThread);
+}
+
+}  // namespace
+}  // namespace lockfleet::metrics::testing
