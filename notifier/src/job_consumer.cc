@@ -187,7 +187,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     // Leaving revokes every partition through rebalance_cb, which commits
     // what is finished; committing first too (unless a rebalance is under
     // way, see OnJoinState) keeps that when close() itself fails.
-    if (group_steady.load()) CommitDue(/*sync=*/true, {});
+    if (MayCommit()) CommitDue(/*sync=*/true, {});
     RdKafka::ErrorCode rc = consumer->close();
     if (rc != RdKafka::ERR_NO_ERROR) {
       errors.fetch_add(1, std::memory_order_relaxed);
@@ -352,7 +352,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   // A synchronous commit also re-sends offsets an asynchronous one has in
   // flight, so that on return the broker has them.
   void CommitDue(bool sync, const std::vector<int32_t>& only) {
-    if (!sync && !group_steady.load()) return;  // see OnJoinState
+    if (!sync && !MayCommit()) return;
     std::vector<OffsetTracker::Commit> due = tracker.Due(only, sync);
     if (due.empty()) return;
     PartitionList list;
@@ -377,12 +377,14 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   // commit sent while the member's JoinGroup is pending is answered only
   // after the rebalance, with exactly that error. So periodic commits are
   // sent only while the member's join state is "steady", which librdkafka
-  // reveals only in its cgrp debug lines.
+  // reveals only in its cgrp debug lines. (Should a librdkafka version not
+  // print them, commits are never held back.)
   void OnJoinState(const std::string& line) {
     if (std::optional<bool> steady = JoinStateIsSteady(line)) {
-      group_steady.store(*steady);
+      join_state.store(*steady ? kSteady : kRebalancing);
     }
   }
+  bool MayCommit() const { return join_state.load() != kRebalancing; }
 
   void UpdateLag(const std::string& json) {
     if (!ever_assigned.load() || closed) return;
@@ -402,7 +404,8 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   std::atomic<int> assigned_partitions{0};
   std::atomic<int64_t> lag{-1};
   std::atomic<bool> ever_assigned{false};
-  std::atomic<bool> group_steady{false};  // see OnJoinState
+  enum JoinState { kUnknown, kSteady, kRebalancing };
+  std::atomic<JoinState> join_state{kUnknown};  // see OnJoinState
 
   // Poll-thread state.
   bool paused = false;

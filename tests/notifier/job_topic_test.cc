@@ -353,7 +353,7 @@ TEST_F(JobTopic, FlushReportsRecordsNotDeliveredWhileTheBrokerIsDown) {
   own.CreateTopic(topic_, 2);
   JobProducer producer({.bootstrap = own.bootstrap(),
                         .topic = topic_,
-                        .message_timeout = milliseconds(1000),
+                        .message_timeout = milliseconds(3000),
                         .log = Quiet});
   producer.Produce("k", "before");
   ASSERT_EQ(producer.Flush(kDeadline), 0u);
