@@ -37,6 +37,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
+constexpr int kJobPartitions = 8;  // of each embedded topic
+
 constexpr char kDescription[] =
     "Run the flash-sale demo: an embedded Kafka broker, a private "
     "redis-server and N worker processes compete for purchase jobs; prints "
@@ -198,6 +200,7 @@ class Demo {
   bool Interrupted() const { return interrupt_.requested.load(); }
   int Setup();
   int Sell();
+  bool WaitForGroup(std::chrono::seconds timeout);
   int Summarize(double elapsed_s);
   int Teardown(int status);
 
@@ -265,7 +268,8 @@ int Demo::Setup() {
 
   broker_ = std::make_unique<notifier::EmbeddedBroker>(
       notifier::EmbeddedBrokerOptions{
-          .partitions = 8, .topics = {"lockfleet.unlock", "lockfleet.jobs"}});
+          .partitions = kJobPartitions,
+          .topics = {"lockfleet.unlock", "lockfleet.jobs"}});
 
   const fs::path config = dir_ / "fleet.yaml";
   std::ofstream(config)
@@ -320,6 +324,33 @@ int Demo::Setup() {
   return kExitOk;
 }
 
+// Waits until the workers' consumer group is stable — every partition of the
+// jobs topic assigned, every worker holding some — so that the sale is timed
+// without the group's joins (a rebalance pauses consumption for seconds).
+// Returns false when interrupted or after `timeout` (the sale then simply
+// starts; the group still forms).
+bool Demo::WaitForGroup(std::chrono::seconds timeout) {
+  const auto deadline = steady_clock::now() + timeout;
+  int stable_rounds = 0;
+  while (!Interrupted() && steady_clock::now() < deadline) {
+    double total = 0;
+    bool each = true;
+    for (const Endpoint& endpoint : endpoints_) {
+      const double partitions = metrics::SumSamples(
+          ScrapeAll({endpoint}, nullptr), "lockfleet_jobs_consumer_partitions");
+      total += partitions;
+      each = each && partitions >= 1;
+    }
+    const bool stable =
+        total == kJobPartitions &&
+        (each || static_cast<int>(endpoints_.size()) > kJobPartitions);
+    stable_rounds = stable ? stable_rounds + 1 : 0;
+    if (stable_rounds >= 3) return true;  // unchanged for ~1.5 s
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  return false;
+}
+
 int Demo::Sell() {
   for (int p = 0; p < args_.products; ++p) {
     worker::SeedStock(*redis_, "lockfleet", "product:" + std::to_string(p),
@@ -329,11 +360,7 @@ int Demo::Sell() {
   notifier::JobProducer producer(notifier::JobProducerOptions{
       .bootstrap = broker_->bootstrap(), .topic = "lockfleet.jobs"});
   for (int i = 0; i < args_.jobs; ++i) {
-    worker::Job job{.id = "order-" + std::to_string(i),
-                    .lock = "product:" + std::to_string(i % args_.products),
-                    .type = std::string(worker::kInventoryPurchase)};
-    job.payload["buyer"] = {config::Scalar::Type::kString,
-                            "buyer-" + std::to_string(i)};
+    const worker::Job job = worker::FlashSaleJob(i, args_.products);
     // Keyed by the job id, not the lock: jobs of one product spread over
     // every partition and so every worker, which is what a flash sale
     // looks like (and what makes the lock necessary). `jobs produce` keys
@@ -353,6 +380,10 @@ int Demo::Sell() {
 int Demo::Run() {
   int status = Setup();
   if (status != kExitOk || Interrupted()) return Teardown(status);
+  std::cout << "waiting for the workers to join the consumer group ...\n"
+            << std::flush;
+  WaitForGroup(seconds(60));
+  if (Interrupted()) return Teardown(kExitSignalBase + SIGINT);
   const auto started = steady_clock::now();
   status = Sell();
   if (status != kExitOk) return Teardown(status);

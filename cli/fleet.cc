@@ -1,7 +1,5 @@
 #include "fleet.h"
 
-#include <unistd.h>
-
 #include <utility>
 
 #include "lockfleet/config/error.h"
@@ -9,19 +7,8 @@
 #include "lockfleet/notifier/job_topic.h"
 
 namespace lockfleet::cli {
-namespace {
 
 using config::LogLevel;
-
-std::string DefaultWorkerId() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
-    return "localhost:" + std::to_string(getpid());
-  }
-  return std::string(host) + ":" + std::to_string(getpid());
-}
-
-}  // namespace
 
 RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
   return RedisOptions{.url = redis.url,
@@ -53,7 +40,7 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
              std::shared_ptr<const worker::HandlerRegistry> handlers,
              const Logger& logger)
     : logger_(logger),
-      worker_id_(overrides.worker_id.empty() ? DefaultWorkerId()
+      worker_id_(overrides.worker_id.empty() ? worker::DefaultWorkerId()
                                              : overrides.worker_id),
       metrics_(std::make_shared<metrics::Metrics>()) {
   if (const std::vector<std::string> problems =

@@ -93,11 +93,7 @@ int RunProduce(const ProduceArgs& args) {
   if (args.flash_sale > 0) {
     if (args.products < 1) throw UsageError("--products must be >= 1");
     for (int i = 0; i < args.flash_sale; ++i) {
-      worker::Job job{.id = "order-" + std::to_string(i),
-                      .lock = "product:" + std::to_string(i % args.products),
-                      .type = std::string(worker::kInventoryPurchase)};
-      job.payload["buyer"] = {config::Scalar::Type::kString,
-                              "buyer-" + std::to_string(i)};
+      const worker::Job job = worker::FlashSaleJob(i, args.products);
       records.emplace_back(job.lock, worker::EncodeJob(job));
     }
   } else {

@@ -108,6 +108,10 @@ class WorkerMetrics final : public worker::WorkerObserver {
     });
   }
 
+  void OnConsumerPartitions(int partitions) noexcept override {
+    Record([&] { state_->SetConsumerPartitions(partitions); });
+  }
+
  private:
   const std::shared_ptr<MetricsState> state_;
 };

@@ -129,6 +129,9 @@ MetricsState::MetricsState(MetricsOptions options)
           registry_, "lockfleet_jobs_consumer_lag",
           "Records in the jobs topic beyond this worker's position, summed "
           "over its partitions (NaN when unknown).")),
+      consumer_partitions_(
+          GaugeFamily(registry_, "lockfleet_jobs_consumer_partitions",
+                      "Jobs-topic partitions assigned to this worker.")),
       waiters_(GaugeFamily(
                    registry_, "lockfleet_lock_waiters",
                    "Threads waiting in a timed or blocking lock acquisition.")

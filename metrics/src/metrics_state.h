@@ -84,6 +84,9 @@ class MetricsState {
   Gauge& jobs_running() { return jobs_running_; }
   // The series appears with the first report: no value beats a wrong one.
   void SetConsumerLag(double lag) { consumer_lag_.Add({}).Set(lag); }
+  void SetConsumerPartitions(int partitions) {
+    consumer_partitions_.Add({}).Set(partitions);
+  }
   NotifierCollector& notifier() { return notifier_; }
 
   std::string Exposition() const;
@@ -108,6 +111,7 @@ class MetricsState {
   prometheus::Family<Counter>& jobs_;
   prometheus::Family<Histogram>& job_duration_;
   prometheus::Family<Gauge>& consumer_lag_;
+  prometheus::Family<Gauge>& consumer_partitions_;
 
   Gauge& waiters_;
   Counter& renewals_;

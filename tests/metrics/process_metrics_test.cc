@@ -72,6 +72,15 @@ TEST(WorkerMetrics, ConsumerLagAppearsWithItsFirstReport) {
   EXPECT_EQ(Value(m, "lockfleet_jobs_consumer_lag"), 42);
 }
 
+TEST(WorkerMetrics, ConsumerPartitionsAppearWithTheirFirstReport) {
+  Metrics m;
+  EXPECT_FALSE(HasSeries(m, "lockfleet_jobs_consumer_partitions"));
+  m.worker_observer()->OnConsumerPartitions(3);
+  EXPECT_EQ(Value(m, "lockfleet_jobs_consumer_partitions"), 3);
+  m.worker_observer()->OnConsumerPartitions(0);
+  EXPECT_EQ(Value(m, "lockfleet_jobs_consumer_partitions"), 0);
+}
+
 TEST(WorkerMetrics, UnknownConsumerLagIsNaN) {
   Metrics m;
   m.worker_observer()->OnConsumerLag(-1);

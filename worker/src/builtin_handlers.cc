@@ -88,6 +88,15 @@ void RegisterBuiltinHandlers(HandlerRegistry& registry) {
                     {.run = Sleep, .settings = {"default_ms"}});
 }
 
+Job FlashSaleJob(int i, int products) {
+  Job job{.id = "order-" + std::to_string(i),
+          .lock = "product:" + std::to_string(i % products),
+          .type = std::string(kInventoryPurchase)};
+  job.payload["buyer"] = {config::Scalar::Type::kString,
+                          "buyer-" + std::to_string(i)};
+  return job;
+}
+
 void SeedStock(RedisClient& redis, std::string_view key_prefix,
                std::string_view product_lock, int64_t units) {
   const std::string units_text = std::to_string(units);

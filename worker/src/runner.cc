@@ -34,13 +34,6 @@ redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
 return 1
 )lua";
 
-std::string DefaultWorkerId() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return std::string(host[0] != '\0' ? host : "localhost") + ":" +
-         std::to_string(getpid());
-}
-
 std::string Describe(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -64,6 +57,13 @@ bool IsCancelled(const std::exception_ptr& error) {
 }
 
 }  // namespace
+
+std::string DefaultWorkerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return std::string(host[0] != '\0' ? host : "localhost") + ":" +
+         std::to_string(getpid());
+}
 
 JobRunner::JobRunner(std::shared_ptr<LockClient> locks,
                      std::shared_ptr<RedisClient> redis,

@@ -231,6 +231,7 @@ class Worker::Impl {
       std::optional<notifier::JobRecord> record = consumer_->Poll(kPollTimeout);
       if (observer && std::chrono::steady_clock::now() >= next_lag) {
         observer->OnConsumerLag(consumer_->Lag());
+        observer->OnConsumerPartitions(consumer_->stats().assigned_partitions);
         next_lag = std::chrono::steady_clock::now() + kLagInterval;
       }
       if (!record) continue;

@@ -22,11 +22,16 @@
 #include <vector>
 
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/worker/job.h"
 
 namespace lockfleet::worker {
 
 inline constexpr std::string_view kInventoryPurchase = "inventory.purchase";
 inline constexpr std::string_view kSleep = "sleep";
+
+// Job `i` of a generated flash sale over `products` products:
+// id "order-<i>", lock "product:<i mod products>", buyer "buyer-<i>".
+Job FlashSaleJob(int i, int products);
 
 // Sets the product's stock to `units`, its initial to `units`, and clears
 // its sales. For demos and tests; not fenced (run it before the sale).

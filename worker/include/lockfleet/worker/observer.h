@@ -52,6 +52,11 @@ class WorkerObserver {
   // Records waiting in the jobs topic beyond this consumer's position, summed
   // over its assigned partitions (-1: unknown). Reported about once a second.
   virtual void OnConsumerLag(int64_t /*lag*/) noexcept {}
+
+  // Jobs-topic partitions assigned to this worker now; reported with the
+  // lag. All workers' sum equals the topic's partitions once the group is
+  // stable.
+  virtual void OnConsumerPartitions(int /*partitions*/) noexcept {}
 };
 
 }  // namespace lockfleet::worker

@@ -47,6 +47,9 @@ namespace lockfleet::worker {
 
 using SysMillis = std::chrono::sys_time<std::chrono::milliseconds>;
 
+// "<hostname>:<pid>": the default name of a worker process.
+std::string DefaultWorkerId();
+
 struct RunnerOptions {
   std::string key_prefix = "lockfleet";  // as LockClientOptions::key_prefix
   // How long a job waits for its lock; std::nullopt: without limit (shutdown
