@@ -1,5 +1,7 @@
 #include "fleet.h"
 
+#include <cstdio>
+#include <random>
 #include <utility>
 
 #include "lockfleet/config/error.h"
@@ -9,6 +11,17 @@
 namespace lockfleet::cli {
 
 using config::LogLevel;
+
+namespace {
+
+std::string RandomSuffix() {
+  std::random_device random;
+  char text[9];
+  std::snprintf(text, sizeof(text), "%08x", random());
+  return text;
+}
+
+}  // namespace
 
 RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
   return RedisOptions{.url = redis.url,
@@ -63,7 +76,11 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
 
   LockClientOptions lock_options = LockOptionsFrom(config);
   lock_options.observer = metrics_->lock_observer();
-  lock_options.client_id = worker_id_;
+  // Not the worker id alone: lock owner tokens derive from the client id, so
+  // two processes given the same --id (a copied template, a restarted
+  // container with the same hostname and pid) would share holds. The worker
+  // id stays readable in front.
+  lock_options.client_id = worker_id_ + "/" + RandomSuffix();
   if (config.kafka) {
     notifier::KafkaOptions kafka = KafkaOptionsFrom(*config.kafka);
     kafka.client_id = config.kafka->client_id;
@@ -82,7 +99,18 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
   }
   locks_ = std::make_shared<LockClient>(redis_, std::move(lock_options));
   if (notifier_) notifier_->Subscribe(locks_.get());
+  try {
+    BuildWorker(config, overrides, std::move(handlers));
+  } catch (...) {
+    // REQUIRED before locks_ goes: no event may reach a destroyed client.
+    if (notifier_) notifier_->Unsubscribe(locks_.get());
+    throw;
+  }
+}
 
+void Fleet::BuildWorker(
+    const config::Config& config, const FleetOverrides& overrides,
+    std::shared_ptr<const worker::HandlerRegistry> handlers) {
   runner_ = std::make_shared<worker::JobRunner>(
       locks_, redis_, std::move(handlers),
       worker::RunnerOptions{
@@ -138,7 +166,8 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
 
 Fleet::~Fleet() {
   Shutdown();
-  health_server_.reset();  // it calls into worker_
+  metrics_server_.reset();  // a scrape reads the notifier and Redis stats
+  health_server_.reset();   // it calls into worker_
   worker_.reset();
   runner_.reset();
   if (notifier_) notifier_->Unsubscribe(locks_.get());

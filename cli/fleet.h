@@ -50,6 +50,10 @@ class Fleet {
   const std::string& worker_id() const { return worker_id_; }
 
  private:
+  void BuildWorker(const config::Config& config,
+                   const FleetOverrides& overrides,
+                   std::shared_ptr<const worker::HandlerRegistry> handlers);
+
   Logger logger_;
   std::string worker_id_;
   std::shared_ptr<metrics::Metrics> metrics_;

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -29,11 +30,15 @@ stops taking jobs, gives running ones worker.grace_period to finish (then
 cancels them and hands them back to the fleet), releases its locks, commits
 the jobs-topic offsets of finished jobs and flushes its unlock events.
 
+A second SIGTERM or SIGINT during that shutdown exits at once (status 1):
+running jobs are redelivered and their locks run out after locks.lease.
+
 Once serving, it prints one line on stdout:
   ready worker=ID metrics=URL|- health=URL|-
 
 Exit status:
   0   stopped by SIGTERM or SIGINT after a graceful shutdown
+  1   a second signal during the shutdown: exited at once
   2   bad arguments or config (the errors name FILE:LINE:COL and the key),
       or a listen address that is malformed or in use
   69  Redis unreachable at start
@@ -65,10 +70,12 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
     if (stop_signal == 0) {
       stop_signal = signal;
     } else {
+      // The operator insists: leave now. Nothing is lost — running jobs are
+      // redelivered and their locks run out after locks.lease.
       logger.Log(config::LogLevel::kWarning, "worker",
-                 "already shutting down (grace period " +
-                     std::to_string(config.worker.grace_period.count()) +
-                     " ms)");
+                 "second signal: exiting at once; running jobs will be "
+                 "redelivered");
+      std::_Exit(1);
     }
     signalled.notify_all();
   });

@@ -108,6 +108,15 @@ class WorkerMetrics final : public worker::WorkerObserver {
     });
   }
 
+  void OnConsumerErrors(uint64_t errors,
+                        uint64_t commit_failures) noexcept override {
+    Record([&] {
+      state_->ConsumerErrors("consume").Increment(static_cast<double>(errors));
+      state_->ConsumerErrors("commit").Increment(
+          static_cast<double>(commit_failures));
+    });
+  }
+
   void OnConsumerPartitions(int partitions) noexcept override {
     Record([&] { state_->SetConsumerPartitions(partitions); });
   }

@@ -132,6 +132,10 @@ MetricsState::MetricsState(MetricsOptions options)
       consumer_partitions_(
           GaugeFamily(registry_, "lockfleet_jobs_consumer_partitions",
                       "Jobs-topic partitions assigned to this worker.")),
+      consumer_errors_(CounterFamily(
+          registry_, "lockfleet_jobs_consumer_errors_total",
+          "Jobs-topic consumer errors, by kind: consume (fetch and transport "
+          "errors) or commit (offset commits that failed; retried).")),
       waiters_(GaugeFamily(
                    registry_, "lockfleet_lock_waiters",
                    "Threads waiting in a timed or blocking lock acquisition.")
@@ -157,6 +161,8 @@ MetricsState::MetricsState(MetricsOptions options)
                     }) {
   if (!options_.lock_class) options_.lock_class = LockClass;
   for (ErrorCode code : kErrorCodes) ErrorCounter(code);
+  ConsumerErrors("consume");
+  ConsumerErrors("commit");
   for (worker::JobSource source : kJobSources) {
     job_types_[static_cast<size_t>(source)] =
         std::make_unique<BoundedSeries<JobSeries>>(

@@ -84,6 +84,9 @@ class MetricsState {
   Gauge& jobs_running() { return jobs_running_; }
   // The series appears with the first report: no value beats a wrong one.
   void SetConsumerLag(double lag) { consumer_lag_.Add({}).Set(lag); }
+  Counter& ConsumerErrors(const std::string& kind) {
+    return consumer_errors_.Add({{"kind", kind}});
+  }
   void SetConsumerPartitions(int partitions) {
     consumer_partitions_.Add({}).Set(partitions);
   }
@@ -112,6 +115,7 @@ class MetricsState {
   prometheus::Family<Histogram>& job_duration_;
   prometheus::Family<Gauge>& consumer_lag_;
   prometheus::Family<Gauge>& consumer_partitions_;
+  prometheus::Family<Counter>& consumer_errors_;
 
   Gauge& waiters_;
   Counter& renewals_;

@@ -152,6 +152,16 @@ TEST_F(WorkerCliTest, AScheduledSingletonRunsOncePerOccurrenceAcross3Workers) {
         return redis_->Execute({"LLEN", history}).integer >= 4;
       },
       kLong));
+  // The workers that did not run an occurrence found it done: none gave
+  // up on one as timed out (the holder's lease, 2 s, outlasts the 1 s
+  // interval, so they must come back before the next occurrence).
+  for (auto& worker : workers) {
+    EXPECT_EQ(
+        metrics::SumSamples(Scrape(*worker), "lockfleet_jobs_total",
+                            {{"source", "schedule"}, {"result", "timeout"}}),
+        0)
+        << worker->Stderr();
+  }
   for (auto& worker : workers) worker->Signal(SIGTERM);
   for (auto& worker : workers) {
     EXPECT_EQ(worker->Wait(kLong), 0) << worker->Stderr();
@@ -171,6 +181,30 @@ TEST_F(WorkerCliTest, AScheduledSingletonRunsOncePerOccurrenceAcross3Workers) {
   ASSERT_GE(runs.size(), 4u);
   for (const auto& [due, count] : runs) EXPECT_EQ(count, 1) << due;
   EXPECT_FALSE(LockClient(redis_).Inspect("report").locked);
+}
+
+TEST_F(WorkerCliTest, WorkersGivenTheSameIdStillExcludeEachOther) {
+  // A copied --id must not make two processes one lock owner.
+  const std::string config = WriteConfig(kScheduled);
+  auto a = StartWorker(config, "same");
+  auto b = StartWorker(config, "same");
+  const std::string history =
+      FencedResource::KeyOf("lockfleet", "report", "schedule:report:history");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return redis_->Execute({"LLEN", history}).integer >= 3;
+      },
+      kLong));
+  a->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(kLong), 0) << a->Stderr();
+  EXPECT_EQ(b->Wait(kLong), 0) << b->Stderr();
+  std::map<std::string, int> runs;
+  for (const Reply& entry :
+       redis_->Execute({"LRANGE", history, "0", "-1"}).elements) {
+    ++runs[entry.str.substr(0, entry.str.find(' '))];
+  }
+  for (const auto& [due, count] : runs) EXPECT_EQ(count, 1) << due;
 }
 
 TEST_F(WorkerCliTest, ACrashRedeliversUnfinishedJobsAndSkipsFinishedOnes) {

@@ -81,6 +81,18 @@ TEST(WorkerMetrics, ConsumerPartitionsAppearWithTheirFirstReport) {
   EXPECT_EQ(Value(m, "lockfleet_jobs_consumer_partitions"), 0);
 }
 
+TEST(WorkerMetrics, ConsumerErrorsAddUpByKind) {
+  Metrics m;
+  m.worker_observer()->OnConsumerErrors(2, 1);
+  m.worker_observer()->OnConsumerErrors(3, 0);
+  EXPECT_EQ(
+      Value(m, "lockfleet_jobs_consumer_errors_total", {{"kind", "consume"}}),
+      5);
+  EXPECT_EQ(
+      Value(m, "lockfleet_jobs_consumer_errors_total", {{"kind", "commit"}}),
+      1);
+}
+
 TEST(WorkerMetrics, UnknownConsumerLagIsNaN) {
   Metrics m;
   m.worker_observer()->OnConsumerLag(-1);

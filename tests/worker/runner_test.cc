@@ -245,6 +245,66 @@ TEST_F(RunnerTest, AFailingHandlerIsRetriedThenDeadLettered) {
   EXPECT_FALSE(LockClient(redis_).Inspect("l").locked);
 }
 
+TEST_F(RunnerTest, AHandlersOwnCancellationWithoutShutdownIsAFailure) {
+  handlers_->Register("quitter", {.run = [](JobContext&) -> JobResult {
+                        throw JobCancelled();
+                      }});
+  auto runner = NewRunner({.max_attempts = 2});
+  EXPECT_EQ(runner->Run({.id = "q1", .lock = "l", .type = "quitter"},
+                        JobSource::kKafka, {}),
+            JobResult::kFailed);  // not kCancelled: that would stall its
+                                  // partition's commits for good
+  EXPECT_EQ(DeadLetters(), 1);
+}
+
+TEST_F(RunnerTest, ARedisOutageCostsNoAttemptAndLosesNoJob) {
+  SeedStock(*redis_, "lockfleet", "product:1", 5);
+  // A runner with short timeouts, so the outage shows as errors quickly.
+  auto redis = std::make_shared<RedisClient>(
+      RedisOptions{.url = server_->url(),
+                   .connect_timeout = milliseconds(200),
+                   .command_timeout = milliseconds(200)});
+  auto locks = std::make_shared<LockClient>(redis);
+  JobRunner runner(locks, redis, handlers_,
+                   {.max_attempts = 1,
+                    .retry_backoff = milliseconds(10),
+                    .observer = observer_});
+  server_->Pause();  // SIGSTOP: every command times out
+  std::thread resume([&] {
+    std::this_thread::sleep_for(milliseconds(1500));
+    server_->Resume();
+  });
+  const JobResult result =
+      runner.Run(Purchase("o1", "product:1"), JobSource::kKafka, {});
+  resume.join();
+  EXPECT_EQ(result, JobResult::kOk);  // one attempt allowed, and it sold
+  EXPECT_EQ(AuditStock(*redis_, "lockfleet", "product:1").sold, 1);
+  EXPECT_EQ(DeadLetters(), 0);
+}
+
+TEST_F(RunnerTest, ShutdownDuringARedisOutageHandsTheJobBack) {
+  auto redis = std::make_shared<RedisClient>(
+      RedisOptions{.url = server_->url(),
+                   .connect_timeout = milliseconds(100),
+                   .command_timeout = milliseconds(100)});
+  JobRunner runner(std::make_shared<LockClient>(redis), redis, handlers_,
+                   {.retry_backoff = milliseconds(10)});
+  server_->Pause();
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(500));
+    stop.request_stop();
+  });
+  // An unknown type must be dead-lettered, which needs Redis: handed back.
+  EXPECT_EQ(runner.Run({.id = "u1", .lock = "l", .type = "nope"},
+                       JobSource::kKafka, stop.get_token()),
+            JobResult::kCancelled);
+  EXPECT_FALSE(runner.RejectMalformed("{x", "not JSON", stop.get_token()));
+  stopper.join();
+  server_->Resume();
+  EXPECT_EQ(DeadLetters(), 0);
+}
+
 TEST_F(RunnerTest, AHandlerThatRecoversSucceeds) {
   std::atomic<int> calls{0};
   handlers_->Register("once-flaky", {.run = [&](JobContext&) {
@@ -263,7 +323,7 @@ TEST_F(RunnerTest, UnknownTypeAndMalformedRecordsAreDeadLettered) {
   EXPECT_EQ(runner->Run({.id = "u1", .lock = "l", .type = "nope"},
                         JobSource::kKafka, {}),
             JobResult::kFailed);
-  runner->RejectMalformed("{garbage", "not JSON");
+  EXPECT_TRUE(runner->RejectMalformed("{garbage", "not JSON", {}));
   EXPECT_EQ(DeadLetters(), 2);
   EXPECT_EQ(observer_->count(JobResult::kFailed), 2);
 }

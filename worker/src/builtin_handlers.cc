@@ -53,7 +53,9 @@ JobResult Purchase(JobContext& context) {
         " (resource has seen " + std::to_string(result.highest_fence) + ")");
   }
   const std::string& outcome = result.reply.str;
-  if (outcome == "sold" || outcome == "duplicate") return JobResult::kOk;
+  if (outcome == "sold") return JobResult::kOk;
+  // Done before (this delivery's earlier attempt sold, then lost Redis).
+  if (outcome == "duplicate") return JobResult::kDuplicate;
   if (outcome == "sold_out") return JobResult::kRejected;
   if (outcome == "unknown") {
     throw std::runtime_error("product '" + context.job.lock +

@@ -21,16 +21,19 @@ using std::chrono::milliseconds;
 
 constexpr int kDeadLetterKeep = 10000;
 constexpr int kHistoryKeep = 100;
+constexpr milliseconds kMaxBackoff{5000};
 constexpr std::string_view kUnknownType = "unknown";
 
 // KEYS: marker, history. ARGV: due (ms since epoch), history entry, keep.
-// Records an occurrence as done unless a newer one already is.
+// Records a run of an occurrence: always in the history (a second run of one
+// occurrence must show there), and in the marker unless it already holds
+// this or a newer occurrence. Returns 1 if the marker advanced, else 0.
 constexpr std::string_view kRecordOccurrence = R"lua(
+redis.call('LPUSH', KEYS[2], ARGV[2])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
 local last = tonumber(redis.call('GET', KEYS[1]) or '-1')
 if last >= tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('LPUSH', KEYS[2], ARGV[2])
-redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
 return 1
 )lua";
 
@@ -44,13 +47,15 @@ std::string Describe(const std::exception_ptr& error) {
   }
 }
 
-bool IsCancelled(const std::exception_ptr& error) {
+// Redis unreachable, slow or refusing for now: worth waiting out, and not
+// the job's fault, so it costs no attempt.
+bool IsTransientRedis(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const JobCancelled&) {
-    return true;
   } catch (const Error& e) {
-    return e.code() == ErrorCode::kCancelled;
+    return e.code() == ErrorCode::kRedisUnavailable ||
+           e.code() == ErrorCode::kRedisTimeout ||
+           e.code() == ErrorCode::kRedisBusy;
   } catch (...) {
     return false;
   }
@@ -109,32 +114,57 @@ void JobRunner::Report(JobSource source, std::string_view type,
   }
 }
 
-void JobRunner::DeadLetter(std::string_view record,
-                           std::string_view reason) noexcept {
+bool JobRunner::DeadLetter(std::string_view record, std::string_view reason,
+                           std::stop_token stop) {
   if (options_.log) {
     options_.log(LogLevel::kError, "dead-lettered job (" + std::string(reason) +
                                        "): " + std::string(record));
   }
+  const std::string entry = std::string(reason) + "\t" + options_.worker_id +
+                            "\t" + std::string(record);
   try {
-    const std::string entry = std::string(reason) + "\t" + options_.worker_id +
-                              "\t" + std::string(record);
-    redis_->Pipeline(
-        {{"LPUSH", DeadLetterKey(), entry},
-         {"LTRIM", DeadLetterKey(), "0", std::to_string(kDeadLetterKeep - 1)}});
+    return RetryWhileRedisDown(
+        [&] {
+          redis_->Pipeline({{"LPUSH", DeadLetterKey(), entry},
+                            {"LTRIM", DeadLetterKey(), "0",
+                             std::to_string(kDeadLetterKeep - 1)}});
+        },
+        "recording a dead letter", stop);
   } catch (const std::exception& e) {
+    // Not a passing outage (a wrong-type key, say): waiting will not help.
+    // The log line above keeps the record.
     if (options_.log) {
-      options_.log(
-          LogLevel::kError,
-          std::string("could not record the dead letter: ") + e.what());
+      options_.log(LogLevel::kError, std::string("could not record the dead "
+                                                 "letter: ") +
+                                         e.what());
     }
+    return true;
+  }
+}
+
+bool JobRunner::RetryWhileRedisDown(const std::function<void()>& action,
+                                    std::string_view what,
+                                    std::stop_token stop) {
+  for (int failures = 0;; ++failures) {
+    try {
+      action();
+      return true;
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      if (!IsTransientRedis(error)) throw;
+      if (options_.log && (failures < 3 || failures % 30 == 0)) {
+        options_.log(LogLevel::kWarning,
+                     std::string(what) + ": " + Describe(error) + "; retrying");
+      }
+    }
+    if (!Backoff(std::min(failures + 1, 5), stop)) return false;
   }
 }
 
 bool JobRunner::Backoff(int attempt, std::stop_token stop) {
   milliseconds delay = options_.retry_backoff;
-  for (int i = 1; i < attempt && delay < std::chrono::seconds(30); ++i) {
-    delay *= 2;
-  }
+  for (int i = 1; i < attempt && delay < kMaxBackoff; ++i) delay *= 2;
+  delay = std::min(delay, kMaxBackoff);
   std::mutex mu;
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
@@ -142,13 +172,16 @@ bool JobRunner::Backoff(int attempt, std::stop_token stop) {
   return !stop.stop_requested();
 }
 
-void JobRunner::RejectMalformed(std::string_view record,
-                                std::string_view reason) {
-  DeadLetter(record, "malformed: " + std::string(reason));
+bool JobRunner::RejectMalformed(std::string_view record,
+                                std::string_view reason, std::stop_token stop) {
+  if (!DeadLetter(record, "malformed: " + std::string(reason), stop)) {
+    return false;
+  }
   if (options_.observer) {
     options_.observer->OnJob(JobSource::kKafka, kUnknownType,
                              JobResult::kFailed, Clock::Duration::zero());
   }
+  return true;
 }
 
 JobResult JobRunner::Run(const Job& job, JobSource source,
@@ -156,7 +189,10 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
   const Clock::TimePoint started = SteadyClock()->Now();
   const HandlerSpec* spec = handlers_->Find(job.type);
   if (spec == nullptr) {
-    DeadLetter(EncodeJob(job), "no handler for type '" + job.type + "'");
+    if (!DeadLetter(EncodeJob(job), "no handler for type '" + job.type + "'",
+                    stop)) {
+      return JobResult::kCancelled;
+    }
     Report(source, kUnknownType, JobResult::kFailed, started);
     return JobResult::kFailed;
   }
@@ -170,15 +206,25 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
     Report(source, job.type, result, started);
     return result;
   };
+  const auto give_up = [&](JobResult result, const std::string& reason) {
+    if (!DeadLetter(EncodeJob(job), reason, stop)) {
+      return finish(JobResult::kCancelled);  // shutting down: handed back
+    }
+    return finish(result);
+  };
 
   std::string last_error;
-  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
-    if (attempt > 1 && !Backoff(attempt - 1, stop)) {
+  int attempt = 0;        // handler failures so far
+  int redis_outages = 0;  // transient Redis failures so far (cost no attempt)
+  while (attempt < options_.max_attempts) {
+    if ((attempt > 0 || redis_outages > 0) &&
+        !Backoff(std::min(attempt + redis_outages, 6), stop)) {
       return finish(JobResult::kCancelled);
     }
+    Lease lease;
+    JobResult result = JobResult::kOk;
     try {
       AcquireOptions acquire{.stop = stop};
-      Lease lease;
       if (options_.lock_wait) {
         AcquireResult got =
             locks_->AcquireFor(job.lock, *options_.lock_wait, acquire);
@@ -186,19 +232,18 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
           return finish(JobResult::kCancelled);
         }
         if (!got) {
-          DeadLetter(EncodeJob(job),
-                     "lock '" + job.lock + "' not acquired within " +
-                         std::to_string(options_.lock_wait->count()) +
-                         " ms (held by " + got.holder + ")");
-          return finish(JobResult::kTimeout);
+          return give_up(JobResult::kTimeout,
+                         "lock '" + job.lock + "' not acquired within " +
+                             std::to_string(options_.lock_wait->count()) +
+                             " ms (held by " + got.holder + ")");
         }
         lease = std::move(got.lease);
       } else {
         lease = locks_->Acquire(job.lock, acquire);
       }
-      const Reply done = redis_->Execute({"EXISTS", done_key});
-      if (done.integer == 1) return finish(JobResult::kDuplicate);
-
+      if (redis_->Execute({"EXISTS", done_key}).integer == 1) {
+        return finish(JobResult::kDuplicate);
+      }
       FencedResource resource(redis_, job.lock, options_.key_prefix);
       JobContext context{.job = job,
                          .source = source,
@@ -209,22 +254,24 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                          .done_key = done_key,
                          .dedup_ttl = options_.dedup_ttl,
                          .stop = stop};
-      const JobResult result = spec->run(context);
-      if (result != JobResult::kOk && result != JobResult::kRejected) {
+      result = spec->run(context);
+      if (result != JobResult::kOk && result != JobResult::kRejected &&
+          result != JobResult::kDuplicate) {
         throw std::logic_error(std::string("handler returned ") +
                                JobResultName(result) +
-                               " (only ok or rejected are allowed)");
+                               " (only ok, rejected or duplicate are allowed)");
       }
-      redis_->Execute({"SET", done_key, JobResultName(result), "PX",
-                       std::to_string(options_.dedup_ttl.count())});
-      lease.Release();
-      return finish(result);
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
-      if (IsCancelled(error) || stop.stop_requested()) {
-        return finish(JobResult::kCancelled);
-      }
+      // Only shutdown cancels: a handler's own JobCancelled without it is a
+      // failure like any other (or its record would never be committed).
+      if (stop.stop_requested()) return finish(JobResult::kCancelled);
       last_error = Describe(error);
+      if (IsTransientRedis(error)) {
+        ++redis_outages;
+      } else {
+        ++attempt;
+      }
       if (options_.log) {
         options_.log(LogLevel::kWarning,
                      "job " + job.id + " (" + job.type + ") attempt " +
@@ -232,11 +279,45 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                          std::to_string(options_.max_attempts) +
                          " failed: " + last_error);
       }
+      continue;
     }
+    // The handler finished: it never runs again for this delivery, whatever
+    // happens to the bookkeeping below.
+    if (result != JobResult::kDuplicate) {
+      try {
+        if (!RetryWhileRedisDown(
+                [&] {
+                  redis_->Execute({"SET", done_key, JobResultName(result), "PX",
+                                   std::to_string(options_.dedup_ttl.count())});
+                },
+                "writing the done marker of job " + job.id, stop) &&
+            options_.log) {
+          options_.log(LogLevel::kWarning,
+                       "job " + job.id +
+                           " finished but its done marker was not written "
+                           "(shutting down): a redelivery would run it again");
+        }
+      } catch (const std::exception& e) {
+        if (options_.log) {
+          options_.log(
+              LogLevel::kError,
+              "job " + job.id + ": done marker not written: " + e.what());
+        }
+      }
+    }
+    try {
+      lease.Release();
+    } catch (const std::exception& e) {  // the lease runs out by itself
+      if (options_.log) {
+        options_.log(LogLevel::kWarning,
+                     "job " + job.id + ": release failed: " + e.what());
+      }
+    }
+    return finish(result);
   }
-  DeadLetter(EncodeJob(job), "failed " + std::to_string(options_.max_attempts) +
-                                 " times; last: " + last_error);
-  return finish(JobResult::kFailed);
+  return give_up(JobResult::kFailed, "failed " +
+                                         std::to_string(options_.max_attempts) +
+                                         " times; last: " + last_error);
 }
 
 OccurrenceResult JobRunner::RunOccurrence(
@@ -262,19 +343,25 @@ OccurrenceResult JobRunner::RunOccurrence(
   }
   const int64_t due_ms = due.time_since_epoch().count();
   try {
+    FencedResource resource(redis_, schedule.lock, options_.key_prefix);
+    const std::string marker = resource.Key("schedule:" + schedule.name);
+    // The marker only ever grows, so reading it without the lock is enough
+    // to skip an occurrence that is done (it is checked again under it).
+    const auto done = [&] {
+      const Reply last = redis_->Execute({"GET", marker});
+      return !last.is_nil() && std::stoll(last.str) >= due_ms;
+    };
+    if (done()) return finish(JobResult::kDuplicate);
     AcquireResult got =
         locks_->TryAcquire(schedule.lock, AcquireOptions{.stop = stop});
     if (!got) {
+      // Held: running this occurrence now, or about to find it done.
+      if (done()) return finish(JobResult::kDuplicate);
       out.retry_after = std::max(got.holder_ttl, milliseconds(50));
       return out;
     }
     Lease lease = std::move(got.lease);
-    FencedResource resource(redis_, schedule.lock, options_.key_prefix);
-    const std::string marker = resource.Key("schedule:" + schedule.name);
-    const Reply last = redis_->Execute({"GET", marker});
-    if (!last.is_nil() && std::stoll(last.str) >= due_ms) {
-      return finish(JobResult::kDuplicate);
-    }
+    if (done()) return finish(JobResult::kDuplicate);
     // The occurrence is this job's identity: one id per firing.
     const Job job{.id = schedule.name + "@" + std::to_string(due_ms),
                   .lock = schedule.lock,
@@ -300,7 +387,7 @@ OccurrenceResult JobRunner::RunOccurrence(
       result = spec->run(context);
     } catch (...) {
       const std::exception_ptr thrown = std::current_exception();
-      if (IsCancelled(thrown) || stop.stop_requested()) {
+      if (stop.stop_requested()) {
         return finish(JobResult::kCancelled);  // not recorded: retried
       }
       error = Describe(thrown);
@@ -316,16 +403,30 @@ OccurrenceResult JobRunner::RunOccurrence(
     const std::string entry = std::to_string(due_ms) + " " +
                               options_.worker_id + " " + JobResultName(result) +
                               " " + std::to_string(took.count());
-    const FenceResult recorded = resource.Eval(
-        lease.fence(), kRecordOccurrence,
-        {marker, ScheduleHistoryKey(schedule)},
-        {std::to_string(due_ms), entry, std::to_string(kHistoryKeep)});
+    // The handler ran: record it, waiting out a Redis outage, so that no
+    // other worker runs this occurrence again.
+    FenceResult recorded;
+    if (!RetryWhileRedisDown(
+            [&] {
+              recorded = resource.Eval(lease.fence(), kRecordOccurrence,
+                                       {marker, ScheduleHistoryKey(schedule)},
+                                       {std::to_string(due_ms), entry,
+                                        std::to_string(kHistoryKeep)});
+            },
+            "recording schedule " + schedule.name, stop)) {
+      recorded.accepted = false;
+    }
     if (!recorded.accepted && options_.log) {
       options_.log(LogLevel::kWarning,
                    "schedule " + schedule.name + " at " +
                        std::to_string(due_ms) +
                        ": lease lost while running; not recorded (a newer "
                        "holder may run it again)");
+    } else if (recorded.reply.integer == 0 && options_.log) {
+      options_.log(LogLevel::kError, "schedule " + schedule.name + " at " +
+                                         std::to_string(due_ms) +
+                                         " ran twice (another run recorded "
+                                         "it first)");
     }
     lease.Release();
     return finish(result);

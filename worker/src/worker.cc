@@ -139,8 +139,10 @@ class Worker::Impl {
   struct Pending {
     size_t schedule;
     SysMillis due;
+    SysMillis next_due;  // the schedule's occurrence after `due`
     SysMillis try_at;
     bool in_flight = false;
+    bool last_try = false;  // try_at was pulled in to just before next_due
   };
 
   void Observe(int delta) {
@@ -193,8 +195,28 @@ class Worker::Impl {
       if (*result.result != JobResult::kCancelled) ++stats_.finished;
       if (pending != pending_.end()) pending_.erase(pending);
     } else if (pending != pending_.end()) {
-      pending->in_flight = false;
-      pending->try_at = NowMillis() + result.retry_after;
+      // Another worker holds the lock. Come back when its lease would have
+      // run out (it may have crashed) — but no later than just before the
+      // next occurrence: a runner that finished is then found done
+      // (duplicate); one still running at that point overran the whole
+      // interval, and this occurrence is given up (timeout).
+      const SysMillis limit =
+          pending->next_due -
+          std::min(milliseconds(100), (pending->next_due - pending->due) / 10);
+      if (pending->last_try) {
+        if (const auto& observer = runner_->options().observer) {
+          observer->OnJob(JobSource::kSchedule, schedule.handler,
+                          JobResult::kTimeout, Clock::Duration::zero());
+        }
+        pending_.erase(pending);
+      } else {
+        pending->in_flight = false;
+        pending->try_at = NowMillis() + result.retry_after;
+        if (pending->try_at >= limit) {
+          pending->try_at = limit;
+          pending->last_try = true;
+        }
+      }
     }
     cv_.notify_all();  // the scheduler re-arms
   }
@@ -220,6 +242,7 @@ class Worker::Impl {
     auto next_lag = std::chrono::steady_clock::now();
     const auto& observer = runner_->options().observer;
     bool paused = false;
+    notifier::JobConsumerStats reported;  // as of the last report
     while (true) {
       {
         std::unique_lock lock(mu_);
@@ -230,8 +253,13 @@ class Worker::Impl {
       consumer_->SetPaused(paused);
       std::optional<notifier::JobRecord> record = consumer_->Poll(kPollTimeout);
       if (observer && std::chrono::steady_clock::now() >= next_lag) {
+        const notifier::JobConsumerStats stats = consumer_->stats();
         observer->OnConsumerLag(consumer_->Lag());
-        observer->OnConsumerPartitions(consumer_->stats().assigned_partitions);
+        observer->OnConsumerPartitions(stats.assigned_partitions);
+        observer->OnConsumerErrors(
+            stats.errors - reported.errors,
+            stats.commit_failures - reported.commit_failures);
+        reported = stats;
         next_lag = std::chrono::steady_clock::now() + kLagInterval;
       }
       if (!record) continue;
@@ -239,8 +267,10 @@ class Worker::Impl {
       try {
         task.job = ParseJob(task.record->value);
       } catch (const JobError& e) {
-        runner_->RejectMalformed(task.record->value, e.what());
-        consumer_->MarkDone(*task.record);  // nothing to retry
+        if (runner_->RejectMalformed(task.record->value, e.what(),
+                                     cancel_.get_token())) {
+          consumer_->MarkDone(*task.record);  // nothing to retry
+        }
         continue;
       }
       std::lock_guard lock(mu_);
@@ -273,27 +303,19 @@ class Worker::Impl {
       const SysMillis now = NowMillis();
       for (size_t i = 0; i < next.size(); ++i) {
         while (next[i] <= now) {
-          pending_.push_back(
-              {.schedule = i, .due = next[i], .try_at = next[i]});
-          next[i] = NextOccurrence(options_.schedules[i], next[i]);
+          const SysMillis following =
+              NextOccurrence(options_.schedules[i], next[i]);
+          pending_.push_back({.schedule = i,
+                              .due = next[i],
+                              .next_due = following,
+                              .try_at = next[i]});
+          next[i] = following;
         }
       }
       SysMillis wake = SysMillis::max();
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->in_flight) {
           ++it;
-          continue;
-        }
-        if (it->try_at >= next[it->schedule]) {
-          // Held by another worker until the next occurrence was due: give
-          // this one up (the next occurrence supersedes it).
-          const config::ScheduleConfig& schedule =
-              options_.schedules[it->schedule];
-          if (const auto& observer = runner_->options().observer) {
-            observer->OnJob(JobSource::kSchedule, schedule.handler,
-                            JobResult::kTimeout, Clock::Duration::zero());
-          }
-          it = pending_.erase(it);
           continue;
         }
         if (it->try_at <= now) {

@@ -79,8 +79,11 @@ struct LockClientOptions {
   std::chrono::milliseconds claim_window{2000};
   std::shared_ptr<Clock> clock;                // Default: SteadyClock()
   std::shared_ptr<UnlockPublisher> publisher;  // Default: none
-  std::string client_id;                       // Default: random 16 hex
-  std::shared_ptr<LockObserver> observer;      // Default: none (metrics)
+  // Must be unique among live clients: owner tokens and hold ids derive
+  // from it, so two clients given the same id would share holds. Default:
+  // random 16 hex.
+  std::string client_id;
+  std::shared_ptr<LockObserver> observer;  // Default: none (metrics)
 };
 
 // Called once when a held grant is lost (see lease.h), on the watchdog

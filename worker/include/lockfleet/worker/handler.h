@@ -1,10 +1,11 @@
 // Handlers: the code a job runs, registered by name.
 //
-// A handler runs with the job's lock held and returns kOk (did its work) or
+// A handler runs with the job's lock held and returns kOk (did its work),
 // kRejected (refused by a business rule — sold out, say — which is final, not
-// retried). Throwing any exception is a failure: the worker releases the
-// lock, backs off and retries up to worker.max_attempts times (re-checking
-// whether the job is done meanwhile), then gives the job up as failed.
+// retried) or kDuplicate (it found its own effect already applied). Throwing
+// any exception is a failure: the worker releases the lock, backs off and
+// retries up to worker.max_attempts times (re-checking whether the job is done
+// meanwhile), then gives the job up as failed.
 //
 // Writing safely. The lock is a lease: a holder paused past it (GC, SIGSTOP,
 // a partition) may still be running when another worker already holds the
@@ -16,12 +17,13 @@
 // Exactly-once effects. The worker marks a job done (context.done_key) after
 // the handler returns, so a crash between the two re-runs the handler when
 // the job is redelivered. A handler that writes through `context.resource`
-// can set done_key in the same script (see inventory.cc) and then never
+// can set done_key in the same script (see builtin_handlers.cc) and then never
 // applies its effect twice.
 //
 // Cancellation. `context.stop` is requested when shutdown's grace period
 // ends: stop promptly (throw JobCancelled) and the job is handed back to the
-// fleet rather than counted as failed.
+// fleet rather than counted as failed. (Throwing JobCancelled without a stop
+// request is an ordinary failure.)
 //
 //   HandlerRegistry handlers;
 //   RegisterBuiltinHandlers(handlers);
@@ -69,7 +71,7 @@ class JobCancelled : public std::runtime_error {
 using HandlerFn = std::function<JobResult(JobContext& context)>;
 
 struct HandlerSpec {
-  HandlerFn run;  // required; must return kOk or kRejected, or throw
+  HandlerFn run;  // required; returns kOk, kRejected or kDuplicate, or throws
   // The setting keys it understands: the worker refuses to start with a
   // configured setting not listed here (a typo would otherwise be ignored).
   std::vector<std::string> settings;

@@ -9,7 +9,10 @@
 //
 //   id       required string, 1..256 bytes: the job's identity. A job whose id
 //            already finished (within worker.dedup_ttl) is skipped, so a
-//            redelivered record never runs twice.
+//            redelivered record does not run again — unless the worker died
+//            between the handler's end and its done marker (docs/worker.md;
+//            handlers that write through their FencedResource can close
+//            that gap).
 //   lock     required string, 1..1024 bytes: the lock held while it runs.
 //   type     required string, 1..128 bytes: a registered handler's name.
 //   payload  optional object of scalars (string, number, boolean); nested

@@ -18,7 +18,7 @@ namespace lockfleet::worker {
 enum class JobResult {
   kOk,         // the handler finished and did its work
   kRejected,   // the handler finished and refused by a business rule
-               // (sold out, stale fencing token): not retried
+               // (sold out): not retried
   kFailed,     // the handler threw on every attempt, or the job was malformed
   kDuplicate,  // already done (a redelivered job, a schedule occurrence that
                // another worker ran): skipped
@@ -57,6 +57,11 @@ class WorkerObserver {
   // lag. All workers' sum equals the topic's partitions once the group is
   // stable.
   virtual void OnConsumerPartitions(int /*partitions*/) noexcept {}
+
+  // The jobs-topic consumer saw `errors` more consume / transport errors and
+  // `commit_failures` more failed offset commits since the last report.
+  virtual void OnConsumerErrors(uint64_t /*errors*/,
+                                uint64_t /*commit_failures*/) noexcept {}
 };
 
 }  // namespace lockfleet::worker

@@ -82,15 +82,21 @@ class JobRunner {
             std::shared_ptr<const HandlerRegistry> handlers,
             RunnerOptions options);
 
-  // Runs a job from the jobs topic (or any other source). Never throws:
-  // Redis failures count as failed attempts. kCancelled when `stop` ended it
-  // before it finished: the caller must hand the job back (not mark it
-  // consumed).
+  // Runs a job from the jobs topic (or any other source). Never throws.
+  // Redis being unreachable, slow or busy costs no attempt: the runner waits
+  // it out (backing off up to 5 s) for as long as it lasts. kCancelled when
+  // `stop` ended it before it finished: the caller must hand the job back
+  // (not mark it consumed). Once the handler has returned, the job is never
+  // run again by this call: a failure to write its done marker or to
+  // release the lock is only logged.
   JobResult Run(const Job& job, JobSource source, std::stop_token stop);
 
   // Records a job that could not even be parsed: counted as kFailed of type
-  // "unknown" and dead-lettered with `reason`. Never throws.
-  void RejectMalformed(std::string_view record, std::string_view reason);
+  // "unknown" and dead-lettered with `reason`. Returns false only when
+  // `stop` ended the wait for Redis before it was recorded (then hand the
+  // record back). Never throws.
+  bool RejectMalformed(std::string_view record, std::string_view reason,
+                       std::stop_token stop);
 
   // One attempt at the occurrence of `schedule` due at `due`.
   OccurrenceResult RunOccurrence(const config::ScheduleConfig& schedule,
@@ -111,7 +117,13 @@ class JobRunner {
   struct Attempt;
   void Report(JobSource source, std::string_view type, JobResult result,
               Clock::TimePoint started) noexcept;
-  void DeadLetter(std::string_view record, std::string_view reason) noexcept;
+  // False only if `stop` ended the wait for Redis first.
+  bool DeadLetter(std::string_view record, std::string_view reason,
+                  std::stop_token stop);
+  // Runs `action` until it does not throw a transient Redis error, backing
+  // off in between. False if `stop` came first; other errors propagate.
+  bool RetryWhileRedisDown(const std::function<void()>& action,
+                           std::string_view what, std::stop_token stop);
   bool Backoff(int attempt, std::stop_token stop);
 
   std::shared_ptr<LockClient> locks_;
