@@ -25,6 +25,7 @@
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
+#include "support/promtool.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
 
@@ -240,6 +241,18 @@ TEST_F(WorkerCliTest, ACrashRedeliversUnfinishedJobsAndSkipsFinishedOnes) {
       WaitUntil([&] { return Jobs(*second, "duplicate") == 20; }, kLong))
       << second->Stderr();
   EXPECT_EQ(Jobs(*second, "ok"), 0);  // the long job is still running
+  {
+    // What a real worker serves after real work passes promtool's lint.
+    ASSERT_TRUE(FindPromtool().has_value()) << kNoPromtool;
+    const std::string out = second->Stdout();
+    const size_t at = out.find("metrics=http://127.0.0.1:");
+    const metrics::HttpResponse scrape = metrics::HttpGet(
+        "127.0.0.1", static_cast<uint16_t>(std::stoi(out.substr(at + 25))),
+        "/metrics", seconds(5));
+    const PromtoolResult lint = PromtoolCheckMetrics(scrape.body);
+    EXPECT_EQ(lint.status, 0) << lint.output;
+    EXPECT_EQ(lint.output, "") << lint.output;
+  }
   const worker::StockAudit audit =
       worker::AuditStock(*redis_, "lockfleet", "product:1");
   EXPECT_EQ(audit.sold, 20);  // each purchase happened exactly once

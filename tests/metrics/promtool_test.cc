@@ -1,4 +1,6 @@
 // The exposition passes Prometheus's own linter: promtool check metrics.
+#include "support/promtool.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,16 +25,6 @@ namespace {
 using std::chrono::milliseconds;
 
 // promtool's path, from $PATH.
-std::optional<std::string> FindPromtool() {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/promtool";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return std::nullopt;
-}
-
 // Every family, each with at least one sample.
 void Populate(Metrics& m) {
   auto locks = m.lock_observer();
@@ -108,33 +100,15 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
 }
 
 TEST(Promtool, CheckMetricsAcceptsThePopulatedExpositionWithoutComplaint) {
-  const std::optional<std::string> promtool = FindPromtool();
-  ASSERT_TRUE(promtool.has_value())
-      << "promtool is not on PATH: install the Debian package 'prometheus' "
-         "(apt-get install prometheus; scripts/setup.sh does)";
-
+  ASSERT_TRUE(lockfleet::testing::FindPromtool().has_value())
+      << lockfleet::testing::kNoPromtool;
   Metrics m;
   Populate(m);
-  char path[] = "/tmp/lockfleet-exposition-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path) << m.Exposition();
-
-  const std::string command =
-      "'" + *promtool + "' check metrics < '" + path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;)
-    output.append(buffer, n);
-  const int status = pclose(pipe);
-  unlink(path);
-
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
-  EXPECT_EQ(output, "") << "promtool lint complaints:\n" << output;
+  const lockfleet::testing::PromtoolResult result =
+      lockfleet::testing::PromtoolCheckMetrics(m.Exposition());
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_EQ(result.output, "") << "promtool lint complaints:\n"
+                               << result.output;
 }
 
 }  // namespace
