@@ -105,7 +105,14 @@ TEST_F(ConfigFileTest, ErrorsNameThePathAsGiven) {
                        "'pool_size'?"});
 }
 
-// Every YAML file the repository ships under deploy/ or config/ must load.
+// Every lockfleet config the repository ships under deploy/ or config/ must
+// load. A lockfleet config is a file named exactly lockfleet.yaml or
+// lockfleet.yml (one per deployment directory: deploy/compose/,
+// deploy/systemd/, ...); the other YAML there (compose, Kubernetes,
+// Prometheus, Grafana) is not one, and other names that start with
+// "lockfleet" (lockfleet.rules.yaml) are not either. deploy/README.md states
+// the rule, and tests/deploy checks that no file with a top-level `redis:`
+// escapes it, and checks the config embedded in the Kubernetes ConfigMap.
 // They are loaded with an empty environment, so give each ${VAR} a default
 // (${KAFKA_USER:-}) — `lockfleet config check` in CI then works on them.
 TEST(ShippedConfigsTest, AllLoad) {
@@ -115,14 +122,16 @@ TEST(ShippedConfigsTest, AllLoad) {
     if (!fs::is_directory(root / dir)) continue;
     for (const fs::directory_entry& entry :
          fs::recursive_directory_iterator(root / dir)) {
-      const fs::path extension = entry.path().extension();
+      const std::string name = entry.path().filename().string();
       if (entry.is_regular_file() &&
-          (extension == ".yaml" || extension == ".yml")) {
+          (name == "lockfleet.yaml" || name == "lockfleet.yml")) {
         files.push_back(entry.path());
       }
     }
   }
-  if (files.empty()) GTEST_SKIP() << "no YAML files under deploy/ or config/";
+  if (files.empty()) {
+    GTEST_SKIP() << "no lockfleet.yaml under deploy/ or config/";
+  }
   for (const fs::path& file : files) {
     SCOPED_TRACE(file.string());
     try {
