@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "demo_support.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/metrics/http.h"
 #include "lockfleet/metrics/scrape.h"
@@ -91,103 +92,10 @@ void Check(const DemoArgs& args) {
   range("--timeout", args.timeout_s, 1, 86'400);
 }
 
-std::string FindOnPath(const std::string& name) {
-  if (const char* env = std::getenv("LOCKFLEET_REDIS_SERVER");
-      env != nullptr && *env != '\0' && name == "redis-server") {
-    return env;
-  }
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-std::string SelfExe() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "" : self.string();
-}
-
-std::string Tail(const fs::path& file, size_t max_lines = 20) {
-  std::ifstream in(file);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::string out;
-  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0;
-       i < lines.size(); ++i) {
-    out += "    " + lines[i] + "\n";
-  }
-  return out;
-}
-
-std::string Ms(double seconds) {
-  char text[32];
-  if (std::isnan(seconds)) return "n/a";
-  std::snprintf(text, sizeof(text), "%.2f ms", seconds * 1000);
-  return text;
-}
-
 // The state shared with the signal handler.
 struct Interrupt {
   std::atomic<bool> requested{false};
 };
-
-// A scraped worker: its /metrics address.
-struct Endpoint {
-  std::string host;
-  uint16_t port = 0;
-  std::string url;
-};
-
-std::optional<Endpoint> ParseMetricsUrl(const std::string& ready_line) {
-  // "ready worker=ID metrics=http://HOST:PORT/metrics health=..."
-  const size_t at = ready_line.find(" metrics=http://");
-  if (at == std::string::npos) return std::nullopt;
-  const size_t start = at + std::string(" metrics=http://").size();
-  const size_t slash = ready_line.find('/', start);
-  const size_t colon = ready_line.rfind(':', slash);
-  if (slash == std::string::npos || colon == std::string::npos ||
-      colon < start) {
-    return std::nullopt;
-  }
-  Endpoint endpoint;
-  endpoint.host = ready_line.substr(start, colon - start);
-  if (endpoint.host.size() > 2 && endpoint.host.front() == '[') {
-    endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
-  }
-  endpoint.port = static_cast<uint16_t>(
-      std::stoi(ready_line.substr(colon + 1, slash - colon - 1)));
-  const size_t end = ready_line.find(' ', start);
-  endpoint.url = ready_line.substr(
-      at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
-  return endpoint;
-}
-
-// Every worker's samples, concatenated (sums are fleet-wide).
-std::vector<metrics::Sample> ScrapeAll(const std::vector<Endpoint>& endpoints,
-                                       int* failures) {
-  std::vector<metrics::Sample> all;
-  for (const Endpoint& endpoint : endpoints) {
-    const metrics::HttpResponse response = metrics::HttpGet(
-        endpoint.host, endpoint.port, "/metrics", milliseconds(2000));
-    if (response.status != 200) {
-      if (failures) ++*failures;
-      continue;
-    }
-    std::vector<metrics::Sample> samples =
-        metrics::ParseExposition(response.body);
-    all.insert(all.end(), samples.begin(), samples.end());
-  }
-  return all;
-}
-
-double Jobs(const std::vector<metrics::Sample>& samples, const char* result) {
-  return metrics::SumSamples(samples, "lockfleet_jobs_total",
-                             {{"source", "kafka"}, {"result", result}});
-}
 
 class Demo {
  public:
@@ -214,19 +122,6 @@ class Demo {
   std::vector<Endpoint> endpoints_;
   long long commands_before_ = 0;
 };
-
-long long TotalCommands(RedisClient& redis) {
-  const Reply info = redis.Execute({"INFO", "commandstats"});
-  long long total = 0;
-  std::stringstream lines(info.str);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t calls = line.find("calls=");
-    if (line.rfind("cmdstat_", 0) != 0 || calls == std::string::npos) continue;
-    if (line.rfind("cmdstat_info:", 0) == 0) continue;  // our own probes
-    total += std::stoll(line.substr(calls + 6));
-  }
-  return total;
-}
 
 int Demo::Setup() {
   char pattern[] = "/tmp/lockfleet-demo-XXXXXX";
@@ -337,7 +232,7 @@ bool Demo::WaitForGroup(std::chrono::seconds timeout) {
     bool each = true;
     for (const Endpoint& endpoint : endpoints_) {
       const double partitions = metrics::SumSamples(
-          ScrapeAll({endpoint}, nullptr), "lockfleet_jobs_consumer_partitions");
+          ScrapeAll({endpoint}), "lockfleet_jobs_consumer_partitions");
       total += partitions;
       each = each && partitions >= 1;
     }
@@ -392,7 +287,7 @@ int Demo::Run() {
   const auto deadline = started + seconds(args_.timeout_s);
   auto next_line = steady_clock::now();
   while (!Interrupted()) {
-    const std::vector<metrics::Sample> samples = ScrapeAll(endpoints_, nullptr);
+    const std::vector<metrics::Sample> samples = ScrapeAll(endpoints_);
     const double done = Jobs(samples, "ok") + Jobs(samples, "rejected") +
                         Jobs(samples, "failed") + Jobs(samples, "timeout");
     const double elapsed =
@@ -429,7 +324,7 @@ int Demo::Run() {
 }
 
 int Demo::Summarize(double elapsed_s) {
-  const std::vector<metrics::Sample> s = ScrapeAll(endpoints_, nullptr);
+  const std::vector<metrics::Sample> s = ScrapeAll(endpoints_);
   const long long commands = TotalCommands(*redis_) - commands_before_;
   std::vector<std::string> broken;
 
