@@ -1,5 +1,6 @@
-// Runs `promtool check metrics` (Debian package `prometheus`) on a text
-// exposition, for tests that check what lockfleet serves on /metrics.
+// Runs promtool (Debian package `prometheus`): `check metrics` on a text
+// exposition, for tests that check what lockfleet serves on /metrics, and
+// any other subcommand (`check rules`, `test rules`) on files.
 #pragma once
 
 #include <sys/wait.h>
@@ -11,17 +12,25 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace lockfleet::testing {
 
-inline std::optional<std::string> FindPromtool() {
+// The first executable `name` in $PATH, or nullopt.
+inline std::optional<std::string> FindOnPath(std::string_view name) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "");
   for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/promtool";
+    const std::string candidate =
+        (dir.empty() ? "." : dir) + "/" + std::string(name);
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
+}
+
+inline std::optional<std::string> FindPromtool() {
+  return FindOnPath("promtool");
 }
 
 inline constexpr char kNoPromtool[] =
@@ -33,18 +42,27 @@ struct PromtoolResult {
   std::string output;  // stdout and stderr: lint complaints, errors
 };
 
+// Runs `promtool args...` with `input` on its stdin.
 // REQUIRES: FindPromtool() found it.
-inline PromtoolResult PromtoolCheckMetrics(const std::string& exposition) {
+inline PromtoolResult RunPromtool(const std::vector<std::string>& args,
+                                  const std::string& input = "") {
   PromtoolResult result;
   const std::optional<std::string> promtool = FindPromtool();
   if (!promtool) return result;
-  char path[] = "/tmp/lockfleet-exposition-XXXXXX";
+  char path[] = "/tmp/lockfleet-promtool-input-XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) return result;
   close(fd);
-  std::ofstream(path) << exposition;
-  const std::string command =
-      "'" + *promtool + "' check metrics < '" + path + "' 2>&1";
+  std::ofstream(path) << input;
+  // Single-quoted for the shell; a ' inside becomes '\''.
+  const auto quote = [](const std::string& arg) {
+    std::string quoted = "'";
+    for (const char c : arg) quoted += c == '\'' ? "'\\''" : std::string(1, c);
+    return quoted + "'";
+  };
+  std::string command = quote(*promtool);
+  for (const std::string& arg : args) command += " " + quote(arg);
+  command += " < " + quote(path) + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe != nullptr) {
     char buffer[4096];
@@ -56,6 +74,11 @@ inline PromtoolResult PromtoolCheckMetrics(const std::string& exposition) {
   }
   unlink(path);
   return result;
+}
+
+// REQUIRES: FindPromtool() found it.
+inline PromtoolResult PromtoolCheckMetrics(const std::string& exposition) {
+  return RunPromtool({"check", "metrics"}, exposition);
 }
 
 }  // namespace lockfleet::testing

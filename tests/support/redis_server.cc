@@ -1,10 +1,8 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "support/spawn_server.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -101,27 +100,7 @@ void RedisServer::Start() {
   }
   if (!options_.requirepass.empty())
     args.insert(args.end(), {"--requirepass", options_.requirepass});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // fork/exec rather than posix_spawn, for two things a test needs: the
-  // server must not hold the test's stdout/stderr open (a pipe reader would
-  // wait for it forever), and it must die with the test process even when
-  // that aborts (a sanitizer report) instead of running its destructors.
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  pid_ = pid;
+  pid_ = SpawnServer(std::move(args));
   // Wait until it answers PING (generous: loaded CI machines are slow).
   RedisOptions ro;
   ro.url = url_;
