@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "fleet.h"
 #include "lockfleet/config/config.h"
@@ -31,20 +32,28 @@ cancels them and hands them back to the fleet), releases its locks, commits
 the jobs-topic offsets of finished jobs and flushes its unlock events.
 
 A second SIGTERM or SIGINT during that shutdown exits at once (status 1):
-running jobs are redelivered and their locks run out after locks.lease.
+running jobs are redelivered and their locks run out after locks.lease. So
+does a shutdown still unfinished 30 s after the grace period (a handler that
+ignores cancellation, a Kafka broker that is gone).
 
 Once serving, it prints one line on stdout:
   ready worker=ID metrics=URL|- health=URL|-
 
 Exit status:
   0   stopped by SIGTERM or SIGINT after a graceful shutdown
-  1   a second signal during the shutdown: exited at once
+  1   a second signal during the shutdown, or the shutdown overran the
+      grace period by 30 s: exited at once
   2   bad arguments or config (the errors name FILE:LINE:COL and the key),
       or a listen address that is malformed or in use
   69  Redis unreachable at start
 
 Example:
   lockfleet worker --config /etc/lockfleet/worker.yaml)";
+
+// How long shutdown may take beyond worker.grace_period (committing
+// offsets, leaving the group, flushing unlock events) before the process
+// exits regardless.
+constexpr std::chrono::milliseconds kShutdownSlack{30000};
 
 struct WorkerArgs {
   std::string config_path;
@@ -112,6 +121,21 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
   }
   logger.Log(config::LogLevel::kInfo, "worker",
              std::string("shutting down (") + strsignal(stop_signal) + ")");
+  // Backstop: shutdown must end even if something below it does not (a
+  // handler ignoring its stop token, a Kafka client waiting on a broker
+  // that is gone). Past the grace period plus kShutdownSlack the process
+  // exits at once; nothing is lost (at-least-once: unfinished jobs are
+  // redelivered, their locks run out after locks.lease).
+  std::thread backstop(
+      [&logger, deadline = config.worker.grace_period + kShutdownSlack] {
+        std::this_thread::sleep_for(deadline);
+        logger.Log(config::LogLevel::kError, "worker",
+                   "shutdown did not finish within grace_period + " +
+                       std::to_string(kShutdownSlack.count()) +
+                       " ms: exiting at once");
+        std::_Exit(1);
+      });
+  backstop.detach();
   fleet->Shutdown();
   fleet.reset();
   logger.Log(config::LogLevel::kInfo, "worker", "stopped");
