@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "config_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -19,25 +21,8 @@ struct Result {
   std::string err;
 };
 
-class ConfigCliTest : public ::testing::Test {
+class ConfigCliTest : public lockfleet::config::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::path(::testing::TempDir()) /
-        ("lockfleet_config_cli_" +
-         std::string(
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& content) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << content;
-    return path.string();
-  }
-
   static std::string Read(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream content;
@@ -60,8 +45,6 @@ class ConfigCliTest : public ::testing::Test {
     result.err = Read(err);
     return result;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ConfigCliTest, CheckValidFilePrintsOk) {

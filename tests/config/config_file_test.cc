@@ -15,25 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ConfigFileTest : public ::testing::Test {
+class ConfigFileTest : public lockfleet::config::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::path(::testing::TempDir()) /
-        ("lockfleet_config_" +
-         std::string(
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& content) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << content;
-    return path.string();
-  }
-
   // The errors LoadFile reports, as lines.
   static std::vector<std::string> LoadErrors(const std::string& path) {
     std::vector<std::string> lines;
@@ -46,8 +29,6 @@ class ConfigFileTest : public ::testing::Test {
     }
     return lines;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ConfigFileTest, LoadsAValidFile) {

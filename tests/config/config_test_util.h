@@ -2,6 +2,10 @@
 // look at the errors.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,6 +15,31 @@
 #include "lockfleet/config/config.h"
 
 namespace lockfleet::config::testing {
+
+// A fresh directory per test (named after its suite and name), removed
+// afterwards, and a way to write files into it.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* test =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("lockfleet_" + std::string(test->test_suite_name()) + "_" +
+            test->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes `content` (bytes as given) to `name` in the directory; its path.
+  std::string Write(const std::string& name, const std::string& content) {
+    const std::filesystem::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << content;
+    return path.string();
+  }
+
+  std::filesystem::path dir_;
+};
 
 using Env = std::map<std::string, std::string>;
 

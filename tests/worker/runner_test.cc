@@ -10,16 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "lockcore/lock_fixture.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "support/loopback_bus.h"
-#include "support/redis_server.h"
 
 namespace lockfleet::worker {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::RedisServer;
 
 // Counts OnJob calls by result.
 class CountingObserver : public WorkerObserver {
@@ -48,22 +47,14 @@ Job Purchase(std::string id, std::string product, std::string buyer = "") {
   return job;
 }
 
-class RunnerTest : public ::testing::Test {
+// One private redis-server for the suite, flushed before each test
+// (lockcore's fixture).
+class RunnerTest : public testing::LockTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    redis_ = NewRedis();
-    redis_->Execute({"FLUSHALL"});
+    LockTest::SetUp();
     handlers_ = std::make_shared<HandlerRegistry>();
     RegisterBuiltinHandlers(*handlers_);
-  }
-
-  static std::shared_ptr<RedisClient> NewRedis() {
-    return std::make_shared<RedisClient>(RedisOptions{.url = server_->url()});
   }
 
   void TearDown() override {
@@ -88,8 +79,6 @@ class RunnerTest : public ::testing::Test {
     return redis_->Execute({"LLEN", "lockfleet:jobs:dead"}).integer;
   }
 
-  static RedisServer* server_;
-  std::shared_ptr<RedisClient> redis_;
   std::shared_ptr<HandlerRegistry> handlers_;
   std::shared_ptr<CountingObserver> observer_ =
       std::make_shared<CountingObserver>();
@@ -97,8 +86,6 @@ class RunnerTest : public ::testing::Test {
       std::make_shared<testing::LoopbackBus>();
   std::vector<std::shared_ptr<LockClient>> clients_;  // unsubscribed last
 };
-
-RedisServer* RunnerTest::server_ = nullptr;
 
 TEST_F(RunnerTest, PurchaseSellsOneUnitAndRecordsTheBuyer) {
   SeedStock(*redis_, "lockfleet", "product:1", 2);

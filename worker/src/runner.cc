@@ -184,6 +184,13 @@ bool JobRunner::RejectMalformed(std::string_view record,
   return true;
 }
 
+const Settings& JobRunner::SettingsFor(std::string_view handler) const {
+  static const Settings kNone;
+  const auto configured = options_.handler_settings.find(std::string(handler));
+  return configured == options_.handler_settings.end() ? kNone
+                                                       : configured->second;
+}
+
 JobResult JobRunner::Run(const Job& job, JobSource source,
                          std::stop_token stop) {
   const Clock::TimePoint started = SteadyClock()->Now();
@@ -196,11 +203,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
     Report(source, kUnknownType, JobResult::kFailed, started);
     return JobResult::kFailed;
   }
-  static const Settings kNoSettings;
-  const auto configured = options_.handler_settings.find(job.type);
-  const Settings& settings = configured == options_.handler_settings.end()
-                                 ? kNoSettings
-                                 : configured->second;
+  const Settings& settings = SettingsFor(job.type);
   const std::string done_key = DoneKey(job.lock, job.id);
   const auto finish = [&](JobResult result) {
     Report(source, job.type, result, started);
@@ -367,17 +370,13 @@ OccurrenceResult JobRunner::RunOccurrence(
                   .lock = schedule.lock,
                   .type = schedule.handler,
                   .payload = schedule.payload};
-    static const Settings kNoSettings;
-    const auto configured = options_.handler_settings.find(schedule.handler);
     const std::string done_key = DoneKey(job.lock, job.id);
     JobContext context{.job = job,
                        .source = JobSource::kSchedule,
                        .lease = lease,
                        .resource = resource,
                        .redis = *redis_,
-                       .settings = configured == options_.handler_settings.end()
-                                       ? kNoSettings
-                                       : configured->second,
+                       .settings = SettingsFor(schedule.handler),
                        .done_key = done_key,
                        .dedup_ttl = options_.dedup_ttl,
                        .stop = stop};

@@ -114,7 +114,8 @@ class JobRunner {
   RedisClient& redis() const { return *redis_; }
 
  private:
-  struct Attempt;
+  // worker.handlers[handler], or no settings.
+  const Settings& SettingsFor(std::string_view handler) const;
   void Report(JobSource source, std::string_view type, JobResult result,
               Clock::TimePoint started) noexcept;
   // False only if `stop` ended the wait for Redis first.
