@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_command.h"
 #include "broker_command.h"
 #include "child_process.h"
 #include "command.h"
@@ -74,6 +75,7 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   subcommands.push_back(AddWorkerCommand(app, *formatter));
   subcommands.push_back(AddJobsCommand(app, *formatter));
   subcommands.push_back(AddDemoCommand(app, *formatter));
+  subcommands.push_back(AddBenchCommand(app, *formatter));
 
   try {
     app.parse(static_cast<int>(front.size()), front.data());

@@ -1,0 +1,154 @@
+#include "bench_command.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "bench_contender.h"
+#include "bench_options.h"
+#include "bench_run.h"
+
+namespace lockfleet::cli {
+namespace {
+
+constexpr char kDescription[] =
+    "Measure what the lock costs under contention: P processes x T threads "
+    "compete for K locks; prints violations, hand-off latency, Redis cost, "
+    "fairness and wake-ups.";
+
+constexpr char kFooter[] =
+    R"(Each of --processes contender processes (this binary again, killed if
+this one dies) runs --threads threads with one LockClient per process, as
+production does: in --mode kafka one KafkaNotifier per process publishes
+unlock events and wakes its waiters; --mode local uses no Kafka (same-process
+wake-ups and bounded parks only); --mode poll is a naive baseline that calls
+TryAcquire every --poll-interval-ms (default 10). Every thread loops: wait for
+one of --locks locks (picked at random), hold it --hold-ms, release, think
+--think-ms. All start on a common barrier after warm-up and stop after
+--seconds.
+
+Without --redis a private redis-server (from PATH, or
+$LOCKFLEET_REDIS_SERVER) is started on a unix socket; without --kafka (in
+kafka mode) an embedded broker is started in this process. Both are stopped
+at the end. Against a shared Redis, the server-side figures (commands, CPU,
+clients) include other clients' load.
+
+Every critical section records its acquire and release time (wall clock);
+the records of all processes are merged per lock:
+  violations      sections that overlap on one lock (must be 0)
+  hand-off gap    next acquire - previous release on one lock, overall, to
+                  another process, to another thread of the same process
+  round trips     Redis round trips per acquisition, counted by the clients
+  commands        Redis commands executed per acquisition (INFO commandstats
+                  delta, commands inside scripts included)
+  Jain            Jain's fairness index over per-contender acquisitions
+  releaser share  hand-offs that went back to the releasing contender
+  wake-ups        by cause: event (Kafka), local (same process), bound
+                  (park bound expired), poll (poll-interval sleeps)
+  errors          Redis/Kafka errors inside contenders, by code (retried)
+  resources       contenders' RSS and open descriptors after warm-up and at
+                  the end; Redis connected_clients before, during, after
+--event-latency N then measures the broker's one-way event latency with N
+events (kafka mode). --json prints all of it as one JSON object.
+
+Exit status:
+  0   the run completed with 0 violations
+  1   violations found
+  2   bad arguments
+  3   a contender process failed or had to be killed (see its line)
+  69  Redis or Kafka unreachable at start, or redis-server not startable
+  130 interrupted; everything started was stopped
+
+Example:
+  lockfleet bench --processes 8 --hold-ms 1 --seconds 5
+  lockfleet bench --mode poll --poll-interval-ms 1 --processes 8 --json)";
+
+}  // namespace
+
+Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
+  CLI::App* app = parent.add_subcommand("bench", kDescription);
+  formatter.SetSynopsis(
+      app,
+      "[--mode kafka|local|poll] [--processes P] [--threads T] [--locks K] "
+      "[--seconds S] [--hold-ms H] [--fair|--no-fair] [--redis URL] "
+      "[--kafka BOOTSTRAP] [--json] ...");
+  app->footer(kFooter);
+  auto args = std::make_shared<BenchArgs>();
+  app->add_option("--mode", args->mode_name,
+                  "kafka (the product), local (no Kafka) or poll (baseline). "
+                  "Default: kafka")
+      ->type_name("MODE");
+  app->add_option("--processes", args->processes,
+                  "Contender processes, 1..256. Default: 2")
+      ->type_name("P");
+  app->add_option("--threads", args->threads,
+                  "Threads per process, 1..256. Default: 1")
+      ->type_name("T");
+  app->add_option("--locks", args->locks,
+                  "Lock names the contenders pick from at random. Default: 1")
+      ->type_name("K");
+  app->add_option("--seconds", args->seconds,
+                  "Length of the timed run, 1..3600. Default: 5")
+      ->type_name("S");
+  app->add_option("--hold-ms", args->hold_ms,
+                  "Time each critical section holds the lock. Default: 1")
+      ->type_name("H");
+  app->add_option("--think-ms", args->think_ms,
+                  "Pause after each release. Default: 0")
+      ->type_name("MS");
+  CLI::Option* poll_interval =
+      app->add_option("--poll-interval-ms", args->poll_interval_ms,
+                      "--mode poll: pause between attempts. Default: 10")
+          ->type_name("I");
+  app->add_flag("--fair", args->fair_flag,
+                "Waiters queue in arrival order (the product's default)");
+  app->add_flag("--no-fair", args->no_fair_flag,
+                "Barging: every waiter races for a freed lock");
+  app->add_option("--fetch-wait-ms", args->fetch_wait_ms,
+                  "--mode kafka: the consumers' fetch wait. Default: the "
+                  "notifier's (1 ms)")
+      ->type_name("MS");
+  app->add_option("--park-cap-ms", args->park_cap_ms,
+                  "Longest single park of a waiter. Default: the product's "
+                  "(1000)")
+      ->type_name("MS");
+  app->add_option("--event-latency", args->event_latency,
+                  "--mode kafka: afterwards, measure one-way event latency "
+                  "with N events. Default: 0 (off)")
+      ->type_name("N");
+  app->add_option("--redis", args->redis,
+                  "Redis URL. Default: start a private redis-server")
+      ->type_name("URL");
+  app->add_option("--kafka", args->kafka,
+                  "--mode kafka: broker list. Default: start an embedded "
+                  "broker")
+      ->type_name("BOOTSTRAP");
+  app->add_flag("--json", args->json, "Print one JSON object");
+  // The contender processes' own mode (bench_contender.h).
+  app->add_option("--child-index", args->child_index)->group("");
+  app->add_option("--run-dir", args->run_dir)->group("");
+  Subcommand subcommand;
+  subcommand.app = app;
+  subcommand.run = [args, poll_interval](const Context& context) {
+    args->poll_interval_given = poll_interval->count() > 0;
+    CheckBenchArgs(*args);
+    if (args->child()) {
+      if (args->run_dir.empty() || args->redis.empty()) {
+        throw UsageError("--child-index needs --run-dir and --redis");
+      }
+      return RunContender(*args, context);
+    }
+    std::atomic<bool> interrupted{false};
+    ScopedSignalHandler on_signal(context.signals,
+                                  [&](int) { interrupted = true; });
+    try {
+      return RunBench(*args, interrupted);
+    } catch (const std::exception& e) {
+      PrintError(e.what());
+      return kExitUnavailable;
+    }
+  };
+  return subcommand;
+}
+
+}  // namespace lockfleet::cli

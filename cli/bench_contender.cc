@@ -1,0 +1,284 @@
+#include "bench_contender.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "bench_records.h"
+#include "child_process.h"
+#include "kafka_wakeups.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/kafka_notifier.h"
+
+namespace lockfleet::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+using std::chrono::system_clock;
+
+constexpr milliseconds kErrorBackoff{20};
+constexpr milliseconds kSetupTimeout{30000};
+
+system_clock::time_point WallTime(int64_t ns) {
+  return system_clock::time_point(
+      std::chrono::duration_cast<system_clock::duration>(nanoseconds(ns)));
+}
+
+// Sleeps up to `duration`, returning early once `stop` is requested.
+void SleepUnlessStopped(std::stop_token stop, nanoseconds duration) {
+  const auto until = std::chrono::steady_clock::now() + duration;
+  while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::min<nanoseconds>(
+        milliseconds(20), until - std::chrono::steady_clock::now()));
+  }
+}
+
+void LogToStderr(notifier::LogLevel level, std::string_view message) {
+  if (level == notifier::LogLevel::kWarning) {
+    PrintError("kafka warning: " + std::string(message));
+  } else if (level == notifier::LogLevel::kError) {
+    PrintError("kafka error: " + std::string(message));
+  }
+}
+
+// What the threads of one process share while they run.
+struct Shared {
+  const BenchArgs& args;
+  LockClient& locks;
+  int64_t end_ns;
+  std::stop_token stop;
+  std::atomic<uint64_t> acquisitions{0};
+  std::atomic<uint64_t> poll_sleeps{0};
+  std::mutex mu;
+  std::map<std::string, uint64_t> errors;  // guarded by mu
+
+  void CountError(const std::string& code) {
+    std::lock_guard lock(mu);
+    ++errors[code];
+  }
+};
+
+// One attempt loop of --mode poll: TryAcquire, else sleep the interval.
+AcquireResult Poll(Shared& shared, const std::string& name, bool& waited) {
+  const milliseconds interval(shared.args.poll_interval_ms);
+  while (true) {
+    AcquireResult result = shared.locks.TryAcquire(name, {.fair = false});
+    if (result || WallClockNs() >= shared.end_ns ||
+        shared.stop.stop_requested()) {
+      return result;
+    }
+    waited = true;
+    shared.poll_sleeps.fetch_add(1, std::memory_order_relaxed);
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+void Contend(Shared& shared, int thread, RecordWriter& records) {
+  const BenchArgs& args = shared.args;
+  std::mt19937 random(static_cast<uint32_t>(args.child_index * 7919 + thread));
+  std::uniform_int_distribution<int> pick(0, args.locks - 1);
+  std::vector<std::string> names;
+  for (int i = 0; i < args.locks; ++i) names.push_back(BenchLockName(i));
+  AcquireOptions options{.stop = shared.stop};
+  while (!shared.stop.stop_requested() && WallClockNs() < shared.end_ns) {
+    const int lock = pick(random);
+    try {
+      bool waited = false;
+      AcquireResult result;
+      if (args.mode == BenchMode::kPoll) {
+        result = Poll(shared, names[lock], waited);
+      } else {
+        result = shared.locks.AcquireFor(
+            names[lock], nanoseconds(shared.end_ns - WallClockNs()), options);
+        waited = result.attempts > 1;
+      }
+      if (!result) continue;  // the run ended while waiting
+      Section section{
+          .acquire_ns = WallClockNs(), .lock = lock, .waited = waited};
+      if (args.hold_ms > 0)
+        std::this_thread::sleep_for(milliseconds(args.hold_ms));
+      section.release_ns = WallClockNs();
+      section.lost = result.lease.lost();
+      // Recorded before the release is sent: a release that fails still
+      // leaves the section as it was held.
+      records.Write(section);
+      shared.acquisitions.fetch_add(1, std::memory_order_relaxed);
+      result.lease.Release();
+    } catch (const Error& e) {
+      shared.CountError(std::string(ErrorCodeName(e.code())));
+      SleepUnlessStopped(shared.stop, kErrorBackoff);
+    } catch (const std::exception&) {
+      shared.CountError("other");
+      SleepUnlessStopped(shared.stop, kErrorBackoff);
+    }
+    if (args.think_ms > 0) {
+      SleepUnlessStopped(shared.stop, milliseconds(args.think_ms));
+    }
+  }
+}
+
+// Waits for the parent's start file; false if stopped or timed out.
+bool WaitForGo(const std::string& run_dir, std::stop_token stop,
+               int64_t& start_ns, int64_t& end_ns) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  while (!stop.stop_requested() &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (::access(GoPath(run_dir).c_str(), F_OK) == 0) {
+      const std::optional<std::string> text = ReadWholeFile(GoPath(run_dir));
+      if (text &&
+          std::sscanf(text->c_str(), "%ld %ld", &start_ns, &end_ns) == 2) {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return false;
+}
+
+void AddNotifierErrors(const notifier::NotifierStats& before,
+                       const notifier::NotifierStats& after,
+                       std::map<std::string, uint64_t>& errors) {
+  const auto add = [&](const char* name, uint64_t b, uint64_t a) {
+    if (a > b) errors[name] += a - b;
+  };
+  add("kafka_publish_dropped", before.publish_dropped, after.publish_dropped);
+  add("kafka_delivery_failed", before.delivery_failed, after.delivery_failed);
+  add("kafka_consumer_error", before.consumer_errors, after.consumer_errors);
+  add("kafka_transport_error", before.transport_errors, after.transport_errors);
+}
+
+}  // namespace
+
+int RunContender(const BenchArgs& args, const Context& context) {
+  std::stop_source stop;
+  ScopedSignalHandler on_signal(context.signals,
+                                [&](int) { stop.request_stop(); });
+
+  std::shared_ptr<notifier::KafkaNotifier> kafka;
+  if (args.mode == BenchMode::kKafka) {
+    notifier::KafkaOptions options{.bootstrap = args.kafka, .log = LogToStderr};
+    if (args.fetch_wait_ms > 0)
+      options.fetch_wait = milliseconds(args.fetch_wait_ms);
+    kafka = std::make_shared<notifier::KafkaNotifier>(options);
+  }
+  LockClientOptions lock_options{
+      .key_prefix = kBenchKeyPrefix, .fair = args.fair, .publisher = kafka};
+  if (args.park_cap_ms > 0)
+    lock_options.park_cap = milliseconds(args.park_cap_ms);
+  auto redis = std::make_shared<RedisClient>(
+      RedisOptions{.url = args.redis, .pool_size = args.threads + 2});
+  auto locks = std::make_unique<LockClient>(redis, lock_options);
+  auto subscription =
+      std::make_unique<ScopedSubscription>(kafka.get(), locks.get());
+
+  // Warm-up, outside the timed run: connections, script SHAs, partitions.
+  try {
+    redis->Execute({"PING"});
+    const std::string warm =
+        "bench:warm-up:" + std::to_string(args.child_index);
+    AcquireResult result = locks->TryAcquire(warm);
+    if (result) result.lease.Release();
+  } catch (const Error& e) {
+    PrintError("redis " + Quoted(args.redis) + " unreachable: " + e.what());
+    return kExitUnavailable;
+  }
+  if (kafka && !kafka->WaitUntilReady(kSetupTimeout)) {
+    PrintError("kafka " + Quoted(args.kafka) +
+               ": no partitions assigned within " +
+               std::to_string(kSetupTimeout.count() / 1000) + " s");
+    return kExitUnavailable;
+  }
+  std::vector<std::unique_ptr<RecordWriter>> records;
+  try {
+    for (int t = 0; t < args.threads; ++t) {
+      records.push_back(std::make_unique<RecordWriter>(
+          RecordPath(args.run_dir, args.child_index, t)));
+    }
+  } catch (const std::exception& e) {
+    PrintError(e.what());
+    return kExitSoftware;
+  }
+  std::cout << "ready" << std::endl;
+
+  int64_t start_ns = 0, end_ns = 0;
+  if (!WaitForGo(args.run_dir, stop.get_token(), start_ns, end_ns)) {
+    return kExitSignalBase + SIGTERM;
+  }
+  std::this_thread::sleep_until(WallTime(start_ns));
+  const LockStats stats_before = locks->stats();
+  const uint64_t trips_before = redis->round_trips();
+  const notifier::NotifierStats kafka_before =
+      kafka ? kafka->stats() : notifier::NotifierStats{};
+
+  Shared shared{.args = args,
+                .locks = *locks,
+                .end_ns = end_ns,
+                .stop = stop.get_token()};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < args.threads; ++t) {
+    threads.emplace_back([&, t] { Contend(shared, t, *records[t]); });
+  }
+  ContenderReport report{.index = args.child_index};
+  // "After warm-up": a fifth into the run (at most 5 s in), when the
+  // clients' buffers and connections have reached their working size.
+  const int64_t warm_at =
+      start_ns + std::min<int64_t>((end_ns - start_ns) / 5, 5'000'000'000);
+  while (WallClockNs() < warm_at && !stop.stop_requested()) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  report.warm = SampleResources();
+  for (std::thread& thread : threads) thread.join();
+  report.end = SampleResources();
+  for (auto& writer : records) writer->Close();
+
+  const LockStats stats = locks->stats();
+  report.acquisitions = shared.acquisitions.load();
+  report.attempts = stats.attempts - stats_before.attempts;
+  report.round_trips = redis->round_trips() - trips_before;
+  if (args.mode == BenchMode::kPoll) {
+    report.wakeups["poll"] = shared.poll_sleeps.load();
+  } else {
+    report.wakeups["local"] = stats.wakeups_local - stats_before.wakeups_local;
+    report.wakeups["bound"] = stats.wakeups_bound - stats_before.wakeups_bound;
+    if (kafka) {
+      report.wakeups["event"] =
+          stats.wakeups_event - stats_before.wakeups_event;
+    }
+  }
+  report.errors = shared.errors;
+  if (stats.release_failures > stats_before.release_failures) {
+    report.errors["release_failed"] +=
+        stats.release_failures - stats_before.release_failures;
+  }
+  if (kafka) AddNotifierErrors(kafka_before, kafka->stats(), report.errors);
+  if (!WriteFileAtomically(ReportPath(args.run_dir, args.child_index),
+                           ToJson(report).dump())) {
+    PrintError("cannot write " + ReportPath(args.run_dir, args.child_index));
+    return kExitSoftware;
+  }
+
+  subscription.reset();
+  locks.reset();
+  redis.reset();
+  if (kafka && !ShutDownKafka(std::move(kafka), milliseconds(5000))) {
+    // A consumer stuck inside librdkafka (broker gone): the report is
+    // written, nothing else is left to do.
+    std::cout << std::flush;
+    ::_exit(kExitOk);
+  }
+  return kExitOk;
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,151 @@
+#include "bench_options.h"
+
+#include "command.h"
+#include "kafka_wakeups.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_url.h"
+
+namespace lockfleet::cli {
+
+const char* BenchModeName(BenchMode mode) {
+  switch (mode) {
+    case BenchMode::kKafka:
+      return "kafka";
+    case BenchMode::kLocal:
+      return "local";
+    case BenchMode::kPoll:
+      return "poll";
+  }
+  return "?";
+}
+
+namespace {
+
+void Range(const char* flag, long long value, long long low, long long high) {
+  if (value < low || value > high) {
+    throw UsageError(std::string(flag) + " " + std::to_string(value) +
+                     ": must be " + std::to_string(low) + ".." +
+                     std::to_string(high));
+  }
+}
+
+}  // namespace
+
+void CheckBenchArgs(BenchArgs& args) {
+  if (args.mode_name == "kafka") {
+    args.mode = BenchMode::kKafka;
+  } else if (args.mode_name == "local") {
+    args.mode = BenchMode::kLocal;
+  } else if (args.mode_name == "poll") {
+    args.mode = BenchMode::kPoll;
+  } else {
+    throw UsageError("--mode " + Quoted(args.mode_name) +
+                     ": must be kafka, local or poll");
+  }
+  Range("--processes", args.processes, 1, 256);
+  Range("--threads", args.threads, 1, 256);
+  Range("--processes x --threads",
+        static_cast<long long>(args.processes) * args.threads, 1, 4096);
+  Range("--locks", args.locks, 1, 1'000'000);
+  Range("--seconds", args.seconds, 1, 3600);
+  Range("--hold-ms", args.hold_ms, 0, 60'000);
+  Range("--think-ms", args.think_ms, 0, 60'000);
+  if (args.poll_interval_given || args.mode == BenchMode::kPoll) {
+    if (args.mode != BenchMode::kPoll) {
+      throw UsageError("--poll-interval-ms applies to --mode poll only");
+    }
+    Range("--poll-interval-ms", args.poll_interval_ms, 1, 60'000);
+  }
+  if (args.fair_flag && args.no_fair_flag) {
+    throw UsageError("--fair and --no-fair exclude each other");
+  }
+  if (args.mode == BenchMode::kPoll && args.fair_flag) {
+    throw UsageError(
+        "--fair does not apply to --mode poll (polling never queues)");
+  }
+  args.fair =
+      args.mode != BenchMode::kPoll &&
+      (args.fair_flag || (!args.no_fair_flag && LockClientOptions{}.fair));
+  if (args.mode != BenchMode::kKafka) {
+    if (!args.kafka.empty()) {
+      throw UsageError("--kafka applies to --mode kafka only");
+    }
+    if (args.fetch_wait_ms != 0) {
+      throw UsageError("--fetch-wait-ms applies to --mode kafka only");
+    }
+    if (args.event_latency != 0) {
+      throw UsageError("--event-latency applies to --mode kafka only");
+    }
+  }
+  if (args.fetch_wait_ms != 0)
+    Range("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
+  if (args.park_cap_ms != 0)
+    Range("--park-cap-ms", args.park_cap_ms, 1, 600'000);
+  Range("--event-latency", args.event_latency, 0, 1'000'000);
+  if (!args.redis.empty()) {
+    try {
+      ParseRedisUrl(args.redis);
+    } catch (const Error& e) {
+      throw UsageError("--redis " + Quoted(args.redis) + ": " + e.what());
+    }
+  }
+  if (!args.kafka.empty()) {
+    if (const std::string problem = CheckBootstrap(args.kafka);
+        !problem.empty()) {
+      throw UsageError("--kafka " + Quoted(args.kafka) + ": " + problem +
+                       " (expected HOST:PORT[,HOST:PORT...])");
+    }
+  }
+}
+
+std::vector<std::string> ContenderArgv(const BenchArgs& args,
+                                       const std::string& self, int index,
+                                       const std::string& run_dir,
+                                       const std::string& redis,
+                                       const std::string& kafka) {
+  std::vector<std::string> argv{self,
+                                "bench",
+                                "--child-index",
+                                std::to_string(index),
+                                "--run-dir",
+                                run_dir,
+                                "--mode",
+                                args.mode_name,
+                                "--processes",
+                                std::to_string(args.processes),
+                                "--threads",
+                                std::to_string(args.threads),
+                                "--locks",
+                                std::to_string(args.locks),
+                                "--seconds",
+                                std::to_string(args.seconds),
+                                "--hold-ms",
+                                std::to_string(args.hold_ms),
+                                "--think-ms",
+                                std::to_string(args.think_ms),
+                                "--redis",
+                                redis};
+  if (args.mode == BenchMode::kKafka)
+    argv.insert(argv.end(), {"--kafka", kafka});
+  if (args.mode == BenchMode::kPoll) {
+    argv.insert(argv.end(),
+                {"--poll-interval-ms", std::to_string(args.poll_interval_ms)});
+  } else {
+    argv.push_back(args.fair ? "--fair" : "--no-fair");
+  }
+  if (args.fetch_wait_ms != 0) {
+    argv.insert(argv.end(),
+                {"--fetch-wait-ms", std::to_string(args.fetch_wait_ms)});
+  }
+  if (args.park_cap_ms != 0) {
+    argv.insert(argv.end(),
+                {"--park-cap-ms", std::to_string(args.park_cap_ms)});
+  }
+  return argv;
+}
+
+std::string BenchLockName(int index) {
+  return "bench:" + std::to_string(index);
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,68 @@
+// The options of `lockfleet bench`, shared by the parent (which checks them
+// and passes them on) and its contender processes (which run with them).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lockfleet/lockcore/lock_client.h"
+
+namespace lockfleet::cli {
+
+enum class BenchMode {
+  kKafka,  // the product: LockClient + one KafkaNotifier per process
+  kLocal,  // no Kafka: same-process wake-ups and bounded parks only
+  kPoll,   // baseline: TryAcquire every --poll-interval-ms, no waiting
+};
+
+const char* BenchModeName(BenchMode mode);
+
+struct BenchArgs {
+  int processes = 2;
+  int threads = 1;
+  int locks = 1;
+  int seconds = 5;
+  int hold_ms = 1;
+  int think_ms = 0;
+  std::string mode_name = "kafka";
+  BenchMode mode =
+      BenchMode::kKafka;  // from mode_name, set by CheckBenchArgs()
+  int poll_interval_ms = 10;
+  bool poll_interval_given = false;      // --poll-interval-ms was given
+  bool fair_flag = false;                // --fair given
+  bool no_fair_flag = false;             // --no-fair given
+  bool fair = LockClientOptions{}.fair;  // the result, set by CheckBenchArgs()
+  int fetch_wait_ms = 0;                 // 0: the notifier's default
+  int park_cap_ms = 0;                   // 0: the product's default
+  int event_latency = 0;  // events for the one-way latency probe; 0: none
+  std::string redis;      // empty: start a private redis-server
+  std::string kafka;      // empty: start the embedded broker (kafka mode)
+  bool json = false;
+
+  // Hidden: set for a contender process started by the parent.
+  int child_index = -1;
+  std::string run_dir;
+
+  bool child() const { return child_index >= 0; }
+};
+
+// Checks ranges and combinations and fills `mode` and `fair`. Throws
+// UsageError naming the option and what it must be.
+void CheckBenchArgs(BenchArgs& args);
+
+// The command line that starts contender `index` of a run whose Redis and
+// Kafka addresses are `redis` and `kafka`.
+std::vector<std::string> ContenderArgv(const BenchArgs& args,
+                                       const std::string& self, int index,
+                                       const std::string& run_dir,
+                                       const std::string& redis,
+                                       const std::string& kafka);
+
+// The name of lock `index` of a run ("bench:0", ...).
+std::string BenchLockName(int index);
+
+// Key prefix of the bench's locks, apart from production's.
+inline constexpr char kBenchKeyPrefix[] = "lockfleet-bench";
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,257 @@
+#include "bench_report.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <ostream>
+
+#include "supervised_process.h"
+
+namespace lockfleet::cli {
+namespace {
+
+using nlohmann::json;
+
+json ToJson(const Percentiles& p) {
+  return {{"count", p.count},
+          {"p50", p.p50},
+          {"p90", p.p90},
+          {"p99", p.p99},
+          {"max", p.max}};
+}
+
+double PerAcquisition(double total, uint64_t acquisitions) {
+  return acquisitions == 0 ? 0.0 : total / static_cast<double>(acquisitions);
+}
+
+json OrNull(const auto& value) { return value ? json(*value) : json(nullptr); }
+
+// "123 us p50, 456 p90, ..." from a percentile object.
+std::string Gap(const json& p) {
+  if (p.at("count").get<size_t>() == 0) return "none";
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "p50 %8.0f  p90 %8.0f  p99 %8.0f  max %8.0f us  (%zu)",
+                p.at("p50").get<double>(), p.at("p90").get<double>(),
+                p.at("p99").get<double>(), p.at("max").get<double>(),
+                p.at("count").get<size_t>());
+  return text;
+}
+
+std::string Counts(const json& object) {
+  std::string out;
+  for (const auto& [key, value] : object.items()) {
+    if (!out.empty()) out += ", ";
+    out += key + " " + std::to_string(value.get<uint64_t>());
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+bool ProcessResult::ok() const {
+  return wait_status && WIFEXITED(*wait_status) &&
+         WEXITSTATUS(*wait_status) == 0 && report.has_value();
+}
+
+json ToJson(const RunResult& r) {
+  const BenchArgs& args = *r.args;
+  const Analysis& a = r.analysis;
+  uint64_t attempts = 0, round_trips = 0;
+  std::map<std::string, uint64_t> wakeups, errors;
+  json processes = json::array();
+  long long rss_warm = 0, rss_end = 0, fds_warm = 0, fds_end = 0;
+  int failed = 0;
+  for (const ProcessResult& p : r.processes) {
+    json entry = {
+        {"index", p.index},
+        {"pid", p.pid},
+        {"exit", p.wait_status ? DescribeWaitStatus(*p.wait_status)
+                               : std::string("killed (did not stop)")},
+        {"ok", p.ok()}};
+    if (!p.ok()) ++failed;
+    if (p.report) {
+      const ContenderReport& c = *p.report;
+      attempts += c.attempts;
+      round_trips += c.round_trips;
+      for (const auto& [cause, n] : c.wakeups) wakeups[cause] += n;
+      for (const auto& [code, n] : c.errors) errors[code] += n;
+      rss_warm += c.warm.rss_kb;
+      rss_end += c.end.rss_kb;
+      fds_warm += c.warm.fds;
+      fds_end += c.end.fds;
+      entry.update({{"acquisitions", c.acquisitions},
+                    {"rss_kb_warm", c.warm.rss_kb},
+                    {"rss_kb_end", c.end.rss_kb},
+                    {"fds_warm", c.warm.fds},
+                    {"fds_end", c.end.fds},
+                    {"errors", c.errors}});
+    }
+    processes.push_back(entry);
+  }
+  const uint64_t n = a.acquisitions;
+  json out = {
+      {"config",
+       {{"mode", args.mode_name},
+        {"processes", args.processes},
+        {"threads", args.threads},
+        {"locks", args.locks},
+        {"seconds", args.seconds},
+        {"hold_ms", args.hold_ms},
+        {"think_ms", args.think_ms},
+        {"fair", args.fair},
+        {"poll_interval_ms", args.mode == BenchMode::kPoll
+                                 ? json(args.poll_interval_ms)
+                                 : json(nullptr)},
+        {"fetch_wait_ms",
+         args.fetch_wait_ms > 0 ? json(args.fetch_wait_ms) : json(nullptr)},
+        {"park_cap_ms",
+         args.park_cap_ms > 0 ? json(args.park_cap_ms) : json(nullptr)},
+        {"redis", r.redis},
+        {"kafka", r.kafka}}},
+      {"acquisitions", n},
+      {"acquisitions_per_second",
+       r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0.0},
+      {"violations", a.violations},
+      {"lost_lease_overlaps", a.lost_lease_overlaps},
+      {"handoffs", a.handoffs},
+      {"handoff_us", ToJson(a.handoff_us)},
+      {"cross_process_handoff_us", ToJson(a.cross_process_us)},
+      {"same_process_handoff_us", ToJson(a.same_process_us)},
+      {"releaser_handoff_us", ToJson(a.releaser_us)},
+      {"parked_cross_process_handoff_us", ToJson(a.parked_cross_process_us)},
+      {"attempts_per_acquisition",
+       PerAcquisition(static_cast<double>(attempts), n)},
+      {"redis_calls_per_acquisition",
+       PerAcquisition(static_cast<double>(round_trips), n)},
+      {"redis_commands_per_acquisition",
+       r.redis_commands
+           ? json(PerAcquisition(static_cast<double>(*r.redis_commands), n))
+           : json(nullptr)},
+      {"redis_commands", OrNull(r.redis_commands)},
+      {"redis_cpu_seconds", OrNull(r.redis_cpu_seconds)},
+      {"redis_cpu_percent", r.redis_cpu_seconds && r.seconds > 0
+                                ? json(100.0 * *r.redis_cpu_seconds / r.seconds)
+                                : json(nullptr)},
+      {"jain_index", a.jain_index},
+      {"releaser_reacquire_share", a.releaser_reacquire_share},
+      {"wakeups", wakeups},
+      {"errors", errors},
+      {"failed_processes", failed},
+      {"processes", processes},
+      {"resources",
+       {{"rss_kb_warm", rss_warm},
+        {"rss_kb_end", rss_end},
+        {"fds_warm", fds_warm},
+        {"fds_end", fds_end}}},
+      {"redis_connected_clients",
+       {{"before", OrNull(r.clients_before)},
+        {"during", OrNull(r.clients_during)},
+        {"after", OrNull(r.clients_after)}}},
+  };
+  if (r.event_latency_us) {
+    out["event_latency_us"] = ToJson(*r.event_latency_us);
+    out["event_latency_us"]["sent"] = r.event_latency_sent;
+  }
+  return out;
+}
+
+void PrintTable(const json& j, std::ostream& out) {
+  const json& c = j.at("config");
+  char line[512];
+  std::snprintf(
+      line, sizeof(line),
+      "lockfleet bench: mode %s%s, %d processes x %d threads on %d lock%s, "
+      "hold %d ms, think %d ms, %d s\n",
+      c.at("mode").get<std::string>().c_str(),
+      c.at("mode") == "poll"
+          ? (" every " + std::to_string(c.at("poll_interval_ms").get<int>()) +
+             " ms")
+                .c_str()
+          : (c.at("fair").get<bool>() ? " (fair)" : " (barging)"),
+      c.at("processes").get<int>(), c.at("threads").get<int>(),
+      c.at("locks").get<int>(), c.at("locks").get<int>() == 1 ? "" : "s",
+      c.at("hold_ms").get<int>(), c.at("think_ms").get<int>(),
+      c.at("seconds").get<int>());
+  out << line;
+  out << "  redis " << c.at("redis").get<std::string>();
+  if (!c.at("kafka").get<std::string>().empty()) {
+    out << ", kafka " << c.at("kafka").get<std::string>();
+  }
+  out << "\n\n";
+  const auto row = [&](const char* label, const std::string& value) {
+    std::snprintf(line, sizeof(line), "  %-28s %s\n", label, value.c_str());
+    out << line;
+  };
+  const auto number = [](const json& value, const char* format) {
+    if (value.is_null()) return std::string("n/a");
+    char text[64];
+    std::snprintf(text, sizeof(text), format, value.get<double>());
+    return std::string(text);
+  };
+  row("acquisitions",
+      std::to_string(j.at("acquisitions").get<uint64_t>()) + " (" +
+          number(j.at("acquisitions_per_second"), "%.1f") + "/s)");
+  row("violations",
+      std::to_string(j.at("violations").get<uint64_t>()) +
+          (j.at("lost_lease_overlaps").get<uint64_t>() > 0
+               ? " (+" +
+                     std::to_string(
+                         j.at("lost_lease_overlaps").get<uint64_t>()) +
+                     " overlaps after a lost lease)"
+               : ""));
+  row("hand-off gap, all", Gap(j.at("handoff_us")));
+  row("  to another process", Gap(j.at("cross_process_handoff_us")));
+  row("  ... that had waited", Gap(j.at("parked_cross_process_handoff_us")));
+  row("  to another thread", Gap(j.at("same_process_handoff_us")));
+  row("  back to the releaser", Gap(j.at("releaser_handoff_us")));
+  row("acquire attempts / acq",
+      number(j.at("attempts_per_acquisition"), "%.2f"));
+  row("redis round trips / acq",
+      number(j.at("redis_calls_per_acquisition"), "%.2f"));
+  row("redis commands / acq",
+      number(j.at("redis_commands_per_acquisition"), "%.2f"));
+  row("redis cpu", number(j.at("redis_cpu_percent"), "%.1f%% of a core"));
+  row("fairness (Jain)", number(j.at("jain_index"), "%.3f"));
+  row("back to the releaser",
+      number(j.at("releaser_reacquire_share").get<double>() * 100, "%.1f%%") +
+          " of " + std::to_string(j.at("handoffs").get<uint64_t>()) +
+          " hand-offs");
+  row("wake-ups", Counts(j.at("wakeups")));
+  row("errors", Counts(j.at("errors")));
+  const json& res = j.at("resources");
+  row("contenders' RSS",
+      std::to_string(res.at("rss_kb_warm").get<long long>()) +
+          " kB after warm-up, " +
+          std::to_string(res.at("rss_kb_end").get<long long>()) +
+          " kB at the end");
+  row("contenders' open fds",
+      std::to_string(res.at("fds_warm").get<long long>()) + " after warm-up, " +
+          std::to_string(res.at("fds_end").get<long long>()) + " at the end");
+  const json& clients = j.at("redis_connected_clients");
+  const auto client_count = [](const json& v) {
+    return v.is_null() ? std::string("n/a")
+                       : std::to_string(v.get<long long>());
+  };
+  row("redis connected clients",
+      client_count(clients.at("before")) + " before, " +
+          client_count(clients.at("during")) + " during, " +
+          client_count(clients.at("after")) + " after");
+  if (j.contains("event_latency_us")) {
+    row("one-way event latency", Gap(j.at("event_latency_us")));
+  }
+  const int failed = j.at("failed_processes").get<int>();
+  if (failed > 0) {
+    for (const json& p : j.at("processes")) {
+      if (!p.at("ok").get<bool>()) {
+        row("FAILED contender", std::to_string(p.at("index").get<int>()) +
+                                    " (pid " +
+                                    std::to_string(p.at("pid").get<int>()) +
+                                    "): " + p.at("exit").get<std::string>());
+      }
+    }
+  }
+  out << std::flush;
+}
+
+}  // namespace lockfleet::cli

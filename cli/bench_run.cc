@@ -1,0 +1,379 @@
+#include "bench_run.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_records.h"
+#include "bench_report.h"
+#include "child_process.h"
+#include "command.h"
+#include "demo_support.h"
+#include "kafka_wakeups.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/embedded_broker.h"
+#include "lockfleet/notifier/kafka_notifier.h"
+#include "supervised_process.h"
+
+namespace lockfleet::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+// A field of `INFO section`, or "" if absent.
+std::string InfoField(RedisClient& redis, const std::string& section,
+                      const std::string& field) {
+  const Reply info = redis.Execute({"INFO", section});
+  std::stringstream lines(info.str);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(field + ":", 0) == 0) {
+      std::string value = line.substr(field.size() + 1);
+      if (!value.empty() && value.back() == '\r') value.pop_back();
+      return value;
+    }
+  }
+  return "";
+}
+
+// Each read is best effort: a Redis gone at the end leaves a field null.
+std::optional<long long> ConnectedClients(RedisClient& redis) {
+  try {
+    return std::stoll(InfoField(redis, "clients", "connected_clients"));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<double> CpuSeconds(RedisClient& redis) {
+  try {
+    return std::stod(InfoField(redis, "cpu", "used_cpu_user")) +
+           std::stod(InfoField(redis, "cpu", "used_cpu_sys"));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<long long> Commands(RedisClient& redis) {
+  try {
+    return TotalCommands(redis);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// One notifier publishes `events` events 2 ms apart, another (own Kafka
+// clients) receives them: receive time - released_at_ns.
+Percentiles MeasureEventLatency(const std::string& bootstrap, int fetch_wait_ms,
+                                int events) {
+  notifier::KafkaOptions options{
+      .bootstrap = bootstrap,
+      .log = [](notifier::LogLevel, std::string_view) {}};
+  if (fetch_wait_ms > 0) options.fetch_wait = milliseconds(fetch_wait_ms);
+  notifier::KafkaNotifier publisher(options), subscriber(options);
+  if (!publisher.WaitUntilReady(seconds(30)) ||
+      !subscriber.WaitUntilReady(seconds(30))) {
+    return {};
+  }
+  std::mutex mu;
+  std::vector<double> one_way_us;
+  subscriber.SetOnEventForTesting([&](const UnlockEvent& event) {
+    if (event.lock != "bench:one-way") return;
+    const double us =
+        static_cast<double>(WallClockNs() - event.released_at_ns) / 1e3;
+    std::lock_guard lock(mu);
+    one_way_us.push_back(us);
+  });
+  for (int i = 0; i < events; ++i) {
+    UnlockEvent event;
+    event.lock = "bench:one-way";
+    event.client_id = "bench-probe";
+    event.released_at_ns = WallClockNs();
+    publisher.Publish(event);
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  std::this_thread::sleep_for(milliseconds(500));
+  subscriber.SetOnEventForTesting(nullptr);
+  std::lock_guard lock(mu);
+  return Summarize(one_way_us);
+}
+
+class Bench {
+ public:
+  Bench(const BenchArgs& args, const std::atomic<bool>& interrupted)
+      : args_(args), interrupted_(interrupted) {}
+  ~Bench();
+
+  int Run();
+
+ private:
+  int StartRedis();
+  int StartKafka();
+  int StartContenders();
+  void WaitForContenders(int64_t end_ns);
+  void Collect();
+  int Fail(int status, const std::string& message);
+
+  const BenchArgs& args_;
+  const std::atomic<bool>& interrupted_;
+  fs::path dir_;
+  std::unique_ptr<SupervisedProcess> redis_server_;
+  std::string redis_url_;
+  std::shared_ptr<RedisClient> redis_;
+  std::unique_ptr<notifier::EmbeddedBroker> broker_;
+  std::string bootstrap_;
+  std::vector<std::unique_ptr<SupervisedProcess>> contenders_;
+  RunResult result_;
+  std::vector<Section> sections_;
+};
+
+Bench::~Bench() {
+  contenders_.clear();  // SIGTERM, then SIGKILL, each
+  redis_.reset();
+  if (redis_server_) redis_server_->Stop(seconds(5));
+  broker_.reset();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+int Bench::Fail(int status, const std::string& message) {
+  PrintError(message);
+  return status;
+}
+
+int Bench::StartRedis() {
+  if (!args_.redis.empty()) {
+    redis_url_ = args_.redis;
+    result_.redis = ParseRedisUrl(args_.redis).Redacted();
+  } else {
+    const std::string server = FindOnPath("redis-server");
+    if (server.empty()) {
+      return Fail(kExitUnavailable,
+                  "redis-server not found on PATH (Debian: apt install "
+                  "redis-server; or set LOCKFLEET_REDIS_SERVER, or pass "
+                  "--redis URL)");
+    }
+    const std::string socket = (dir_ / "redis.sock").string();
+    redis_server_ = std::make_unique<SupervisedProcess>(
+        std::vector<std::string>{server, "--port", "0", "--unixsocket", socket,
+                                 "--save", "", "--appendonly", "no", "--dir",
+                                 dir_.string()},
+        (dir_ / "redis.log").string(), false);
+    redis_url_ = "unix://" + socket;
+    result_.redis = "private redis-server (" + redis_url_ + ")";
+  }
+  redis_ = std::make_shared<RedisClient>(
+      RedisOptions{.url = redis_url_, .pool_size = 1});
+  // A private server gets time to start; a given one must answer now.
+  const auto deadline =
+      steady_clock::now() + (redis_server_ ? seconds(20) : seconds(0));
+  while (true) {
+    try {
+      redis_->Execute({"PING"});
+      return kExitOk;
+    } catch (const Error& e) {
+      if (steady_clock::now() >= deadline ||
+          (redis_server_ && redis_server_->WaitFor(milliseconds(0)))) {
+        return Fail(kExitUnavailable,
+                    "redis " + Quoted(ParseRedisUrl(redis_url_).Redacted()) +
+                        " unreachable: " + e.what() +
+                        (redis_server_ ? "\n" + Tail(dir_ / "redis.log") : ""));
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  }
+}
+
+int Bench::StartKafka() {
+  if (args_.mode != BenchMode::kKafka) return kExitOk;
+  if (args_.kafka.empty()) {
+    broker_ = std::make_unique<notifier::EmbeddedBroker>();
+    bootstrap_ = broker_->bootstrap();
+    result_.kafka = "embedded broker (" + bootstrap_ + ")";
+    return kExitOk;
+  }
+  bootstrap_ = args_.kafka;
+  result_.kafka = bootstrap_;
+  // Fail fast, before P processes each wait for it.
+  auto probe = std::make_shared<notifier::KafkaNotifier>(notifier::KafkaOptions{
+      .bootstrap = bootstrap_,
+      .log = [](notifier::LogLevel, std::string_view) {}});
+  const bool ready = probe->WaitUntilReady(seconds(15));
+  ShutDownKafka(std::move(probe), seconds(5));
+  if (!ready) {
+    return Fail(kExitUnavailable,
+                "kafka " + Quoted(bootstrap_) +
+                    " unreachable: no partitions of lockfleet.unlock "
+                    "assigned within 15 s");
+  }
+  return kExitOk;
+}
+
+int Bench::StartContenders() {
+  const std::string self = SelfExe();
+  for (int i = 0; i < args_.processes; ++i) {
+    contenders_.push_back(std::make_unique<SupervisedProcess>(
+        ContenderArgv(args_, self, i, dir_.string(), redis_url_, bootstrap_),
+        (dir_ / ("p" + std::to_string(i) + ".log")).string(), true));
+  }
+  // Setup (connections, Kafka partitions) is excluded from the timed run:
+  // every contender says "ready" first.
+  const auto deadline = steady_clock::now() + seconds(120);
+  for (int i = 0; i < args_.processes; ++i) {
+    std::optional<std::string> line;
+    while (!line && !interrupted_ && steady_clock::now() < deadline) {
+      line = contenders_[i]->ReadLine(milliseconds(200));
+      if (!line && contenders_[i]->WaitFor(milliseconds(0))) break;
+    }
+    if (interrupted_) return kExitSignalBase + SIGINT;
+    if (line != "ready") {
+      const std::optional<int> status =
+          contenders_[i]->WaitFor(milliseconds(0));
+      const std::string log = dir_ / ("p" + std::to_string(i) + ".log");
+      return Fail(kExitUnavailable,
+                  "contender " + std::to_string(i) + " did not start (" +
+                      (status ? DescribeWaitStatus(*status)
+                              : std::string("no 'ready' within 120 s")) +
+                      "):\n" + Tail(log));
+    }
+  }
+  return kExitOk;
+}
+
+void Bench::WaitForContenders(int64_t end_ns) {
+  // Generous: a contender finishes its last section and shuts its Kafka
+  // clients down (bounded at 5 s) after the end.
+  const auto deadline =
+      steady_clock::now() +
+      std::chrono::nanoseconds(std::max<int64_t>(0, end_ns - WallClockNs())) +
+      seconds(60);
+  for (auto& contender : contenders_) {
+    while (!interrupted_ && steady_clock::now() < deadline &&
+           !contender->WaitFor(milliseconds(50))) {
+    }
+  }
+}
+
+void Bench::Collect() {
+  for (int i = 0; i < args_.processes; ++i) {
+    ProcessResult process{.index = i, .pid = contenders_[i]->pid()};
+    process.wait_status = contenders_[i]->WaitFor(milliseconds(0));
+    if (!process.wait_status) contenders_[i]->Stop(seconds(2));
+    if (const std::optional<std::string> text =
+            ReadWholeFile(ReportPath(dir_.string(), i))) {
+      try {
+        process.report = ContenderReportFromJson(nlohmann::json::parse(*text));
+      } catch (const std::exception&) {
+        // Left empty: reported as a failed contender.
+      }
+    }
+    if (!process.ok()) {
+      PrintError("contender " + std::to_string(i) + " failed (" +
+                 (process.wait_status ? DescribeWaitStatus(*process.wait_status)
+                                      : std::string("killed")) +
+                 "):\n" + Tail(dir_ / ("p" + std::to_string(i) + ".log")));
+    }
+    for (int t = 0; t < args_.threads; ++t) {
+      std::vector<Section> records =
+          ReadRecords(RecordPath(dir_.string(), i, t), i, t);
+      sections_.insert(sections_.end(), records.begin(), records.end());
+    }
+    result_.processes.push_back(std::move(process));
+  }
+}
+
+int Bench::Run() {
+  char pattern[] = "/tmp/lockfleet-bench-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) {
+    return Fail(kExitSoftware, std::string("mkdtemp: ") + std::strerror(errno));
+  }
+  dir_ = pattern;
+  result_.args = &args_;
+  if (int status = StartRedis(); status != kExitOk) return status;
+  if (int status = StartKafka(); status != kExitOk) return status;
+  result_.clients_before = ConnectedClients(*redis_);
+  if (int status = StartContenders(); status != kExitOk) return status;
+
+  result_.clients_during = ConnectedClients(*redis_);
+  const std::optional<long long> commands_before = Commands(*redis_);
+  const std::optional<double> cpu_before = CpuSeconds(*redis_);
+  // Long enough for every contender to see the file (they look every 2 ms).
+  const int64_t start_ns = WallClockNs() + 300'000'000;
+  const int64_t end_ns = start_ns + int64_t{args_.seconds} * 1'000'000'000;
+  if (!WriteFileAtomically(
+          GoPath(dir_.string()),
+          std::to_string(start_ns) + " " + std::to_string(end_ns))) {
+    return Fail(kExitSoftware, "cannot write " + GoPath(dir_.string()));
+  }
+  while (WallClockNs() < end_ns && !interrupted_) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const std::optional<double> cpu_after = CpuSeconds(*redis_);
+  WaitForContenders(end_ns);
+  if (interrupted_) return kExitSignalBase + SIGINT;
+  const std::optional<long long> commands_after = Commands(*redis_);
+  Collect();
+
+  // The server notices closed connections asynchronously.
+  for (auto deadline = steady_clock::now() + seconds(5);;) {
+    result_.clients_after = ConnectedClients(*redis_);
+    if (!result_.clients_before || !result_.clients_after ||
+        *result_.clients_after <= *result_.clients_before ||
+        steady_clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  result_.seconds = args_.seconds;
+  if (commands_before && commands_after) {
+    result_.redis_commands = *commands_after - *commands_before;
+  }
+  if (cpu_before && cpu_after)
+    result_.redis_cpu_seconds = *cpu_after - *cpu_before;
+  result_.analysis =
+      Analyze(std::move(sections_), args_.processes, args_.threads);
+  if (args_.event_latency > 0) {
+    result_.event_latency_us = MeasureEventLatency(
+        bootstrap_, args_.fetch_wait_ms, args_.event_latency);
+    result_.event_latency_sent = static_cast<uint64_t>(args_.event_latency);
+  }
+
+  const nlohmann::json report = ToJson(result_);
+  if (args_.json) {
+    std::cout << report.dump() << std::endl;
+  } else {
+    PrintTable(report, std::cout);
+  }
+  if (result_.analysis.violations > 0) {
+    PrintError(std::to_string(result_.analysis.violations) +
+               " violations: overlapping critical sections on one lock");
+    return 1;
+  }
+  return report.at("failed_processes").get<int>() > 0 ? kExitContenderFailed
+                                                      : kExitOk;
+}
+
+}  // namespace
+
+int RunBench(const BenchArgs& args, const std::atomic<bool>& interrupted) {
+  Bench bench(args, interrupted);
+  return bench.Run();
+}
+
+}  // namespace lockfleet::cli

@@ -1,0 +1,202 @@
+// `lockfleet bench` end to end: short runs of every mode against a private
+// redis-server (and a `lockfleet broker` process, or the tool's own embedded
+// broker), checking the JSON report's shape and invariants — never timings,
+// so a loaded machine slows these tests without failing them.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/broker_process.h"
+#include "cli/cli_process.h"
+#include "support/redis_server.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr auto kRunTimeout = seconds(180);
+
+// The fields the issue promises, each percentile object complete.
+void ExpectReportShape(const json& report) {
+  for (const char* field :
+       {"acquisitions", "acquisitions_per_second", "violations",
+        "redis_calls_per_acquisition", "redis_commands_per_acquisition",
+        "jain_index", "releaser_reacquire_share", "wakeups", "errors",
+        "processes", "resources", "redis_connected_clients"}) {
+    EXPECT_TRUE(report.contains(field)) << field;
+  }
+  for (const char* field :
+       {"handoff_us", "cross_process_handoff_us", "same_process_handoff_us"}) {
+    ASSERT_TRUE(report.contains(field)) << field;
+    for (const char* stat : {"p50", "p90", "p99", "max", "count"}) {
+      EXPECT_TRUE(report.at(field).contains(stat)) << field << "." << stat;
+    }
+  }
+}
+
+json RunBench(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"bench", "--json", "--seconds", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliResult result = RunCli(args, {}, kRunTimeout);
+  EXPECT_EQ(result.status, 0) << result.err;
+  if (result.status != 0) return json::object();
+  json report = json::parse(result.out);
+  ExpectReportShape(report);
+  return report;
+}
+
+// What every successful run of P processes x T threads on one lock shows.
+void ExpectSoundRun(const json& report, int processes, int threads) {
+  const auto acquisitions = report.at("acquisitions").get<uint64_t>();
+  EXPECT_GT(acquisitions, 0u);
+  EXPECT_EQ(report.at("violations").get<uint64_t>(), 0u);
+  // One lock: every section after the first is a hand-off.
+  EXPECT_EQ(report.at("handoffs").get<uint64_t>(), acquisitions - 1);
+  EXPECT_EQ(report.at("handoff_us").at("count").get<uint64_t>(),
+            acquisitions - 1);
+  if (threads == 1) {
+    EXPECT_EQ(report.at("same_process_handoff_us").at("count").get<uint64_t>(),
+              0u);
+  }
+  if (processes == 1) {
+    EXPECT_EQ(report.at("cross_process_handoff_us").at("count").get<uint64_t>(),
+              0u);
+  }
+  EXPECT_GT(report.at("redis_calls_per_acquisition").get<double>(), 0);
+  EXPECT_GT(report.at("redis_commands_per_acquisition").get<double>(), 0);
+  EXPECT_GT(report.at("jain_index").get<double>(), 0);
+  EXPECT_LE(report.at("jain_index").get<double>(), 1.0);
+  const json& processes_json = report.at("processes");
+  ASSERT_EQ(processes_json.size(), static_cast<size_t>(processes));
+  uint64_t sum = 0;
+  for (const json& p : processes_json) {
+    EXPECT_TRUE(p.at("ok").get<bool>()) << p.dump();
+    EXPECT_GT(p.at("rss_kb_end").get<long long>(), 0);
+    EXPECT_GT(p.at("fds_end").get<long long>(), 2);
+    sum += p.at("acquisitions").get<uint64_t>();
+  }
+  EXPECT_EQ(sum, acquisitions);
+  EXPECT_EQ(report.at("failed_processes").get<int>(), 0);
+}
+
+class BenchTest : public ::testing::Test {
+ protected:
+  RedisServer redis_;
+};
+
+TEST_F(BenchTest, KafkaModeAgainstABrokerProcess) {
+  BrokerProcess broker;
+  const json report =
+      RunBench({"--mode", "kafka", "--processes", "2", "--threads", "2",
+                "--redis", redis_.url(), "--kafka", broker.bootstrap()});
+  ExpectSoundRun(report, 2, 2);
+  EXPECT_TRUE(report.at("config").at("fair").get<bool>());  // the default
+  EXPECT_TRUE(report.at("wakeups").contains("event"));
+  EXPECT_TRUE(report.at("wakeups").contains("local"));
+  const json& clients = report.at("redis_connected_clients");
+  EXPECT_GT(clients.at("during").get<long long>(),
+            clients.at("before").get<long long>());
+}
+
+TEST_F(BenchTest, KafkaBargingWithItsOwnRedisAndBroker) {
+  const json report = RunBench(
+      {"--mode", "kafka", "--no-fair", "--processes", "2", "--threads", "1"});
+  ExpectSoundRun(report, 2, 1);
+  EXPECT_FALSE(report.at("config").at("fair").get<bool>());
+  EXPECT_NE(report.at("config").at("redis").get<std::string>().find("private"),
+            std::string::npos);
+}
+
+TEST_F(BenchTest, LocalMode) {
+  const json report = RunBench({"--mode", "local", "--processes", "2",
+                                "--threads", "2", "--redis", redis_.url()});
+  ExpectSoundRun(report, 2, 2);
+  EXPECT_FALSE(report.at("wakeups").contains("event"));
+}
+
+TEST_F(BenchTest, PollMode) {
+  const json report =
+      RunBench({"--mode", "poll", "--poll-interval-ms", "2", "--processes", "2",
+                "--threads", "2", "--redis", redis_.url()});
+  ExpectSoundRun(report, 2, 2);
+  EXPECT_TRUE(report.at("wakeups").contains("poll"));
+  EXPECT_FALSE(report.at("config").at("fair").get<bool>());
+}
+
+TEST_F(BenchTest, ManyLocksAndOneProcess) {
+  const json report =
+      RunBench({"--mode", "local", "--processes", "1", "--threads", "3",
+                "--locks", "5", "--hold-ms", "0", "--redis", redis_.url()});
+  EXPECT_EQ(report.at("violations").get<uint64_t>(), 0u);
+  EXPECT_GT(report.at("acquisitions").get<uint64_t>(), 0u);
+  EXPECT_EQ(report.at("cross_process_handoff_us").at("count").get<uint64_t>(),
+            0u);
+}
+
+TEST_F(BenchTest, TableByDefault) {
+  const CliResult result =
+      RunCli({"bench", "--mode", "local", "--processes", "1", "--seconds", "1",
+              "--redis", redis_.url()},
+             {}, kRunTimeout);
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_NE(result.out.find("violations"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("hand-off gap"), std::string::npos) << result.out;
+}
+
+TEST(BenchArgsTest, BadArgumentsExitTwoWithAMessage) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--processes", "0"}, "--processes"},
+      {{"--processes", "-3"}, "--processes"},
+      {{"--processes", "100000"}, "--processes"},
+      {{"--threads", "0"}, "--threads"},
+      {{"--locks", "0"}, "--locks"},
+      {{"--seconds", "0"}, "--seconds"},
+      {{"--seconds", "999999"}, "--seconds"},
+      {{"--hold-ms", "-1"}, "--hold-ms"},
+      {{"--mode", "carrier-pigeon"}, "--mode"},
+      {{"--poll-interval-ms", "5"}, "--poll-interval-ms"},
+      {{"--mode", "poll", "--poll-interval-ms", "0"}, "--poll-interval-ms"},
+      {{"--mode", "poll", "--fair"}, "--fair"},
+      {{"--fair", "--no-fair"}, "--no-fair"},
+      {{"--mode", "local", "--kafka", "127.0.0.1:9092"}, "--kafka"},
+      {{"--kafka", "host:99999"}, "--kafka"},
+      {{"--redis", "http://nope"}, "--redis"},
+      {{"--processes", "many"}, "--processes"},
+      {{"--frobnicate"}, "frobnicate"},
+  };
+  for (const auto& [extra, mention] : cases) {
+    std::vector<std::string> args{"bench"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult result = RunCli(args);
+    EXPECT_EQ(result.status, 2) << extra.front() << ": " << result.err;
+    EXPECT_NE(result.err.find(mention), std::string::npos)
+        << extra.front() << ": " << result.err;
+  }
+}
+
+TEST(BenchArgsTest, UnreachableRedisExitsUnavailable) {
+  const std::string url =
+      "redis://127.0.0.1:" + std::to_string(UnusedTcpPort());
+  const CliResult result =
+      RunCli({"bench", "--mode", "local", "--redis", url}, {}, kRunTimeout);
+  EXPECT_EQ(result.status, 69) << result.err;
+  EXPECT_NE(result.err.find("unreachable"), std::string::npos) << result.err;
+}
+
+TEST(BenchArgsTest, HelpExplainsTheFigures) {
+  const CliResult help = RunCli({"bench", "--help"});
+  EXPECT_EQ(help.status, 0);
+  for (const char* text : {"--processes", "--mode", "hand-off", "violations",
+                           "Exit status", "--json"}) {
+    EXPECT_NE(help.out.find(text), std::string::npos) << text;
+  }
+  EXPECT_EQ(help.out.find("--child-index"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
