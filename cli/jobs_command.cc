@@ -40,12 +40,15 @@ Examples:
   lockfleet jobs produce --config fleet.yaml jobs.jsonl
   lockfleet jobs produce --bootstrap 127.0.0.1:9092 --flash-sale 2000 --products 10)";
 
+// Generated jobs are built in memory (about 150 bytes each) before sending.
+constexpr int kMaxFlashSale = 10'000'000;
+
 struct ProduceArgs {
   std::string config_path;
   std::string bootstrap;
   std::string topic = "lockfleet.jobs";
-  std::string input;  // "" or "-": stdin
-  int flash_sale = 0;
+  std::string input;   // "" or "-": stdin
+  int flash_sale = 0;  // 0: not given
   int products = 10;
   int timeout_s = 30;
 };
@@ -88,6 +91,12 @@ int RunProduce(const ProduceArgs& args) {
     options.topic = args.topic;
   }
   if (args.timeout_s < 1) throw UsageError("--timeout must be >= 1");
+  // Checked before anything is built: a negative count used to read stdin
+  // instead, and a huge one to build every record in memory first.
+  if (args.flash_sale < 0 || args.flash_sale > kMaxFlashSale) {
+    throw UsageError("--flash-sale " + std::to_string(args.flash_sale) +
+                     ": must be 1.." + std::to_string(kMaxFlashSale));
+  }
 
   std::vector<std::pair<std::string, std::string>> records;  // key, value
   if (args.flash_sale > 0) {
@@ -152,7 +161,7 @@ Subcommand AddJobsCommand(CLI::App& parent, HelpFormatter& formatter) {
       ->type_name("FILE");
   produce
       ->add_option("--flash-sale", args->flash_sale,
-                   "Generate N inventory.purchase jobs instead")
+                   "Generate N inventory.purchase jobs instead (1..10000000)")
       ->type_name("N");
   produce
       ->add_option("--products", args->products,

@@ -19,6 +19,8 @@ PACKAGES=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/sanitizer runtimes
+  clang libclang-rt-14-dev
   # servers and tools the tests and the demo run (redis-server brings redis-cli)
   redis-server redis-tools kcat
   # promtool (checks the metrics exposition and the alert rules)

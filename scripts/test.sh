@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs the tests.
 #
-# Usage: scripts/test.sh [--sanitizers] [--no-setup]
+# Usage: scripts/test.sh [--sanitizers] [--fuzz] [--no-setup]
 #
 #   1. scripts/setup.sh (skipped with --no-setup)
 #   2. build/ (RelWithDebInfo): ctest labels unit, integration and chaos
@@ -10,6 +10,9 @@
 #          (with scripts/sanitizers/: the C11-threads shim preloaded and
 #          tsan.supp, both for librdkafka)
 #        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
+#   4. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
+#      libFuzzer + ASan + UBSan), each fuzz target for
+#      $LOCKFLEET_FUZZ_SECONDS (default 30) s
 #
 # Every stage runs even when an earlier one failed; the exit status is 1 if
 # any build or test failed. The closing lines summarize each ctest run.
@@ -27,11 +30,13 @@ usage() {
 }
 
 sanitizers=false
+fuzz=false
 setup=true
-[[ "${CI:-}" == true ]] && sanitizers=true
+[[ "${CI:-}" == true ]] && sanitizers=true && fuzz=true
 while (($#)); do
   case "$1" in
     --sanitizers) sanitizers=true ;;
+    --fuzz) fuzz=true ;;
     --no-setup) setup=false ;;
     -h | --help) usage 0 ;;
     *) say "unknown argument: $1"; usage ;;
@@ -93,6 +98,13 @@ if [[ "$sanitizers" == true ]]; then
     suite asan address '^(unit|integration)$'
     [[ ${#failed[@]} -eq 0 ]]
   ) || failed+=("asan")
+fi
+
+if [[ "$fuzz" == true ]]; then
+  say "==== fuzz ===="
+  t0=$SECONDS
+  bash "$LOCKFLEET_ROOT/scripts/fuzz.sh" || failed+=("fuzz")
+  say "fuzz took $((SECONDS - t0)) s"
 fi
 
 say "all stages took $((SECONDS - start)) s"

@@ -1,5 +1,6 @@
 // LoadFile / LoadString: from bytes to a YAML document to a Config. The
 // schema itself is in schema.cc.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -23,6 +24,61 @@ using internal::Found;
 using internal::Value;
 
 constexpr char kSections[] = "redis, kafka, locks, worker, metrics, logging";
+
+// Where each YAML document's first node is; nothing else.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;  // one per document
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    marks.push_back(mark);
+    first_node_ = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (first_node_) marks.back() = mark;
+    first_node_ = false;
+  }
+  bool first_node_ = false;
+};
+
+// The first-node marks of the documents in `text`. Throws YAML::Exception
+// for invalid YAML. Not YAML::LoadAll: on some invalid input (",}") yaml-cpp
+// 0.7's parser yields empty documents at one position forever, and LoadAll
+// keeps every one of them — a hang that eats all memory. A document that
+// does not start past the previous one is that loop: an error at its mark.
+std::vector<YAML::Mark> CountDocuments(const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentMarks documents;
+  while (parser.HandleNextDocument(documents)) {
+    const size_t n = documents.marks.size();
+    if (n >= 2 && documents.marks[n - 1].pos <= documents.marks[n - 2].pos) {
+      throw YAML::ParserException(documents.marks[n - 1],
+                                  "unexpected text (yaml-cpp cannot parse "
+                                  "past it)");
+    }
+  }
+  return documents.marks;
+}
 
 YAML::Mark MarkAt(std::string_view text, size_t offset) {
   YAML::Mark mark;
@@ -99,27 +155,29 @@ Config LoadString(std::string_view text, std::string_view name,
                   "file?)");
     Throw(context);
   }
-  std::vector<YAML::Node> documents;
+  std::vector<YAML::Mark> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    const std::string owned(text);
+    documents = CountDocuments(owned);
+    if (!documents.empty()) root = YAML::Load(owned);  // the first one
   } catch (const YAML::Exception& e) {
     context.Error(e.mark, "", "invalid YAML: " + e.msg + TabHint(text, e.mark));
     Throw(context);
   }
-  if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+  if (documents.empty() || (documents.size() == 1 && root.IsNull())) {
     context.Error(MarkAt(text, 0), "",
                   "expected a mapping with at least redis.url, found an empty "
                   "file (see 'lockfleet config example')");
     Throw(context);
   }
   if (documents.size() > 1) {
-    context.Error(documents[1].Mark(), "",
+    context.Error(documents[1], "",
                   "expected one YAML document, found " +
                       std::to_string(documents.size()) +
                       " (separated by '---')");
     Throw(context);
   }
-  const YAML::Node& root = documents[0];
   if (!root.IsMap()) {
     context.Error(root.Mark(), "",
                   std::string("expected a mapping of sections (") + kSections +

@@ -694,6 +694,17 @@ TEST(ConfigDocumentTest, MoreThanOneDocument) {
             "'---')");
 }
 
+TEST(ConfigDocumentTest, TextYamlCppLoopsOnIsAnErrorNotAHang) {
+  // Regression (found by fuzz/config_fuzz.cc): yaml-cpp 0.7's LoadAll never
+  // returned on these, filling memory with empty documents.
+  for (const std::string yaml : {",}", ",\x02  }\n", "redis: {url: x}\n,}"}) {
+    const Diagnostic error = OnlyError(yaml);
+    EXPECT_NE(error.message.find("invalid YAML"), std::string::npos)
+        << error.ToString();
+    EXPECT_GE(error.line, 1) << error.ToString();
+  }
+}
+
 TEST(ConfigDocumentTest, AnchorsAndAliasesWork) {
   const Config config = Load(
       "redis: {url: redis://h, connect_timeout: &t 3s, command_timeout: *t}");

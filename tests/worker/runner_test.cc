@@ -317,6 +317,27 @@ TEST_F(RunnerTest, UnknownTypeAndMalformedRecordsAreDeadLettered) {
   EXPECT_EQ(observer_->count(JobResult::kFailed), 2);
 }
 
+TEST_F(RunnerTest, AHugeMalformedRecordIsDeadLetteredClipped) {
+  // Regression (chaos scenario 6): a 2 MB bad record used to be stored
+  // whole in the dead-letter list (up to 10,000 of them) and logged whole.
+  std::vector<std::string> logged;
+  RunnerOptions options;
+  options.log = [&](config::LogLevel, std::string_view line) {
+    logged.emplace_back(line);
+  };
+  auto runner = NewRunner(options);
+  const std::string huge = "{" + std::string(2 * 1024 * 1024, 'x');
+  EXPECT_TRUE(runner->RejectMalformed(huge, "not JSON", {}));
+  const std::string letter =
+      redis_->Execute({"LINDEX", "lockfleet:jobs:dead", "0"}).str;
+  EXPECT_LT(letter.size(), 65 * 1024u);
+  EXPECT_EQ(letter.rfind("malformed: not JSON\t", 0), 0u)
+      << letter.substr(0, 80);
+  EXPECT_NE(letter.find("... (2097153 bytes in all)"), std::string::npos);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_LT(logged[0].size(), 2048u);
+}
+
 TEST_F(RunnerTest, LockWaitTimeoutIsReportedAndDeadLettered) {
   LockClient holder(NewRedis());
   Lease held = holder.Acquire("busy");

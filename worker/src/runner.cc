@@ -20,9 +20,21 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
 constexpr int kDeadLetterKeep = 10000;
+// A bad record can be as large as Kafka lets it be (megabytes): a dead letter
+// keeps its first 64 KiB, the log line its first 1 KiB, and both say how
+// long it was. (10,000 dead letters of 2 MB each would be 20 GB of Redis.)
+constexpr size_t kDeadLetterRecordBytes = 64 * 1024;
+constexpr size_t kLoggedRecordBytes = 1024;
 constexpr int kHistoryKeep = 100;
 constexpr milliseconds kMaxBackoff{5000};
 constexpr std::string_view kUnknownType = "unknown";
+
+// `text`, or its first `max` bytes and a note of its full length.
+std::string Clip(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  return std::string(text.substr(0, max)) + "... (" +
+         std::to_string(text.size()) + " bytes in all)";
+}
 
 // KEYS: marker, history. ARGV: due (ms since epoch), history entry, keep.
 // Records a run of an occurrence: always in the history (a second run of one
@@ -117,11 +129,13 @@ void JobRunner::Report(JobSource source, std::string_view type,
 bool JobRunner::DeadLetter(std::string_view record, std::string_view reason,
                            std::stop_token stop) {
   if (options_.log) {
-    options_.log(LogLevel::kError, "dead-lettered job (" + std::string(reason) +
-                                       "): " + std::string(record));
+    options_.log(LogLevel::kError,
+                 "dead-lettered job (" + Clip(reason, kLoggedRecordBytes) +
+                     "): " + Clip(record, kLoggedRecordBytes));
   }
-  const std::string entry = std::string(reason) + "\t" + options_.worker_id +
-                            "\t" + std::string(record);
+  const std::string entry = Clip(reason, kDeadLetterRecordBytes) + "\t" +
+                            options_.worker_id + "\t" +
+                            Clip(record, kDeadLetterRecordBytes);
   try {
     return RetryWhileRedisDown(
         [&] {

@@ -8,7 +8,10 @@
 //   4. set the done marker (it lives dedup_ttl), release the lock.
 // Jobs that fail for good, time out on their lock or are malformed are
 // recorded on the dead-letter list "<prefix>:jobs:dead" (newest first, the
-// last 10000 kept) with the reason, so no job silently disappears.
+// last 10000 kept) with the reason, so no job silently disappears. Each entry
+// is "<reason>\t<worker id>\t<record>"; a record (or reason) over 64 KiB is
+// cut there, with its full length noted, so a flood of huge bad records
+// cannot fill Redis.
 //
 // A scheduled occurrence (RunOccurrence) — "the nightly report runs once":
 // every worker of the fleet calls it for the same occurrence time. It only
