@@ -100,7 +100,10 @@ std::string FencedResource::KeyOf(std::string_view key_prefix,
                                   std::string_view name,
                                   std::string_view suffix) {
   std::string key(key_prefix);
-  key.append(":{res:").append(name).append("}:").append(suffix);
+  // "res:" goes before the hash tag: every lock key has "{" right after
+  // the prefix, so no lock name can make a resource key (a tag "{res:X}"
+  // would be the keys of the lock named "res:X").
+  key.append(":res:{").append(name).append("}:").append(suffix);
   return key;
 }
 

@@ -199,7 +199,7 @@ TEST_F(InputChaosTest, GarbageOnTheJobsTopicIsDeadLetteredAndCounted) {
     std::vector<std::string> locks;
     for (const std::string& key : AllKeys()) {
       if (key.size() > 5 && key.substr(key.size() - 5) == ":lock" &&
-          key.find("{res:") == std::string::npos) {
+          key.find(":res:{") == std::string::npos) {
         locks.push_back(key);
       }
     }

@@ -143,13 +143,13 @@ TEST_F(ComposeTest, KafkaInitCreatesTheConfiguredTopics) {
 }
 
 // The stock lands where the inventory.purchase handler reads it
-// (FencedResource::KeyOf: <prefix>:{res:<lock>}:stock), for as many products
+// (FencedResource::KeyOf: <prefix>:res:{<lock>}:stock), for as many products
 // as the producer spreads its jobs over.
 TEST_F(ComposeTest, SeedWritesTheKeysTheHandlerReads) {
   const YAML::Node seed = services_["seed"];
   ASSERT_TRUE(seed);
   const std::string script = seed["command"][0].as<std::string>();
-  const std::string key = config_.redis.key_prefix + ":{res:product:";
+  const std::string key = config_.redis.key_prefix + ":res:{product:";
   EXPECT_NE(script.find(key + "$$i}:stock"), std::string::npos) << script;
   EXPECT_NE(script.find(key + "$$i}:initial"), std::string::npos) << script;
   const YAML::Node producer = services_["producer"];

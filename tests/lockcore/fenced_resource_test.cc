@@ -32,6 +32,29 @@ TEST_F(Fenced, RejectsTokensOlderThanTheHighestSeen) {
   EXPECT_EQ(redis_->Execute({"GET", res.Key("v")}).str, "nine");
 }
 
+// A lock whose name starts with "res:" once shared its fencing counter with
+// the resource of the rest of its name: its grants raised the resource's
+// highest token, and the real holders of "ledger" were refused as stale.
+TEST_F(Fenced, ALockNamedResColonXDoesNotTouchResourceX) {
+  auto client = NewClient();
+  FencedResource res(redis_, "ledger");
+  Lease first = client->Acquire("ledger");
+  const int64_t first_fence = first.fence();
+  EXPECT_TRUE(res.Write(first_fence, {{"SET", res.Key("v"), "1"}}).accepted);
+  first.Release();
+  for (int i = 0; i < 5; ++i) client->Acquire("res:ledger").Release();
+  Lease second = client->Acquire("ledger");
+  EXPECT_EQ(second.fence(), first_fence + 1);
+  EXPECT_TRUE(
+      res.Write(second.fence(), {{"SET", res.Key("v"), "2"}}).accepted);
+  EXPECT_EQ(res.HighestFence(), second.fence());
+  second.Release();
+  for (const char* suffix : {"lock", "fence", "queue", "waiters"}) {
+    EXPECT_NE(res.Key(suffix), "lockfleet:{res:ledger}:" + std::string(suffix));
+  }
+  EXPECT_EQ(res.Key("v"), "lockfleet:res:{ledger}:v");
+}
+
 TEST_F(Fenced, WriteAppliesAllCommandsAndReturnsTheirReplies) {
   FencedResource res(redis_, "multi");
   FenceResult r = res.Write(1, {{"SET", res.Key("a"), "1"},

@@ -39,7 +39,8 @@ class FencedResource {
   FencedResource(std::shared_ptr<RedisClient> redis, std::string name,
                  std::string key_prefix = "lockfleet");
 
-  // "<prefix>:{res:<name>}:<suffix>": a data key in the resource's slot.
+  // "<prefix>:res:{<name>}:<suffix>": a data key in the resource's slot
+  // (the slot of the lock of the same name). No lock key has this form.
   std::string Key(std::string_view suffix) const;
   // The same key without a FencedResource (audits, seeding, tools).
   static std::string KeyOf(std::string_view key_prefix, std::string_view name,
