@@ -139,15 +139,25 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
                                     bool enqueue) {
   Clock::TimePoint sent = options_.clock->Now();
   const std::string hold_id = NextRequestId();
-  Reply r =
-      waiter_id.empty()
-          ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                          {owner, std::to_string(lease.count()), hold_id})
-          : EvalRetryOnce(
-                AcquireFairScript(), Keys(name),
-                {owner, std::to_string(lease.count()), hold_id, waiter_id,
-                 std::to_string(options_.presence_window.count()),
-                 enqueue ? "1" : "0"});
+  Reply r;
+  try {
+    r = waiter_id.empty()
+            ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                            {owner, std::to_string(lease.count()), hold_id})
+            : EvalRetryOnce(
+                  AcquireFairScript(), Keys(name),
+                  {owner, std::to_string(lease.count()), hold_id, waiter_id,
+                   std::to_string(options_.presence_window.count()),
+                   enqueue ? "1" : "0"});
+  } catch (const Error& e) {
+    // The script may have run with only its reply lost: the lock may now
+    // carry a hold of ours that we do not know about (any grant: fence 0).
+    if (e.code() == ErrorCode::kRedisUnavailable ||
+        e.code() == ErrorCode::kRedisTimeout) {
+      RememberOrphan(name, owner, 0, hold_id);
+    }
+    throw;
+  }
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -159,8 +169,16 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
   int64_t fence = Element(r, 1, "acquire").integer;
   std::shared_ptr<HeldLock> held;
   LostCalls lost_calls;
+  std::vector<std::string> orphans;  // stale holds of this very grant
   {
     std::lock_guard lock(mu_);
+    if (auto it = orphans_.find({name, owner}); it != orphans_.end()) {
+      for (const OrphanHold& orphan : it->second) {
+        if (orphan.fence == fence || orphan.fence == 0)
+          orphans.push_back(orphan.hold_id);
+      }
+      orphans_.erase(it);  // other grants' holds expired with their grant
+    }
     std::shared_ptr<HeldLock>& entry = held_[{name, owner}];
     if (entry && entry->fence == fence && !entry->lost) {
       held = entry;  // reentrant: same grant
@@ -192,7 +210,41 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
   acquisitions_.fetch_add(1, std::memory_order_relaxed);
   watchdog_cv_.notify_one();
   DeferCallbacks(std::move(lost_calls));
+  if (!orphans.empty()) ReleaseOrphans(name, owner, fence, std::move(orphans));
   return out;
+}
+
+void LockCore::RememberOrphan(const std::string& name, const std::string& owner,
+                              int64_t fence, const std::string& hold_id) {
+  constexpr size_t kMaxOrphans = 4096;  // names x owners remembered
+  std::lock_guard lock(mu_);
+  if (orphans_.size() >= kMaxOrphans) orphans_.erase(orphans_.begin());
+  std::vector<OrphanHold>& holds = orphans_[{name, owner}];
+  if (holds.size() >= 64) holds.erase(holds.begin());  // oldest first
+  holds.push_back({fence, hold_id});
+}
+
+void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
+                              int64_t fence,
+                              std::vector<std::string> hold_ids) {
+  // The hold just granted keeps the lock ours, so this only drops the stale
+  // holds' fields (the script checks owner and fence; a hold that is not in
+  // this grant — already gone, or never granted — is a no-op). If Redis
+  // fails again, they wait for the next re-grant.
+  for (size_t i = 0; i < hold_ids.size(); ++i) {
+    try {
+      EvalRetryOnce(ReleaseScript(), Keys(name),
+                    {owner, std::to_string(fence), hold_ids[i],
+                     std::to_string(options_.claim_window.count())});
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      std::vector<OrphanHold>& left = orphans_[{name, owner}];
+      for (size_t j = i; j < hold_ids.size(); ++j) {
+        left.push_back({fence, std::move(hold_ids[j])});
+      }
+      return;
+    }
+  }
 }
 
 AcquireResult LockCore::AcquireUntil(std::string_view name_view,
@@ -367,6 +419,7 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
     r = EvalRetryOnce(ReleaseScript(), keys, args, &retried);
   } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
+    RememberOrphan(held->name, held->owner, held->fence, hold_id);
     throw;
   }
   long long status = Element(r, 0, "release").integer;

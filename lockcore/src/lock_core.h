@@ -157,6 +157,23 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::condition_variable renewer_cv_;
   std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
   LostCalls deferred_calls_;                                        // mu_
+  // Holds whose release threw, or whose acquire threw after the script may
+  // have run (Redis down, timed out): the lock may still carry them. If the
+  // same owner is granted the same grant again (reentrant), the acquire script
+  // keeps such a stale hold — and, each time, the lock's TTL — alive, so an
+  // owner that keeps coming back would keep the lock from everyone else for
+  // ever. TryOnce gives them back on that re-grant. Keyed like held_; bounded
+  // (kMaxOrphans).
+  struct OrphanHold {
+    int64_t fence = 0;  // of the grant; 0: unknown (a failed acquire)
+    std::string hold_id;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<OrphanHold>>
+      orphans_;  // mu_
+  void RememberOrphan(const std::string& name, const std::string& owner,
+                      int64_t fence, const std::string& hold_id);
+  void ReleaseOrphans(const std::string& name, const std::string& owner,
+                      int64_t fence, std::vector<std::string> hold_ids);
 
   std::atomic<bool> has_hook_{false};  // fast path: no hook, no lock
   std::mutex hook_mu_;

@@ -81,7 +81,7 @@ void RedisServer::Start() {
                                 "--save",
                                 "",
                                 "--appendonly",
-                                "no",
+                                options_.durable ? "yes" : "no",
                                 "--dir",
                                 dir_,
                                 "--bind",
@@ -100,6 +100,9 @@ void RedisServer::Start() {
   }
   if (!options_.requirepass.empty())
     args.insert(args.end(), {"--requirepass", options_.requirepass});
+  if (options_.durable) args.insert(args.end(), {"--appendfsync", "always"});
+  if (options_.debug_command)
+    args.insert(args.end(), {"--enable-debug-command", "local"});
   pid_ = SpawnServer(std::move(args));
   // Wait until it answers PING (generous: loaded CI machines are slow).
   RedisOptions ro;

@@ -2,11 +2,12 @@
 //
 // Starts Debian's redis-server (found on PATH, or $LOCKFLEET_REDIS_SERVER) on
 // a unix socket in a fresh temporary directory — or on a free loopback TCP
-// port when Options::tcp is set — with persistence off, and waits until it
-// answers PING. The destructor stops it and removes the directory. No test
-// ever talks to a Redis it did not start. The server gets /dev/null for its
-// stdio and is killed if the thread that started it dies (PR_SET_PDEATHSIG),
-// so an aborted test leaves no orphan: start it from a long-lived thread.
+// port when Options::tcp is set — with persistence off (see Options::durable),
+// and waits until it answers PING. The destructor stops it and removes the
+// directory. No test ever talks to a Redis it did not start. The server gets
+// /dev/null for its stdio and is killed if the thread that started it dies
+// (PR_SET_PDEATHSIG), so an aborted test leaves no orphan: start it from a
+// long-lived thread.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +21,13 @@ class RedisServer {
   struct Options {
     bool tcp = false;         // loopback TCP on a free port instead of a socket
     std::string requirepass;  // non-empty: require this password
+    // Durable: append-only file with an fsync per write (appendfsync always),
+    // so a Stop()/Kill() + Start() keeps every acknowledged write, lock keys
+    // and their expiry included. Default: persistence off.
+    bool durable = false;
+    // Allows DEBUG (e.g. DEBUG SLEEP) from local connections; Redis 7 refuses
+    // it by default. Default: off (the server's default).
+    bool debug_command = false;
   };
 
   RedisServer();  // unix socket, no password

@@ -1,0 +1,297 @@
+#include "chaos/fault_harness.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "lockfleet/lockcore/error.h"
+
+namespace lockfleet::testing {
+namespace {
+
+void Quiet(notifier::LogLevel, std::string_view) {}
+
+}  // namespace
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+long RssKib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+void CountingObserver::OnWakeup(std::string_view, WakeCause cause) noexcept {
+  switch (cause) {
+    case WakeCause::kLocal:
+      wake_local_.fetch_add(1);
+      break;
+    case WakeCause::kEvent:
+      wake_event_.fetch_add(1);
+      break;
+    case WakeCause::kBound:
+      wake_bound_.fetch_add(1);
+      break;
+  }
+}
+
+void CountingObserver::OnLeaseLost(std::string_view) noexcept {
+  leases_lost_.fetch_add(1);
+}
+
+void CountingObserver::OnError(ErrorCode code) noexcept {
+  std::lock_guard lock(mu_);
+  ++errors_[std::string(ErrorCodeName(code))];
+}
+
+uint64_t CountingObserver::wakeups(WakeCause cause) const {
+  switch (cause) {
+    case WakeCause::kLocal:
+      return wake_local_.load();
+    case WakeCause::kEvent:
+      return wake_event_.load();
+    case WakeCause::kBound:
+      return wake_bound_.load();
+  }
+  return 0;
+}
+
+std::map<std::string, uint64_t> CountingObserver::errors() const {
+  std::lock_guard lock(mu_);
+  return errors_;
+}
+
+FaultNode::FaultNode(const NodeConfig& config)
+    : observer_(std::make_shared<CountingObserver>()) {
+  redis_ = std::make_shared<RedisClient>(RedisOptions{
+      .url = config.redis_url, .command_timeout = config.command_timeout});
+  LockClientOptions options;
+  options.default_lease = config.lease;
+  options.observer = observer_;
+  if (!config.bootstrap.empty()) {
+    notifier_ =
+        std::make_shared<notifier::KafkaNotifier>(notifier::KafkaOptions{
+            .bootstrap = config.bootstrap,
+            .message_timeout = config.kafka_message_timeout,
+            .queue_max_messages = config.kafka_queue_max_messages,
+            .log = Quiet});
+    options.publisher = notifier_;
+  }
+  locks_ = std::make_unique<LockClient>(redis_, std::move(options));
+  if (notifier_) notifier_->Subscribe(locks_.get());
+}
+
+FaultNode::~FaultNode() {
+  if (notifier_) notifier_->Unsubscribe(locks_.get());
+  locks_.reset();
+  notifier_.reset();
+}
+
+Contention::Contention(std::vector<FaultNode*> nodes, Options options)
+    : nodes_(std::move(nodes)),
+      options_(std::move(options)),
+      per_node_(std::make_unique<std::atomic<uint64_t>[]>(nodes_.size())) {
+  for (FaultNode* node : nodes_) {
+    auto& row = resources_.emplace_back();
+    for (int lock = 0; lock < options_.locks; ++lock) {
+      row.push_back(
+          std::make_unique<FencedResource>(node->redis(), LockName(lock)));
+    }
+  }
+}
+
+Contention::~Contention() { Stop(); }
+
+std::string Contention::LockName(int lock) const {
+  return options_.prefix + ":" + std::to_string(lock);
+}
+
+void Contention::Start() {
+  for (int node = 0; node < static_cast<int>(nodes_.size()); ++node) {
+    for (int thread = 0; thread < options_.threads_per_node; ++thread) {
+      threads_.emplace_back([this, node, thread, stop = stop_.get_token()] {
+        Loop(node, thread, stop);
+      });
+    }
+  }
+}
+
+void Contention::Stop() {
+  stop_.request_stop();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void Contention::CountError(ErrorCode code) {
+  std::lock_guard lock(mu_);
+  ++errors_[std::string(ErrorCodeName(code))];
+}
+
+std::map<std::string, uint64_t> Contention::errors() const {
+  std::lock_guard lock(mu_);
+  return errors_;
+}
+
+uint64_t Contention::error_count() const {
+  uint64_t n = 0;
+  for (const auto& [code, count] : errors()) n += count;
+  return n;
+}
+
+void Contention::Loop(int node, int thread, std::stop_token stop) {
+  LockClient& locks = nodes_[node]->locks();
+  AcquireOptions acquire;
+  acquire.stop = stop;
+  uint64_t round = 0;
+  while (!stop.stop_requested()) {
+    const int lock = static_cast<int>((round++ + thread + node) %
+                                      static_cast<uint64_t>(options_.locks));
+    AcquireResult result;
+    try {
+      result = locks.AcquireFor(LockName(lock), options_.wait, acquire);
+    } catch (const Error& e) {
+      CountError(e.code());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (!result) {
+      if (result.status == AcquireStatus::kTimedOut) timeouts_.fetch_add(1);
+      continue;
+    }
+    HoldInterval interval{.lock = lock,
+                          .node = node,
+                          .thread = thread,
+                          .fence = result.lease.fence(),
+                          .acquired_ns = SteadyNs()};
+    FencedResource& resource = *resources_[node][lock];
+    try {
+      const FenceResult write =
+          resource.Write(interval.fence, {{"INCR", resource.Key("count")}});
+      if (write.accepted) {
+        accepted_.fetch_add(1);
+      } else {
+        rejected_.fetch_add(1);
+        if (!result.lease.lost()) rejected_current_.fetch_add(1);
+      }
+    } catch (const Error& e) {
+      uncertain_.fetch_add(1);  // it may or may not have been applied
+      CountError(e.code());
+    }
+    std::this_thread::sleep_for(options_.hold);
+    interval.lost = result.lease.lost();
+    interval.released_ns = SteadyNs();
+    try {
+      result.lease.Release();
+    } catch (const Error& e) {
+      release_failures_.fetch_add(1);
+      CountError(e.code());
+    }
+    {
+      std::lock_guard guard(mu_);
+      intervals_.push_back(interval);
+    }
+    acquisitions_.fetch_add(1);
+    per_node_[node].fetch_add(1);
+    last_acquired_ns_.store(interval.acquired_ns);
+  }
+}
+
+SafetyReport Contention::Check(RedisClient& redis) const {
+  SafetyReport report;
+  std::vector<HoldInterval> intervals;
+  {
+    std::lock_guard lock(mu_);
+    intervals = intervals_;
+  }
+  report.intervals = intervals.size();
+  std::ostringstream detail;
+  int details = 0;
+  auto note = [&](const std::string& what, const HoldInterval& a,
+                  const HoldInterval& b) {
+    if (details++ >= 5) return;
+    detail << what << ": lock " << a.lock << " node " << a.node << "/"
+           << a.thread << " fence " << a.fence << " [" << a.acquired_ns << ", "
+           << a.released_ns << "] lost=" << a.lost << " vs node " << b.node
+           << "/" << b.thread << " fence " << b.fence << " [" << b.acquired_ns
+           << ", " << b.released_ns << "] lost=" << b.lost << "\n";
+  };
+  std::sort(intervals.begin(), intervals.end(),
+            [](const HoldInterval& a, const HoldInterval& b) {
+              return a.lock != b.lock ? a.lock < b.lock
+                                      : a.acquired_ns < b.acquired_ns;
+            });
+  // Sorted by start: an interval overlaps an earlier one iff it starts
+  // before the latest end seen so far for its lock.
+  size_t latest = 0;  // the interval of its lock that ends last so far
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const HoldInterval& cur = intervals[i];
+    if (i == 0 || intervals[i - 1].lock != cur.lock) {
+      latest = i;
+      continue;
+    }
+    const HoldInterval& prev = intervals[i - 1];
+    if (cur.acquired_ns < intervals[latest].released_ns) {
+      ++report.overlaps;
+      note("overlap", intervals[latest], cur);
+    }
+    if (cur.fence == prev.fence && cur.node == prev.node &&
+        cur.thread == prev.thread) {
+      // The same owner was granted the same grant again: its release had
+      // failed (Redis down), the lock was still its own, and the acquire
+      // script re-entered it. One grant, one holder: not a regression.
+      ++report.regrants;
+    } else if (cur.fence <= prev.fence) {
+      ++report.fence_regressions;
+      note("fence not increasing", prev, cur);
+    }
+    if (cur.released_ns > intervals[latest].released_ns) latest = i;
+  }
+  report.accepted_writes = accepted_.load();
+  report.rejected_writes = rejected_.load();
+  report.rejected_current = rejected_current_.load();
+  report.uncertain_writes = uncertain_.load();
+  for (int lock = 0; lock < options_.locks; ++lock) {
+    const Reply value = redis.Execute(
+        {"GET", FencedResource::KeyOf("lockfleet", LockName(lock), "count")});
+    if (!value.is_nil()) report.counter_total += std::stoll(value.str);
+  }
+  report.counter_consistent =
+      report.counter_total >= static_cast<int64_t>(report.accepted_writes) &&
+      report.counter_total <= static_cast<int64_t>(report.accepted_writes +
+                                                   report.uncertain_writes);
+  report.detail = detail.str();
+  return report;
+}
+
+uint64_t EventWakeups(const std::vector<FaultNode*>& nodes) {
+  uint64_t n = 0;
+  for (FaultNode* node : nodes) n += node->locks().stats().wakeups_event;
+  return n;
+}
+
+uint64_t BoundWakeups(const std::vector<FaultNode*>& nodes) {
+  uint64_t n = 0;
+  for (FaultNode* node : nodes) n += node->locks().stats().wakeups_bound;
+  return n;
+}
+
+std::string Format(const std::map<std::string, uint64_t>& counts) {
+  if (counts.empty()) return "none";
+  std::string out;
+  for (const auto& [name, count] : counts) {
+    out += (out.empty() ? "" : " ") + name + "=" + std::to_string(count);
+  }
+  return out;
+}
+
+}  // namespace lockfleet::testing

@@ -1,0 +1,81 @@
+// A release that fails because Redis is unreachable, on a Redis that keeps
+// its data (so the lock is still there when it comes back).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool WaitUntilLocked(LockClient& client, const std::string& name) {
+  return WaitUntil([&] { return client.Inspect(name).locked; });
+}
+
+// Found by the chaos suite (tests/chaos/redis_fault_chaos_test.cc): the
+// stale hold of a failed release stayed in the lock, and every reentrant
+// re-grant to the same owner extended it, so an owner that kept coming back
+// kept the lock from every other client for ever.
+TEST(ReleaseFailure, AReGrantToTheSameOwnerGivesTheStaleHoldBack) {
+  RedisServer server({.durable = true});
+  auto redis = std::make_shared<RedisClient>(RedisOptions{.url = server.url()});
+  LockClient locks(redis, {.default_lease = milliseconds(30000)});
+  AcquireResult first = locks.TryAcquire("orphan");
+  ASSERT_TRUE(first);
+  const int64_t fence = first.lease.fence();
+
+  server.Stop();
+  EXPECT_THROW(first.lease.Release(), Error);  // Redis down: the hold stays
+  server.Start();                              // with its data
+  ASSERT_TRUE(locks.Inspect("orphan").locked);
+
+  // Same thread, same owner: the acquire script re-enters the same grant.
+  AcquireResult again = locks.TryAcquire("orphan");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.lease.fence(), fence);
+  // Releasing it frees the lock: the stale hold does not keep it.
+  EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(locks.Inspect("orphan").locked);
+  LockClient other(
+      std::make_shared<RedisClient>(RedisOptions{.url = server.url()}));
+  AcquireResult next = other.TryAcquire("orphan");
+  ASSERT_TRUE(next);
+  EXPECT_GT(next.lease.fence(), fence);
+}
+
+// The same for an acquire whose reply was lost: Redis was frozen, both tries
+// timed out, and Redis ran the script when it woke — a grant nobody knew of.
+TEST(ReleaseFailure, AReGrantGivesBackTheHoldOfAnAcquireThatTimedOut) {
+  RedisServer server;
+  auto redis = std::make_shared<RedisClient>(
+      RedisOptions{.url = server.url(), .command_timeout = milliseconds(200)});
+  LockClient locks(redis, {.default_lease = milliseconds(30000)});
+  ASSERT_TRUE(locks.TryAcquire("warm"));  // script loaded: EVALSHA is sent
+  server.Pause();
+  try {
+    locks.TryAcquire("lost-reply");
+    ADD_FAILURE() << "a frozen Redis must time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisTimeout);
+  }
+  server.Resume();
+  // Redis ran the queued script when it woke: the lock is held, by us.
+  LockClient observer(
+      std::make_shared<RedisClient>(RedisOptions{.url = server.url()}));
+  ASSERT_TRUE(WaitUntilLocked(observer, "lost-reply"));
+
+  AcquireResult again = locks.TryAcquire("lost-reply");  // re-enters it
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(observer.Inspect("lost-reply").locked);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
