@@ -12,7 +12,11 @@
 // renewal finds that the lock is no longer ours, when the lease ran out
 // without a successful renewal (Redis unreachable, process paused), or when
 // an explicit lease expired. lost() is cheap and may be polled from any
-// thread; the on_lost callback of AcquireOptions fires once per grant.
+// thread; the on_lost callback of AcquireOptions fires once per grant, on
+// the watchdog thread. After a pause (SIGSTOP, a VM freeze) lost() is true
+// the moment the process runs again — the steady clock kept counting — but
+// on_lost may come a moment later, after the holder's own thread has acted:
+// check lost() (or fence the write), not only the callback.
 // Validity is measured from *before* the acquire (or renew) command was sent,
 // so a Lease never believes in more time than Redis granted.
 //
