@@ -4,6 +4,7 @@
 #include "kafka_wakeups.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
+#include "option_range.h"
 
 namespace lockfleet::cli {
 
@@ -19,18 +20,6 @@ const char* BenchModeName(BenchMode mode) {
   return "?";
 }
 
-namespace {
-
-void Range(const char* flag, long long value, long long low, long long high) {
-  if (value < low || value > high) {
-    throw UsageError(std::string(flag) + " " + std::to_string(value) +
-                     ": must be " + std::to_string(low) + ".." +
-                     std::to_string(high));
-  }
-}
-
-}  // namespace
-
 void CheckBenchArgs(BenchArgs& args) {
   if (args.mode_name == "kafka") {
     args.mode = BenchMode::kKafka;
@@ -42,19 +31,19 @@ void CheckBenchArgs(BenchArgs& args) {
     throw UsageError("--mode " + Quoted(args.mode_name) +
                      ": must be kafka, local or poll");
   }
-  Range("--processes", args.processes, 1, 256);
-  Range("--threads", args.threads, 1, 256);
-  Range("--processes x --threads",
-        static_cast<long long>(args.processes) * args.threads, 1, 4096);
-  Range("--locks", args.locks, 1, 1'000'000);
-  Range("--seconds", args.seconds, 1, 3600);
-  Range("--hold-ms", args.hold_ms, 0, 60'000);
-  Range("--think-ms", args.think_ms, 0, 60'000);
+  CheckRange("--processes", args.processes, 1, 256);
+  CheckRange("--threads", args.threads, 1, 256);
+  CheckRange("--processes x --threads",
+             static_cast<long long>(args.processes) * args.threads, 1, 4096);
+  CheckRange("--locks", args.locks, 1, 1'000'000);
+  CheckRange("--seconds", args.seconds, 1, 3600);
+  CheckRange("--hold-ms", args.hold_ms, 0, 60'000);
+  CheckRange("--think-ms", args.think_ms, 0, 60'000);
   if (args.poll_interval_given || args.mode == BenchMode::kPoll) {
     if (args.mode != BenchMode::kPoll) {
       throw UsageError("--poll-interval-ms applies to --mode poll only");
     }
-    Range("--poll-interval-ms", args.poll_interval_ms, 1, 60'000);
+    CheckRange("--poll-interval-ms", args.poll_interval_ms, 1, 60'000);
   }
   if (args.fair_flag && args.no_fair_flag) {
     throw UsageError("--fair and --no-fair exclude each other");
@@ -78,10 +67,10 @@ void CheckBenchArgs(BenchArgs& args) {
     }
   }
   if (args.fetch_wait_ms != 0)
-    Range("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
+    CheckRange("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
   if (args.park_cap_ms != 0)
-    Range("--park-cap-ms", args.park_cap_ms, 1, 600'000);
-  Range("--event-latency", args.event_latency, 0, 1'000'000);
+    CheckRange("--park-cap-ms", args.park_cap_ms, 1, 600'000);
+  CheckRange("--event-latency", args.event_latency, 0, 1'000'000);
   if (!args.redis.empty()) {
     try {
       ParseRedisUrl(args.redis);

@@ -25,6 +25,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/embedded_broker.h"
 #include "lockfleet/notifier/kafka_notifier.h"
+#include "private_redis.h"
 #include "supervised_process.h"
 
 namespace lockfleet::cli {
@@ -169,35 +170,22 @@ int Bench::StartRedis() {
                   "redis-server; or set LOCKFLEET_REDIS_SERVER, or pass "
                   "--redis URL)");
     }
-    const std::string socket = (dir_ / "redis.sock").string();
-    redis_server_ = std::make_unique<SupervisedProcess>(
-        std::vector<std::string>{server, "--port", "0", "--unixsocket", socket,
-                                 "--save", "", "--appendonly", "no", "--dir",
-                                 dir_.string()},
-        (dir_ / "redis.log").string(), false);
-    redis_url_ = "unix://" + socket;
+    redis_server_ = StartPrivateRedis(server, dir_);
+    redis_url_ = "unix://" + PrivateRedisSocket(dir_);
     result_.redis = "private redis-server (" + redis_url_ + ")";
   }
   redis_ = std::make_shared<RedisClient>(
       RedisOptions{.url = redis_url_, .pool_size = 1});
   // A private server gets time to start; a given one must answer now.
-  const auto deadline =
-      steady_clock::now() + (redis_server_ ? seconds(20) : seconds(0));
-  while (true) {
-    try {
-      redis_->Execute({"PING"});
-      return kExitOk;
-    } catch (const Error& e) {
-      if (steady_clock::now() >= deadline ||
-          (redis_server_ && redis_server_->WaitFor(milliseconds(0)))) {
-        return Fail(kExitUnavailable,
-                    "redis " + Quoted(ParseRedisUrl(redis_url_).Redacted()) +
-                        " unreachable: " + e.what() +
-                        (redis_server_ ? "\n" + Tail(dir_ / "redis.log") : ""));
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
+  if (std::string error;
+      !WaitForRedis(*redis_, redis_server_.get(),
+                    redis_server_ ? seconds(20) : seconds(0), &error)) {
+    return Fail(kExitUnavailable,
+                "redis " + Quoted(ParseRedisUrl(redis_url_).Redacted()) +
+                    " unreachable: " + error +
+                    (redis_server_ ? "\n" + Tail(dir_ / "redis.log") : ""));
   }
+  return kExitOk;
 }
 
 int Bench::StartKafka() {

@@ -28,6 +28,8 @@
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
+#include "option_range.h"
+#include "private_redis.h"
 #include "supervised_process.h"
 
 namespace lockfleet::cli {
@@ -77,19 +79,12 @@ struct DemoArgs {
 };
 
 void Check(const DemoArgs& args) {
-  const auto range = [](const char* flag, int value, int low, int high) {
-    if (value < low || value > high) {
-      throw UsageError(std::string(flag) + " " + std::to_string(value) +
-                       ": must be " + std::to_string(low) + ".." +
-                       std::to_string(high));
-    }
-  };
-  range("--workers", args.workers, 1, 64);
-  range("--threads", args.threads, 1, 256);
-  range("--jobs", args.jobs, 1, 10'000'000);
-  range("--products", args.products, 1, 100'000);
-  range("--units", args.units, 0, 1'000'000'000);
-  range("--timeout", args.timeout_s, 1, 86'400);
+  CheckRange("--workers", args.workers, 1, 64);
+  CheckRange("--threads", args.threads, 1, 256);
+  CheckRange("--jobs", args.jobs, 1, 10'000'000);
+  CheckRange("--products", args.products, 1, 100'000);
+  CheckRange("--units", args.units, 0, 1'000'000'000);
+  CheckRange("--timeout", args.timeout_s, 1, 86'400);
 }
 
 // The state shared with the signal handler.
@@ -138,27 +133,15 @@ int Demo::Setup() {
         "redis-server; or set LOCKFLEET_REDIS_SERVER)");
     return kExitUnavailable;
   }
-  const std::string socket = (dir_ / "redis.sock").string();
-  redis_server_ = std::make_unique<SupervisedProcess>(
-      std::vector<std::string>{redis_server, "--port", "0", "--unixsocket",
-                               socket, "--save", "", "--appendonly", "no",
-                               "--dir", dir_.string()},
-      (dir_ / "redis.log").string(), false);
+  const std::string socket = PrivateRedisSocket(dir_);
+  redis_server_ = StartPrivateRedis(redis_server, dir_);
   redis_ = std::make_shared<RedisClient>(
       RedisOptions{.url = "unix://" + socket, .pool_size = 2});
-  for (auto deadline = steady_clock::now() + seconds(20);;) {
-    try {
-      redis_->Execute({"PING"});
-      break;
-    } catch (const std::exception& e) {
-      if (steady_clock::now() > deadline ||
-          redis_server_->WaitFor(milliseconds(0))) {
-        PrintError(std::string("redis-server did not start: ") + e.what() +
-                   "\n" + Tail(dir_ / "redis.log"));
-        return kExitUnavailable;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
+  if (std::string error;
+      !WaitForRedis(*redis_, redis_server_.get(), seconds(20), &error)) {
+    PrintError("redis-server did not start: " + error + "\n" +
+               Tail(dir_ / "redis.log"));
+    return kExitUnavailable;
   }
 
   broker_ = std::make_unique<notifier::EmbeddedBroker>(

@@ -273,6 +273,28 @@ SafetyReport Contention::Check(RedisClient& redis) const {
   return report;
 }
 
+ContendingNodes::ContendingNodes(int count, const NodeConfig& config) {
+  for (int i = 0; i < count; ++i) {
+    owned_.push_back(std::make_unique<FaultNode>(config));
+    nodes_.push_back(owned_.back().get());
+  }
+}
+
+bool ContendingNodes::WaitUntilReady(std::chrono::milliseconds timeout) {
+  for (FaultNode* node : nodes_) {
+    if (node->notifier() && !node->notifier()->WaitUntilReady(timeout)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Contention& ContendingNodes::StartContention(Contention::Options options) {
+  contention_ = std::make_unique<Contention>(nodes_, std::move(options));
+  contention_->Start();
+  return *contention_;
+}
+
 uint64_t EventWakeups(const std::vector<FaultNode*>& nodes) {
   uint64_t n = 0;
   for (FaultNode* node : nodes) n += node->locks().stats().wakeups_event;

@@ -181,6 +181,30 @@ class Contention {
   std::vector<HoldInterval> intervals_;     // guarded by mu_
 };
 
+// The common set-up of the fault scenarios: `count` FaultNodes wired from
+// one NodeConfig and, once started, the Contention among them. Destruction
+// stops the contention before the nodes go (its threads use them).
+class ContendingNodes {
+ public:
+  ContendingNodes(int count, const NodeConfig& config);
+  ContendingNodes(const ContendingNodes&) = delete;
+  ContendingNodes& operator=(const ContendingNodes&) = delete;
+
+  const std::vector<FaultNode*>& nodes() const { return nodes_; }
+
+  // Waits for each node's notifier (if any) to be ready, up to `timeout`
+  // each; false as soon as one is not.
+  bool WaitUntilReady(std::chrono::milliseconds timeout);
+
+  // Creates and starts the contention. REQUIRES: called once.
+  Contention& StartContention(Contention::Options options = {});
+
+ private:
+  std::vector<std::unique_ptr<FaultNode>> owned_;
+  std::vector<FaultNode*> nodes_;
+  std::unique_ptr<Contention> contention_;  // declared last: destroyed first
+};
+
 // Sum of one counter over nodes.
 uint64_t EventWakeups(const std::vector<FaultNode*>& nodes);
 uint64_t BoundWakeups(const std::vector<FaultNode*>& nodes);

@@ -50,16 +50,11 @@ uint64_t Sum(const std::vector<FaultNode*>& nodes,
 class KafkaFaultChaos : public ::testing::Test {
  protected:
   void StartNodes(const std::string& bootstrap) {
-    for (int i = 0; i < kNodes; ++i) {
-      owned_.push_back(std::make_unique<FaultNode>(
-          NodeConfig{.redis_url = redis_.url(), .bootstrap = bootstrap}));
-      nodes_.push_back(owned_.back().get());
-    }
-    for (FaultNode* node : nodes_) {
-      ASSERT_TRUE(node->notifier()->WaitUntilReady(kLong));
-    }
-    contention_ = std::make_unique<Contention>(nodes_, Contention::Options{});
-    contention_->Start();
+    group_ = std::make_unique<ContendingNodes>(
+        kNodes, NodeConfig{.redis_url = redis_.url(), .bootstrap = bootstrap});
+    nodes_ = group_->nodes();
+    ASSERT_TRUE(group_->WaitUntilReady(kLong));
+    contention_ = &group_->StartContention();
     // Warm: cross-node hand-offs arrive as Kafka events.
     ASSERT_TRUE(WaitUntil(
         [&] {
@@ -167,16 +162,16 @@ class KafkaFaultChaos : public ::testing::Test {
     std::fflush(stdout);
   }
 
+  // Stops the contention, then the nodes.
   void TearDown() override {
-    if (contention_) contention_->Stop();
-    contention_.reset();
-    owned_.clear();
+    contention_ = nullptr;
+    group_.reset();
   }
 
   RedisServer redis_;
-  std::vector<std::unique_ptr<FaultNode>> owned_;
-  std::vector<FaultNode*> nodes_;
-  std::unique_ptr<Contention> contention_;
+  std::unique_ptr<ContendingNodes> group_;
+  std::vector<FaultNode*> nodes_;     // group_'s
+  Contention* contention_ = nullptr;  // group_'s, once started
   uint64_t bound_wakeups_in_outage_ = 0;
   double delivered_s_ = -1, consumed_s_ = -1;
 };

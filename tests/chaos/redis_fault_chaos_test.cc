@@ -90,16 +90,12 @@ class RedisFaultChaos : public ::testing::Test {
  protected:
   void StartNodes(const RedisServer& redis) {
     url_ = redis.url();
-    for (int i = 0; i < kNodes; ++i) {
-      owned_.push_back(std::make_unique<FaultNode>(NodeConfig{
-          .redis_url = redis.url(), .bootstrap = broker_.bootstrap()}));
-      nodes_.push_back(owned_.back().get());
-    }
-    for (FaultNode* node : nodes_) {
-      ASSERT_TRUE(node->notifier()->WaitUntilReady(kLong));
-    }
-    contention_ = std::make_unique<Contention>(nodes_, Contention::Options{});
-    contention_->Start();
+    group_ = std::make_unique<ContendingNodes>(
+        kNodes,
+        NodeConfig{.redis_url = redis.url(), .bootstrap = broker_.bootstrap()});
+    nodes_ = group_->nodes();
+    ASSERT_TRUE(group_->WaitUntilReady(kLong));
+    contention_ = &group_->StartContention();
     ASSERT_TRUE(
         WaitUntil([&] { return contention_->acquisitions() >= 30; }, kLong));
   }
@@ -210,17 +206,17 @@ class RedisFaultChaos : public ::testing::Test {
     std::fflush(stdout);
   }
 
+  // Stops the contention, then the nodes.
   void TearDown() override {
-    if (contention_) contention_->Stop();
-    contention_.reset();
-    owned_.clear();
+    contention_ = nullptr;
+    group_.reset();
   }
 
   notifier::EmbeddedBroker broker_;
   std::string url_;
-  std::vector<std::unique_ptr<FaultNode>> owned_;
-  std::vector<FaultNode*> nodes_;
-  std::unique_ptr<Contention> contention_;
+  std::unique_ptr<ContendingNodes> group_;
+  std::vector<FaultNode*> nodes_;     // group_'s
+  Contention* contention_ = nullptr;  // group_'s, once started
   std::vector<Fault> faults_;
 };
 

@@ -10,7 +10,7 @@ foreach(scenario worker input)
   set(target lockfleet_${scenario}_chaos_test)
   add_executable(${target} ${CMAKE_CURRENT_SOURCE_DIR}/${scenario}_chaos_test.cc)
   target_link_libraries(${target} PRIVATE
-    lockfleet_cli_test_support lockfleet::worker lockfleet::metrics
+    lockfleet_worker_test_support lockfleet::worker lockfleet::metrics
     GTest::gtest_main)
   target_compile_definitions(${target} PRIVATE
     LOCKFLEET_CLI_PATH="$<TARGET_FILE:lockfleet_cli>")

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -165,6 +166,64 @@ class WorkerChaosTest : public WorkerFleet {
     return holder;
   }
 
+  // Waits until worker `id` owns one of the slow locks; when it first did,
+  // or nullopt if it did not within kChaosLong.
+  std::optional<Clock::time_point> WaitForSlowLockOwnedBy(
+      const std::string& id) {
+    std::optional<Clock::time_point> owned;
+    WaitUntil(
+        [&] {
+          for (const worker::Job& job : slow_) {
+            if (Owner(job.lock).rfind(id + "/", 0) == 0) {
+              owned = Clock::now();
+              return true;
+            }
+          }
+          return false;
+        },
+        kChaosLong);
+    return owned;
+  }
+
+  // Waits until every produced job is done; false if not within kChaosLong.
+  bool WaitForAllJobsDone() {
+    return WaitUntil(
+        [&] {
+          return std::all_of(jobs_.begin(), jobs_.end(),
+                             [&](const worker::Job& job) { return Done(job); });
+        },
+        kChaosLong);
+  }
+
+  // After a takeover: `standby` ran each slow job once, skipped the 10
+  // purchases the victim had finished and ran the other ones. Counted just
+  // after each job's marker, so waits for the counts.
+  void ExpectStandbyRanTheRest(CliProcess& standby) {
+    EXPECT_TRUE(WaitUntil(
+        [&] { return Jobs(standby, "ok", "sleep") == kSlowJobs; }, kChaosLong))
+        << Jobs(standby, "ok", "sleep");
+    EXPECT_TRUE(WaitUntil(
+        [&] { return Jobs(standby, "duplicate", "inventory.purchase") == 10; },
+        kChaosLong))
+        << Jobs(standby, "duplicate", "inventory.purchase");
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return Jobs(standby, "ok", "inventory.purchase") == kPurchases - 10;
+        },
+        kChaosLong))
+        << Jobs(standby, "ok", "inventory.purchase");
+  }
+
+  // Waits until every slow lock is free (released just after each job's
+  // done marker); false if not within kChaosLong.
+  bool WaitForSlowLocksFree() {
+    return WaitUntil(
+        [&] {
+          return Owner("slow:0") + Owner("slow:1") + Owner("slow:2") == "";
+        },
+        kChaosLong);
+  }
+
   // The invariants that hold whatever happened: every job done once, the
   // inventory consistent, nothing dead-lettered.
   void ExpectNothingLostNothingDoubled() {
@@ -236,45 +295,16 @@ TEST_F(WorkerChaosTest, SigkillMidJobRedeliversAfterTheLeaseExpires) {
 
   CliProcess& standby = *workers[survivor];
   // Recovery: the standby holds a slow lock (redelivered, lease expired).
-  Clock::time_point recovered{};
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        for (const worker::Job& job : slow_) {
-          if (Owner(job.lock).rfind(ids[survivor] + "/", 0) == 0) {
-            recovered = Clock::now();
-            return true;
-          }
-        }
-        return false;
-      },
-      kChaosLong))
-      << standby.Stderr();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return std::all_of(jobs_.begin(), jobs_.end(),
-                           [&](const worker::Job& job) { return Done(job); });
-      },
-      kChaosLong))
-      << standby.Stderr();
+  const std::optional<Clock::time_point> recovered =
+      WaitForSlowLockOwnedBy(ids[survivor]);
+  ASSERT_TRUE(recovered) << standby.Stderr();
+  ASSERT_TRUE(WaitForAllJobsDone()) << standby.Stderr();
   const Clock::time_point all_done = Clock::now();
   timeline.Stop();
 
   // Each long job ran to completion once, on the standby; the purchases the
   // victim finished were redelivered and skipped, the others ran once.
-  // Counted just after the job's marker: wait for it.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Jobs(standby, "ok", "sleep") == kSlowJobs; }, kChaosLong))
-      << Jobs(standby, "ok", "sleep");
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Jobs(standby, "duplicate", "inventory.purchase") == 10; },
-      kChaosLong))
-      << Jobs(standby, "duplicate", "inventory.purchase");
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return Jobs(standby, "ok", "inventory.purchase") == kPurchases - 10;
-      },
-      kChaosLong))
-      << Jobs(standby, "ok", "inventory.purchase");
+  ExpectStandbyRanTheRest(standby);
   ExpectNothingLostNothingDoubled();
 
   // The timeline: the dead worker's hold ended by expiry, and its token
@@ -296,12 +326,9 @@ TEST_F(WorkerChaosTest, SigkillMidJobRedeliversAfterTheLeaseExpires) {
     }
     EXPECT_TRUE(ended) << lock;
   }
-  // Released just after each job's done marker: wait for that.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Owner("slow:0") + Owner("slow:1") + Owner("slow:2") == ""; },
-      kChaosLong));
+  EXPECT_TRUE(WaitForSlowLocksFree());
 
-  const double recovery = Seconds(recovered - killed);
+  const double recovery = Seconds(*recovered - killed);
   const double total = Seconds(all_done - killed);
   std::cout << "[chaos] SIGKILL mid-job: " << kSlowJobs
             << " long jobs + 20 purchases redelivered; first lock re-taken "
@@ -342,49 +369,18 @@ TEST_F(WorkerChaosTest, SigtermMidJobHandsBackAndReleasesTheLocks) {
   }
 
   CliProcess& standby = *workers[survivor];
-  Clock::time_point taken_over{};
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        for (const worker::Job& job : slow_) {
-          if (Owner(job.lock).rfind(ids[survivor] + "/", 0) == 0) {
-            taken_over = Clock::now();
-            return true;
-          }
-        }
-        return false;
-      },
-      kChaosLong))
-      << standby.Stderr();
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        return std::all_of(jobs_.begin(), jobs_.end(),
-                           [&](const worker::Job& job) { return Done(job); });
-      },
-      kChaosLong))
-      << standby.Stderr();
+  const std::optional<Clock::time_point> taken_over =
+      WaitForSlowLockOwnedBy(ids[survivor]);
+  ASSERT_TRUE(taken_over) << standby.Stderr();
+  ASSERT_TRUE(WaitForAllJobsDone()) << standby.Stderr();
   const Clock::time_point all_done = Clock::now();
 
-  // Counted just after the job's marker: wait for it.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Jobs(standby, "ok", "sleep") == kSlowJobs; }, kChaosLong))
-      << Jobs(standby, "ok", "sleep");
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Jobs(standby, "duplicate", "inventory.purchase") == 10; },
-      kChaosLong))
-      << Jobs(standby, "duplicate", "inventory.purchase");
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return Jobs(standby, "ok", "inventory.purchase") == kPurchases - 10;
-      },
-      kChaosLong))
-      << Jobs(standby, "ok", "inventory.purchase");
+  ExpectStandbyRanTheRest(standby);
   ExpectNothingLostNothingDoubled();
-  EXPECT_TRUE(WaitUntil(
-      [&] { return Owner("slow:0") + Owner("slow:1") + Owner("slow:2") == ""; },
-      kChaosLong));
+  EXPECT_TRUE(WaitForSlowLocksFree());
 
   const double shutdown = Seconds(exited - signalled);
-  const double handback = Seconds(taken_over - signalled);
+  const double handback = Seconds(*taken_over - signalled);
   std::cout << "[chaos] SIGTERM mid-job (grace 1 s): exited 0 after "
             << shutdown << " s, locks released; standby re-took a long job "
             << handback << " s after the signal; all done "

@@ -18,9 +18,9 @@
 
 #include "cli/broker_process.h"
 #include "cli/cli_process.h"
+#include "cli/worker_process.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/redis_client.h"
-#include "lockfleet/metrics/http.h"
 #include "lockfleet/metrics/scrape.h"
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/job.h"
@@ -65,38 +65,16 @@ class WorkerFleet : public ::testing::Test {
     return path;
   }
 
-  // Starts `lockfleet worker --config config --id id` and waits for its
-  // ready line.
-  std::unique_ptr<CliProcess> StartWorker(const std::string& config,
-                                          const std::string& id) {
-    auto worker = std::make_unique<CliProcess>(
-        std::vector<std::string>{"worker", "--config", config, "--id", id});
-    EXPECT_TRUE(WaitUntil(
-        [&] {
-          return worker->Stdout().find("ready ") != std::string::npos ||
-                 !worker->Running();
-        },
-        kChaosLong));
-    EXPECT_NE(worker->Stdout().find("ready worker=" + id), std::string::npos)
-        << worker->Stderr();
-    return worker;
-  }
-
-  // The worker's samples from its /metrics (empty if it does not answer).
-  static std::vector<metrics::Sample> Scrape(CliProcess& worker) {
-    const std::string out = worker.Stdout();
-    const size_t at = out.find("metrics=http://127.0.0.1:");
-    if (at == std::string::npos) return {};
-    const int port = std::stoi(out.substr(at + 25));
-    const metrics::HttpResponse response =
-        metrics::HttpGet("127.0.0.1", static_cast<uint16_t>(port), "/metrics",
-                         std::chrono::seconds(5));
-    return metrics::ParseExposition(response.body);
+  // `lockfleet worker --config config --id id`, once it printed its ready
+  // line.
+  static std::unique_ptr<CliProcess> StartWorker(const std::string& config,
+                                                 const std::string& id) {
+    return lockfleet::testing::StartWorker(config, id, kChaosLong);
   }
 
   static double Metric(CliProcess& worker, const std::string& family,
                        const metrics::LabelMatch& labels = {}) {
-    return metrics::SumSamples(Scrape(worker), family, labels);
+    return metrics::SumSamples(ScrapeWorker(worker), family, labels);
   }
 
   // Jobs with `result` (and `type`, when given) the worker counted.

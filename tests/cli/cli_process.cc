@@ -38,8 +38,13 @@ TempDir::~TempDir() {
 }
 
 CliProcess::CliProcess(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env)
+    : CliProcess(LockfleetBinary(), args, env) {}
+
+CliProcess::CliProcess(const std::string& program,
+                       const std::vector<std::string>& args,
                        const std::vector<std::string>& env) {
-  std::vector<std::string> argv_strings{LockfleetBinary()};
+  std::vector<std::string> argv_strings{program};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {

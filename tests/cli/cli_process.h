@@ -62,6 +62,12 @@ class CliProcess {
   std::string Stdout() const;
   std::string Stderr() const;
 
+ protected:
+  // Starts `program args...` instead of lockfleet (a test helper binary,
+  // e.g. tests/chaos/holder_process.h), the same way.
+  CliProcess(const std::string& program, const std::vector<std::string>& args,
+             const std::vector<std::string>& env);
+
  private:
   TempDir dir_;
   pid_t pid_ = -1;

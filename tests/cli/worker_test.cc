@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/cli_process.h"
+#include "cli/worker_process.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/metrics/http.h"
@@ -64,34 +65,8 @@ class WorkerCliTest : public ::testing::Test {
             .partitions = 1, .topics = {"lockfleet.unlock", "lockfleet.jobs"}});
   }
 
-  std::unique_ptr<CliProcess> StartWorker(const std::string& config,
-                                          const std::string& id) {
-    auto worker = std::make_unique<CliProcess>(
-        std::vector<std::string>{"worker", "--config", config, "--id", id});
-    EXPECT_TRUE(WaitUntil(
-        [&] {
-          return worker->Stdout().find("ready ") != std::string::npos ||
-                 !worker->Running();
-        },
-        kLong));
-    EXPECT_NE(worker->Stdout().find("ready worker=" + id), std::string::npos)
-        << worker->Stderr();
-    return worker;
-  }
-
-  // The worker's samples from its /metrics.
-  static std::vector<metrics::Sample> Scrape(CliProcess& worker) {
-    const std::string out = worker.Stdout();
-    const size_t at = out.find("metrics=http://127.0.0.1:");
-    if (at == std::string::npos) return {};
-    const int port = std::stoi(out.substr(at + 25));
-    const metrics::HttpResponse response = metrics::HttpGet(
-        "127.0.0.1", static_cast<uint16_t>(port), "/metrics", seconds(5));
-    return metrics::ParseExposition(response.body);
-  }
-
   static double Jobs(CliProcess& worker, const std::string& result) {
-    return metrics::SumSamples(Scrape(worker), "lockfleet_jobs_total",
+    return metrics::SumSamples(ScrapeWorker(worker), "lockfleet_jobs_total",
                                {{"result", result}});
   }
 
@@ -158,7 +133,7 @@ TEST_F(WorkerCliTest, AScheduledSingletonRunsOncePerOccurrenceAcross3Workers) {
   // interval, so they must come back before the next occurrence).
   for (auto& worker : workers) {
     EXPECT_EQ(
-        metrics::SumSamples(Scrape(*worker), "lockfleet_jobs_total",
+        metrics::SumSamples(ScrapeWorker(*worker), "lockfleet_jobs_total",
                             {{"source", "schedule"}, {"result", "timeout"}}),
         0)
         << worker->Stderr();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/cli_process.h"
+#include "cli/worker_process.h"
 #include "dashboards/grafana.h"
 #include "dashboards/metric_names.h"
 #include "dashboards/prometheus_server.h"
@@ -99,27 +100,15 @@ class DashboardsFleetTest : public ::testing::Test {
   }
 
   void StartWorker(const std::string& id) {
-    Worker worker{
-        .process = std::make_unique<CliProcess>(std::vector<std::string>{
-            "worker", "--config", dir_.File("fleet.yaml"), "--id", id})};
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          return worker.process->Stdout().find("ready ") != std::string::npos ||
-                 !worker.process->Running();
-        },
-        kLong));
-    const std::string out = worker.process->Stdout();
-    const size_t at = out.find("metrics=http://127.0.0.1:");
-    ASSERT_NE(at, std::string::npos) << out << worker.process->Stderr();
-    worker.metrics_port = static_cast<uint16_t>(std::stoi(out.substr(at + 25)));
+    Worker worker{.process = ::lockfleet::testing::StartWorker(
+                      dir_.File("fleet.yaml"), id, kLong)};
+    worker.metrics_port = WorkerMetricsPort(*worker.process);
+    ASSERT_NE(worker.metrics_port, 0) << worker.process->Stderr();
     workers_.push_back(std::move(worker));
   }
 
-  std::vector<metrics::Sample> Scrape(const Worker& worker) const {
-    const metrics::HttpResponse response = metrics::HttpGet(
-        "127.0.0.1", worker.metrics_port, "/metrics", seconds(5));
-    return response.status == 200 ? metrics::ParseExposition(response.body)
-                                  : std::vector<metrics::Sample>{};
+  static std::vector<metrics::Sample> Scrape(const Worker& worker) {
+    return ScrapeWorker(*worker.process);
   }
 
   // Every worker holds jobs-topic partitions and together they hold all,
