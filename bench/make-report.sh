@@ -8,7 +8,7 @@
 #
 # Environment: BUILD_DIR (default: <repo>/build), LOCKFLEET (a lockfleet
 # binary to use instead of building one). --quick runs only the P=2 and P=8
-# cells (a smoke test of the script). The full matrix takes ~10-12 min on
+# cells (a smoke test of the script). The full matrix takes ~7 min on
 # 2 cores with the default 5 s per run.
 set -euo pipefail
 

@@ -218,7 +218,7 @@ warm-up, and merges the wall-clock records of every critical section.
 ```sh
 lockfleet bench --processes 8 --hold-ms 1 --seconds 5            # table
 lockfleet bench --mode poll --poll-interval-ms 1 --processes 8 --json
-bench/make-report.sh                                             # this report, ~12 min
+bench/make-report.sh                                             # this report, ~7 min
 ```
 
 Modes: **kafka** (the product: wake-ups through Kafka unlock events, fair by
@@ -244,9 +244,9 @@ released. Gaps are in ms, with the number of hand-offs in parentheses.
 - {m['redis']}
 - librdkafka {m['librdkafka']} (embedded broker = its mock cluster, default fetch wait 1 ms)
 - {m['compiler']}, RelWithDebInfo (-O2 -g)
-- load average before the run: {' '.join(m['load_before'])} — this machine is
-  shared with other builds, so absolute numbers are noisy; ratios between modes
-  are what to read.
+- load average before the run: {' '.join(m['load_before'])} (1, 5, 15 min).
+  Hand-off gaps depend on how promptly 2 vCPUs schedule P + 1 busy processes:
+  anything else running inflates them; ratios between modes hold.
 
 ## Embedded broker: one-way event latency
 
