@@ -45,8 +45,7 @@ TEST_F(Fenced, ALockNamedResColonXDoesNotTouchResourceX) {
   for (int i = 0; i < 5; ++i) client->Acquire("res:ledger").Release();
   Lease second = client->Acquire("ledger");
   EXPECT_EQ(second.fence(), first_fence + 1);
-  EXPECT_TRUE(
-      res.Write(second.fence(), {{"SET", res.Key("v"), "2"}}).accepted);
+  EXPECT_TRUE(res.Write(second.fence(), {{"SET", res.Key("v"), "2"}}).accepted);
   EXPECT_EQ(res.HighestFence(), second.fence());
   second.Release();
   for (const char* suffix : {"lock", "fence", "queue", "waiters"}) {
