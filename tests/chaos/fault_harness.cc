@@ -316,4 +316,16 @@ std::string Format(const std::map<std::string, uint64_t>& counts) {
   return out;
 }
 
+std::string FormatSafety(const SafetyReport& r) {
+  return "safety: " + std::to_string(r.intervals) + " intervals, overlaps " +
+         std::to_string(r.overlaps) + ", fence regressions " +
+         std::to_string(r.fence_regressions) + ", re-grants " +
+         std::to_string(r.regrants) + ", rejected writes " +
+         std::to_string(r.rejected_writes) + " (from a valid lease " +
+         std::to_string(r.rejected_current) + "), counter " +
+         std::to_string(r.counter_total) + " vs accepted " +
+         std::to_string(r.accepted_writes) + " + uncertain " +
+         std::to_string(r.uncertain_writes);
+}
+
 }  // namespace lockfleet::testing

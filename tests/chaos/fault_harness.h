@@ -212,4 +212,7 @@ uint64_t BoundWakeups(const std::vector<FaultNode*>& nodes);
 // "a=1 b=2" for a report line.
 std::string Format(const std::map<std::string, uint64_t>& counts);
 
+// The "safety: ..." line of a scenario's "measured:" output.
+std::string FormatSafety(const SafetyReport& report);
+
 }  // namespace lockfleet::testing

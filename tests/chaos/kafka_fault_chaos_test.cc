@@ -133,8 +133,7 @@ class KafkaFaultChaos : public ::testing::Test {
         "  lock errors: %s; wake-ups event %llu bound %llu\n"
         "  publishes %llu, delivered %llu, delivery failed %llu, dropped "
         "%llu; transport errors %llu\n"
-        "  safety: %llu intervals, overlaps %llu, fence regressions %llu, "
-        "counter %lld == accepted %llu (uncertain %llu)\n",
+        "  %s\n",
         scenario, static_cast<unsigned long long>(contention_->acquisitions()),
         static_cast<unsigned long long>(during),
         static_cast<long long>(kOutage.count()),
@@ -153,12 +152,7 @@ class KafkaFaultChaos : public ::testing::Test {
             Sum(nodes_, &notifier::NotifierStats::publish_dropped)),
         static_cast<unsigned long long>(
             Sum(nodes_, &notifier::NotifierStats::transport_errors)),
-        static_cast<unsigned long long>(report.intervals),
-        static_cast<unsigned long long>(report.overlaps),
-        static_cast<unsigned long long>(report.fence_regressions),
-        static_cast<long long>(report.counter_total),
-        static_cast<unsigned long long>(report.accepted_writes),
-        static_cast<unsigned long long>(report.uncertain_writes));
+        FormatSafety(report).c_str());
     std::fflush(stdout);
   }
 

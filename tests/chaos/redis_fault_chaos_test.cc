@@ -185,24 +185,13 @@ class RedisFaultChaos : public ::testing::Test {
         "lost %llu\n"
         "  errors thrown to callers: %s\n"
         "  errors seen by the observer (incl. watchdog): %s\n"
-        "  safety: %llu intervals, overlaps %llu, fence regressions %llu, "
-        "re-grants %llu, rejected writes %llu (from a valid lease %llu), "
-        "counter %lld vs "
-        "accepted %llu + uncertain %llu\n",
+        "  %s\n",
         static_cast<unsigned long long>(contention_->acquisitions()),
         static_cast<unsigned long long>(contention_->timeouts()),
         static_cast<unsigned long long>(contention_->release_failures()),
         static_cast<unsigned long long>(lost),
         Format(contention_->errors()).c_str(), Format(observed).c_str(),
-        static_cast<unsigned long long>(report.intervals),
-        static_cast<unsigned long long>(report.overlaps),
-        static_cast<unsigned long long>(report.fence_regressions),
-        static_cast<unsigned long long>(report.regrants),
-        static_cast<unsigned long long>(report.rejected_writes),
-        static_cast<unsigned long long>(report.rejected_current),
-        static_cast<long long>(report.counter_total),
-        static_cast<unsigned long long>(report.accepted_writes),
-        static_cast<unsigned long long>(report.uncertain_writes));
+        FormatSafety(report).c_str());
     std::fflush(stdout);
   }
 
