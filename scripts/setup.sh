@@ -17,6 +17,8 @@ PACKAGES=(
   # libraries
   libhiredis-dev librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev
+  # HMAC-SHA256 of unlock events (kafka.event_key)
+  libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/sanitizer runtimes
@@ -25,6 +27,8 @@ PACKAGES=(
   redis-server redis-tools kcat
   # promtool (checks the metrics exposition and the alert rules)
   prometheus
+  # model checking of the fair lock protocol (model/, scripts/model-check.sh)
+  spin
 )
 
 is_installed() {
