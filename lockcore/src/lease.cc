@@ -56,6 +56,13 @@ bool Lease::lost() const noexcept {
   return !held() || core_->Lost(*held_lock_);
 }
 
+std::stop_token Lease::stop_token() const {
+  if (held()) return held_lock_->lost_source.get_token();
+  std::stop_source stopped;
+  stopped.request_stop();
+  return stopped.get_token();
+}
+
 Clock::TimePoint Lease::valid_until() const {
   if (!held()) return Clock::TimePoint::min();
   return internal::FromNs(held_lock_->valid_until_ns.load());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "key_slot.h"
 #include "lock_core.h"
 #include "lockfleet/lockcore/error.h"
 #include "scripts.h"
@@ -48,6 +49,10 @@ LockClientOptions Validate(LockClientOptions o) {
     // A dead waiter then delays the next grant by at most presence_window.
     bad("claim_window must not exceed presence_window");
   }
+  if (o.outage_grace < milliseconds(0))
+    bad("outage_grace must not be negative");
+  if (o.retry_latch < milliseconds(1000))
+    bad("retry_latch must be at least 1s");
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
   return o;
@@ -63,6 +68,16 @@ void ValidateName(std::string_view name) {
                     std::to_string(kMaxLockNameBytes));
   }
 }
+
+// Redis failures a waiting acquisition rides out (see lock_client.h).
+bool IsOutage(ErrorCode code) {
+  return code == ErrorCode::kRedisUnavailable ||
+         code == ErrorCode::kRedisTimeout || code == ErrorCode::kRedisBusy;
+}
+
+// A single forced check per hold per this interval, however many force
+// events name it.
+constexpr Clock::Duration kForcedCheckInterval = milliseconds(100);
 
 const Reply& Element(const Reply& r, size_t i, const char* what) {
   if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
@@ -88,12 +103,22 @@ std::string LockCore::LockKey(std::string_view name) const {
 }
 
 std::string LockCore::FenceKey(std::string_view name) const {
-  return options_.key_prefix + ":{" + std::string(name) + "}:fence";
+  return FenceCounterKey(options_.key_prefix, LockKey(name));
 }
 
 std::vector<std::string> LockCore::Keys(std::string_view name) const {
   const std::string tag = options_.key_prefix + ":{" + std::string(name) + "}:";
-  return {tag + "lock", tag + "fence", tag + "queue", tag + "waiters"};
+  std::string lock = tag + "lock";
+  std::string fence = FenceCounterKey(options_.key_prefix, lock);
+  return {std::move(lock), std::move(fence), tag + "queue", tag + "waiters"};
+}
+
+std::vector<std::string> LockCore::KeysWithLatch(
+    std::string_view name, const std::string& request_id) const {
+  std::vector<std::string> keys = Keys(name);
+  keys.push_back(options_.key_prefix + ":{" + std::string(name) +
+                 "}:latch:" + request_id);
+  return keys;
 }
 
 // Globally unique: hold ids and waiter ids of different clients never
@@ -111,44 +136,59 @@ std::string LockCore::DefaultOwner() const {
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
-                              bool* retried) {
-  // Every lock script is idempotent under retry (request ids, owner+fence
-  // checks), so one retry on a fresh connection is safe and rides over a
-  // server restart or a killed connection.
+                              Clock::TimePoint deadline, bool* retried) {
+  // Every script sent here is retry-safe (hold ids, waiter ids, owner+fence
+  // checks, reply latches: see scripts.h), so one retry on a fresh
+  // connection is safe and rides over a server restart or a killed
+  // connection.
+  auto budget = [&]() -> milliseconds {
+    if (deadline == Clock::TimePoint::max()) return milliseconds(0);
+    auto left = std::chrono::duration_cast<milliseconds>(deadline -
+                                                         options_.clock->Now());
+    return std::max(left, kMinAttemptBudget);
+  };
   try {
     try {
-      return redis_->Eval(script, keys, args);
+      Reply r = redis_->Eval(script, keys, args, budget());
+      reached_.store(true, std::memory_order_relaxed);
+      return r;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kRedisUnavailable &&
           e.code() != ErrorCode::kRedisTimeout)
         throw;
+      if (deadline != Clock::TimePoint::max() &&
+          options_.clock->Now() >= deadline)
+        throw;  // no retry past the deadline
     }
     if (retried) *retried = true;
-    return redis_->Eval(script, keys, args);
+    Reply r = redis_->Eval(script, keys, args, budget());
+    reached_.store(true, std::memory_order_relaxed);
+    return r;
   } catch (const Error& e) {
     if (observer()) observer()->OnError(e.code());
     throw;
   }
 }
 
-LockCore::Attempt LockCore::TryOnce(const std::string& name,
-                                    const std::string& owner,
-                                    milliseconds lease, bool renew,
-                                    const AcquireOptions& options,
-                                    const std::string& waiter_id,
-                                    bool enqueue) {
+LockCore::Attempt LockCore::TryOnce(
+    const std::string& name, const std::string& owner, milliseconds lease,
+    bool renew, const AcquireOptions& options, const std::string& waiter_id,
+    bool enqueue, Clock::TimePoint deadline, std::string* hold_id_out) {
   Clock::TimePoint sent = options_.clock->Now();
   const std::string hold_id = NextRequestId();
+  if (hold_id_out) *hold_id_out = hold_id;
   Reply r;
   try {
     r = waiter_id.empty()
             ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                            {owner, std::to_string(lease.count()), hold_id})
+                            {owner, std::to_string(lease.count()), hold_id},
+                            deadline)
             : EvalRetryOnce(
                   AcquireFairScript(), Keys(name),
                   {owner, std::to_string(lease.count()), hold_id, waiter_id,
                    std::to_string(options_.presence_window.count()),
-                   enqueue ? "1" : "0"});
+                   enqueue ? "1" : "0"},
+                  deadline);
   } catch (const Error& e) {
     // The script may have run with only its reply lost: the lock may now
     // carry a hold of ours that we do not know about (any grant: fence 0).
@@ -195,11 +235,13 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
     }
     int64_t valid = ValidUntilNs(sent, lease);
     if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
-    if (renew && !held->renew) {
-      held->renew = true;
+    if (held->local_holds == 1) {  // a new grant: its mode is this call's
+      held->renew = renew;
       held->lease = lease;
-      held->next_check = sent + lease / 3;
+      if (renew) held->next_check = sent + lease / 3;
     } else if (!held->renew) {
+      // Re-entry keeps an explicit lease explicit (never silently renewed);
+      // the acquire script extended the key to `lease` if it was shorter.
       held->lease = std::max(held->lease, lease);
     }
     if (options.on_lost) held->on_lost.push_back(options.on_lost);
@@ -233,9 +275,10 @@ void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
   // fails again, they wait for the next re-grant.
   for (size_t i = 0; i < hold_ids.size(); ++i) {
     try {
-      EvalRetryOnce(ReleaseScript(), Keys(name),
+      EvalRetryOnce(ReleaseScript(), KeysWithLatch(name, hold_ids[i]),
                     {owner, std::to_string(fence), hold_ids[i],
-                     std::to_string(options_.claim_window.count())});
+                     std::to_string(options_.claim_window.count()),
+                     std::to_string(options_.retry_latch.count())});
     } catch (...) {
       std::lock_guard lock(mu_);
       std::vector<OrphanHold>& left = orphans_[{name, owner}];
@@ -260,6 +303,11 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   const milliseconds lease = options.lease.value_or(options_.default_lease);
   const bool renew = !options.lease.has_value();
   const bool fair = options.fair.value_or(options_.fair);
+  // A wait whose deadline has already passed is one try: it never queues.
+  if (wait && deadline != Clock::TimePoint::max() &&
+      deadline <= options_.clock->Now()) {
+    wait = false;
+  }
   // Fair mode queues under a wait id unique to this call; a try-only attempt
   // never queues.
   const std::string waiter_id = fair ? "w:" + NextRequestId() : std::string();
@@ -286,6 +334,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       result.status = AcquireStatus::kAcquired;
       result.lease = std::move(a.lease);
       result.holder.clear();
+      result.last_error.clear();
       return true;
     }
     contended = true;
@@ -295,7 +344,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   };
 
   if (!wait) {
-    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, false);
+    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, false,
+                        Clock::TimePoint::max(), nullptr);
     if (!finish(a)) result.status = AcquireStatus::kTimedOut;
     return result;
   }
@@ -306,38 +356,77 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnWaiting(+1);
+  // Holds whose acquire reply was lost to a Redis fault in this call: the
+  // script may have granted them. Given back if the call ends without the
+  // lock (else a watchdog lease nobody renews would block the lock for its
+  // whole lease).
+  std::vector<std::string> unknown_holds;
   struct Leave {
     LockCore* core;
     const std::string& name;
+    const std::string& owner;
     WaitTable::Slot* slot;
     const AcquireResult& result;
+    const std::vector<std::string>& unknown_holds;
     ~Leave() {
       bool acquired = result.status == AcquireStatus::kAcquired;
       // A fair waiter that gives up must leave the queue (and pass on a
       // grant that may have reached it since its last attempt).
       if (!acquired && !slot->waiter_id.empty())
         core->Abandon(name, slot->waiter_id);
+      if (!acquired && !unknown_holds.empty())
+        core->DropUnknownHolds(name, owner, unknown_holds);
       core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
       if (core->observer()) core->observer()->OnWaiting(-1);
     }
-  } leave{this, name, &slot, result};
+  } leave{this, name, owner, &slot, result, unknown_holds};
 
   WakeCause last_wake = WakeCause::kNone;
+  bool in_outage = false;
+  Clock::TimePoint outage_since;
+  milliseconds backoff(0);
   for (;;) {
     Attempt a;
+    std::string hold_id;
+    bool failed = false;
     try {
-      a = TryOnce(name, owner, lease, renew, options, waiter_id, true);
-    } catch (...) {
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, true, deadline,
+                  &hold_id);
+      in_outage = false;
+      backoff = milliseconds(0);
+    } catch (const Error& e) {
       // We were woken for a free lock but cannot use it: let the next local
       // waiter try instead of sleeping out its bound.
       if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent) {
         waits_.WakeOne(name, last_wake);
+        last_wake = WakeCause::kNone;
       }
+      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+        throw;
+      if (e.code() != ErrorCode::kRedisBusy) unknown_holds.push_back(hold_id);
+      const Clock::TimePoint now = options_.clock->Now();
+      if (!in_outage) {
+        in_outage = true;
+        outage_since = now;
+      }
+      if (now >= deadline) {
+        // Out of time during an outage: a timeout, with its cause.
+        timeouts_.fetch_add(1, std::memory_order_relaxed);
+        result.status = AcquireStatus::kTimedOut;
+        result.last_error = e.what();
+        return result;
+      }
+      if (now - outage_since >= options_.outage_grace) throw;
+      result.last_error = e.what();
+      failed = true;
+    } catch (...) {
+      if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
+        waits_.WakeOne(name, last_wake);
       throw;
     }
-    if (finish(a)) return result;
-    if (has_hook_.load(std::memory_order_acquire)) {
+    if (!failed && finish(a)) return result;
+    if (!failed && has_hook_.load(std::memory_order_acquire)) {
       std::function<void(std::string_view)> hook;
       {
         std::lock_guard lock(hook_mu_);
@@ -360,8 +449,15 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // surely expired on the server), and the configured cap.
     Clock::Duration bound =
         std::min<Clock::Duration>(deadline - now, options_.park_cap);
-    if (a.ttl_ms >= 0)
+    if (failed) {
+      // Back off through the outage: 50 ms doubling to 1 s, and never past
+      // the end of the grace period (then one more try decides).
+      backoff = std::clamp(backoff * 2, milliseconds(50), milliseconds(1000));
+      bound = std::min<Clock::Duration>(bound, backoff);
+      outage_waits_.fetch_add(1, std::memory_order_relaxed);
+    } else if (a.ttl_ms >= 0) {
       bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
+    }
     // A queued waiter must refresh its presence before it lapses.
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
@@ -409,25 +505,22 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
       Forget(held);
     }
   }
-  const std::vector<std::string> keys = Keys(held->name);
+  // The hold id is this release's request id: a retry after a lost reply
+  // finds the first try's reply latched under it.
+  const std::vector<std::string> keys = KeysWithLatch(held->name, hold_id);
   const std::vector<std::string> args{
       held->owner, std::to_string(held->fence), hold_id,
-      std::to_string(options_.claim_window.count())};
+      std::to_string(options_.claim_window.count()),
+      std::to_string(options_.retry_latch.count())};
   Reply r;
-  bool retried = false;
   try {
-    r = EvalRetryOnce(ReleaseScript(), keys, args, &retried);
+    r = EvalRetryOnce(ReleaseScript(), keys, args);
   } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     RememberOrphan(held->name, held->owner, held->fence, hold_id);
     throw;
   }
-  long long status = Element(r, 0, "release").integer;
-  // After a retry, "not held" / "someone else's" most likely means our first
-  // try freed it and only its reply was lost (hiredis cannot tell whether a
-  // failed command reached the server). At worst this reports kReleased for
-  // a lock that expired meanwhile, and sends one spurious wake-up.
-  if (retried && status <= 0) status = 1;
+  const long long status = Element(r, 0, "release").integer;
   switch (status) {
     case 1:
     case 3:  // freed and handed to the first queued waiter
@@ -480,16 +573,48 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
 void LockCore::Abandon(const std::string& name,
                        const std::string& waiter_id) noexcept {
   try {
-    Reply r = EvalRetryOnce(
-        AbandonScript(), Keys(name),
-        {waiter_id, std::to_string(options_.claim_window.count())});
+    Reply r =
+        redis_->Eval(AbandonScript(), KeysWithLatch(name, waiter_id),
+                     {waiter_id, std::to_string(options_.claim_window.count()),
+                      std::to_string(options_.retry_latch.count())},
+                     kGiveUpBudget);
     if (Element(r, 0, "abandon").integer != 0) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
     }
+  } catch (const Error& e) {
+    // Redis unreachable or slow: our queue entry lapses after
+    // presence_window, and a grant to us after claim_window. Bounded either
+    // way.
+    if (observer()) observer()->OnError(e.code());
   } catch (...) {
-    // Redis unreachable: our queue entry lapses after presence_window, and a
-    // grant to us after claim_window. Bounded either way.
+  }
+}
+
+void LockCore::DropUnknownHolds(
+    const std::string& name, const std::string& owner,
+    const std::vector<std::string>& hold_ids) noexcept {
+  for (const std::string& hold_id : hold_ids) {
+    try {
+      // Fence "": the hold id alone names the grant (ids are unique), so
+      // this gives back exactly our hold if the lost try granted it.
+      Reply r = redis_->Eval(
+          ReleaseScript(), KeysWithLatch(name, hold_id),
+          {owner, "", hold_id, std::to_string(options_.claim_window.count()),
+           std::to_string(options_.retry_latch.count())},
+          kGiveUpBudget);
+      const long long status = Element(r, 0, "release").integer;
+      if (status == 1 || status == 3) {
+        Freed(name, owner, 0, UnlockCause::kRelease, r, 1);
+      }
+    } catch (const Error& e) {
+      // Still unreachable: the hold frees with its lease (or on the next
+      // re-grant to this owner, see orphans_).
+      if (observer()) observer()->OnError(e.code());
+      return;
+    } catch (...) {
+      return;
+    }
   }
 }
 
@@ -512,7 +637,7 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnLeaseLost(held->name);
-  for (const LostCallback& cb : held->on_lost) calls->emplace_back(held, cb);
+  calls->push_back(held);  // stop token and callbacks: on the watchdog thread
 }
 
 LockInfo LockCore::Inspect(std::string_view name) {
@@ -539,16 +664,28 @@ LockInfo LockCore::Inspect(std::string_view name) {
   return info;
 }
 
-ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view) {
+ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view,
+                                        const ForceUnlockOptions& options) {
   ValidateName(name_view);
+  if (options.expect_fence < 0)
+    throw Error(ErrorCode::kInvalidArgument, "expect_fence must be >= 0");
   const std::string name(name_view);
-  Reply r = EvalRetryOnce(ForceUnlockScript(), Keys(name),
-                          {std::to_string(options_.claim_window.count())});
+  const std::string request = "f:" + NextRequestId();
+  Reply r =
+      EvalRetryOnce(ForceUnlockScript(), KeysWithLatch(name, request),
+                    {std::to_string(options_.claim_window.count()),
+                     options.expect_owner, std::to_string(options.expect_fence),
+                     std::to_string(options_.retry_latch.count())});
   ForceUnlockResult out;
-  out.was_locked = Element(r, 0, "force-unlock").integer != 0;
-  if (!out.was_locked) return out;
+  const long long status = Element(r, 0, "force-unlock").integer;
+  if (status == 0) return out;
   out.previous_owner = Element(r, 1, "force-unlock").str;
   out.previous_fence = Element(r, 2, "force-unlock").integer;
+  if (status < 0) {
+    out.mismatch = true;
+    return out;
+  }
+  out.was_locked = true;
   force_unlocks_.fetch_add(1, std::memory_order_relaxed);
   MarkLostIfHeld(name, out.previous_owner, out.previous_fence);
   Freed(name, out.previous_owner, out.previous_fence, UnlockCause::kForce, r,
@@ -571,14 +708,32 @@ void LockCore::MarkLostIfHeld(const std::string& name, const std::string& owner,
   DeferCallbacks(std::move(calls));
 }
 
+void LockCore::CheckIfHeld(const std::string& name, const std::string& owner,
+                           int64_t fence) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = held_.find({name, owner});
+    if (it == held_.end() || it->second->fence != fence) return;
+    HeldLock& held = *it->second;
+    const Clock::TimePoint now = options_.clock->Now();
+    if (held.lost.load() || held.released || now < held.no_check_before) return;
+    held.no_check_before = now + kForcedCheckInterval;
+    held.check_now = true;
+    forced_checks_.fetch_add(1, std::memory_order_relaxed);
+  }
+  watchdog_cv_.notify_one();
+}
+
 void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   events_received_.fetch_add(1, std::memory_order_relaxed);
   if (event.client_id == options_.client_id) return;  // woken directly already
   try {
     if (event.cause == UnlockCause::kForce) {
-      // Someone force-unlocked a grant this process may hold: say so now
-      // rather than at the next renewal (an explicit lease has none).
-      MarkLostIfHeld(event.lock, event.owner, event.fence);
+      // Someone says a grant this process may hold was force-unlocked. An
+      // event is a hint (anyone who can write to the topic can send one):
+      // ask Redis now, rather than at the next renewal (an explicit lease
+      // has none). Only Redis's "not ours" marks the lease lost.
+      CheckIfHeld(event.lock, event.owner, event.fence);
     }
     if (event.next_waiter.empty()) {
       waits_.WakeOne(event.lock, WakeCause::kEvent);
@@ -618,6 +773,8 @@ LockStats LockCore::Stats() const {
   s.events_published = get(events_published_);
   s.events_received = get(events_received_);
   s.force_unlocks = get(force_unlocks_);
+  s.forced_checks = get(forced_checks_);
+  s.outage_waits = get(outage_waits_);
   s.waiting = waiting_.load(std::memory_order_relaxed);
   return s;
 }
@@ -678,8 +835,9 @@ LockInfo LockClient::Inspect(std::string_view name) {
   return core_->Inspect(name);
 }
 
-ForceUnlockResult LockClient::ForceUnlock(std::string_view name) {
-  return core_->ForceUnlock(name);
+ForceUnlockResult LockClient::ForceUnlock(std::string_view name,
+                                          const ForceUnlockOptions& options) {
+  return core_->ForceUnlock(name, options);
 }
 
 void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {

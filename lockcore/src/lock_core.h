@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -51,19 +52,27 @@ struct HeldLock {
   // steady-clock ns of the validity deadline; read lock-free by lost().
   std::atomic<int64_t> valid_until_ns{0};
   std::atomic<bool> lost{false};
+  std::stop_source lost_source;  // requested on the watchdog thread when lost
 
   // Guarded by LockCore::mu_.
   int local_holds = 0;
   bool released = false;        // last local hold given back: never renew again
   bool renewing = false;        // queued for, or in, a renewal round trip
   Clock::TimePoint next_check;  // next renewal (renew mode)
+  // A force event named this grant: check it with Redis at the next chance
+  // (not before no_check_before, so a flood of events costs one round trip
+  // per hold per kForcedCheckInterval at most).
+  bool check_now = false;
+  Clock::TimePoint no_check_before;
+  // Appended under mu_ only while !lost; read by the watchdog thread after
+  // the grant was marked lost (so no longer written).
   std::vector<LostCallback> on_lost;
 };
 
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
-  using LostCalls =
-      std::vector<std::pair<std::shared_ptr<HeldLock>, LostCallback>>;
+  // Grants marked lost whose stop token and callbacks are still to run.
+  using LostCalls = std::vector<std::shared_ptr<HeldLock>>;
 
   LockCore(std::shared_ptr<RedisClient> redis, LockClientOptions options);
   ~LockCore();
@@ -78,7 +87,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                         Clock::TimePoint acquired_at);
   LockObserver* observer() const { return options_.observer.get(); }
   LockInfo Inspect(std::string_view name);
-  ForceUnlockResult ForceUnlock(std::string_view name);
+  ForceUnlockResult ForceUnlock(std::string_view name,
+                                const ForceUnlockOptions& options);
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
   bool Lost(const HeldLock& held) const noexcept;
 
@@ -101,19 +111,35 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   };
   // One acquire script. `waiter_id` empty: barging; else fair, queueing up
   // when refused if `enqueue`.
+  // `hold_id`: out, the hold id the attempt used (set before sending).
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
-                  bool enqueue);
+                  bool enqueue, Clock::TimePoint deadline,
+                  std::string* hold_id);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
+  // Bounded by kGiveUpBudget, never retried: if Redis does not answer, the
+  // queue entry lapses after presence_window and a grant after claim_window.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
-  std::vector<std::string> Keys(std::string_view name)
-      const;  // all four
-              // `retried` (optional) tells whether the first try failed on the
-  // connection and the script was sent again.
+  // Gives back holds whose acquire reply was lost in this call (the script
+  // may have granted them), by hold id alone. Bounded like Abandon.
+  void DropUnknownHolds(const std::string& name, const std::string& owner,
+                        const std::vector<std::string>& hold_ids) noexcept;
+  // The four keys of a lock: hash, the slot's fence counter, queue, waiters.
+  std::vector<std::string> Keys(std::string_view name) const;
+  // The four, plus the reply latch of `request_id` (see scripts.h).
+  std::vector<std::string> KeysWithLatch(std::string_view name,
+                                         const std::string& request_id) const;
+  // Runs `script`, and once more on a fresh connection if the first try
+  // failed on the connection (the first may have run: every script sent
+  // through here is retry-safe, see scripts.h). With a `deadline` (on
+  // options_.clock) each try is bounded by the time left (at least
+  // kMinAttemptBudget) and no retry starts past it. `retried` (optional)
+  // tells whether the script was sent again.
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args,
+                      Clock::TimePoint deadline = Clock::TimePoint::max(),
                       bool* retried = nullptr);
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
                             const std::string& hold_id);
@@ -131,9 +157,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
   // If this process holds `name` as `owner` with `fence`, marks it lost now
-  // (a force-unlock): callbacks go to the watchdog thread.
+  // (our own force-unlock script deleted it): callbacks go to the watchdog
+  // thread.
   void MarkLostIfHeld(const std::string& name, const std::string& owner,
                       int64_t fence);
+  // If this process holds `name` as `owner` with `fence`, checks the grant
+  // with Redis now (a force event said it was removed; only Redis decides).
+  void CheckIfHeld(const std::string& name, const std::string& owner,
+                   int64_t fence);
 
   // Watchdog (watchdog.cc). The watchdog thread only decides: it watches
   // validity deadlines and queues due renewals; the renewer thread does the
@@ -185,7 +216,11 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       releases_not_owner_{0}, release_failures_{0}, wake_local_{0},
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
-      force_unlocks_{0};
+      force_unlocks_{0}, forced_checks_{0}, outage_waits_{0};
+  // Set by the first script reply: a waiting acquisition rides out Redis
+  // failures only once the client has reached Redis (a wrong address is
+  // reported at once, not waited on).
+  std::atomic<bool> reached_{false};
   std::atomic<int64_t> waiting_{0};
 };
 

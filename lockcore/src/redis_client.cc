@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -47,15 +48,18 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
   }
 }
 
-RedisClient::Impl::Lent RedisClient::Impl::Borrow() {
+RedisClient::Impl::Lent RedisClient::Impl::Borrow(
+    std::chrono::milliseconds timeout) {
+  const std::chrono::milliseconds wait =
+      timeout.count() > 0 ? std::min(timeout, options.command_timeout)
+                          : options.command_timeout;
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, options.command_timeout, [&] {
+  if (!cv_.wait_for(lock, wait, [&] {
         return !idle_.empty() || open_ < options.pool_size;
       })) {
-    throw Error(
-        ErrorCode::kRedisTimeout,
-        "no free Redis connection within the command timeout (pool_size " +
-            std::to_string(options.pool_size) + ")");
+    throw Error(ErrorCode::kRedisTimeout,
+                "no free Redis connection within the timeout (pool_size " +
+                    std::to_string(options.pool_size) + ")");
   }
   if (!idle_.empty()) {
     auto conn = std::move(idle_.back());
@@ -65,9 +69,11 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow() {
   ++open_;
   lock.unlock();
   try {
-    return Lent(
-        this, std::make_unique<RedisConnection>(
-                  endpoint, options.connect_timeout, options.command_timeout));
+    const std::chrono::milliseconds connect =
+        timeout.count() > 0 ? std::min(timeout, options.connect_timeout)
+                            : options.connect_timeout;
+    return Lent(this, std::make_unique<RedisConnection>(
+                          endpoint, connect, options.command_timeout));
   } catch (...) {
     lock.lock();
     --open_;
@@ -95,20 +101,29 @@ RedisClient::Impl::Lent::~Lent() {
 }
 
 std::vector<Reply> RedisClient::Impl::Run(
-    const std::vector<const Command*>& commands) {
-  Lent conn = Borrow();
+    const std::vector<const Command*>& commands,
+    std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  Lent conn = Borrow(timeout);
   round_trips.fetch_add(1, std::memory_order_relaxed);
-  return conn->Run(commands);
+  if (timeout.count() > 0) {
+    // What is left of the call's budget after the pool wait and connect.
+    auto left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start);
+    timeout = std::max(left, std::chrono::milliseconds(1));
+  }
+  return conn->Run(commands, timeout);
 }
 
-std::string RedisClient::Impl::ShaOf(const Script& script) {
+std::string RedisClient::Impl::ShaOf(const Script& script,
+                                     std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(script.mu_);
     if (!script.sha_.empty()) return script.sha_;
   }
   Command load{"SCRIPT", "LOAD", script.source_};
   std::vector<const Command*> one{&load};
-  Reply r = std::move(Run(one).front());
+  Reply r = std::move(Run(one, timeout).front());
   if (r.type != Reply::Type::kString) {
     throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
                 "SCRIPT LOAD failed: " + r.str);
@@ -157,15 +172,21 @@ bool IsNoScript(const Reply& r) {
 }  // namespace
 
 std::vector<Reply> RedisClient::EvalPipeline(
-    const std::vector<EvalCall>& calls) {
+    const std::vector<EvalCall>& calls, std::chrono::milliseconds timeout) {
   if (calls.empty()) return {};
+  auto pipeline = [&](const std::vector<Command>& commands) {
+    std::vector<const Command*> ptrs;
+    ptrs.reserve(commands.size());
+    for (const Command& c : commands) ptrs.push_back(&c);
+    return impl_->Run(ptrs, timeout);
+  };
   std::vector<Command> commands;
   commands.reserve(calls.size());
   for (const EvalCall& call : calls) {
-    commands.push_back(EvalCommand("EVALSHA", impl_->ShaOf(*call.script),
-                                   call.keys, call.args));
+    commands.push_back(EvalCommand(
+        "EVALSHA", impl_->ShaOf(*call.script, timeout), call.keys, call.args));
   }
-  std::vector<Reply> replies = Pipeline(commands);
+  std::vector<Reply> replies = pipeline(commands);
   // The server lost its script cache (restart, SCRIPT FLUSH): send the bodies.
   std::vector<Command> retry;
   std::vector<size_t> retry_index;
@@ -176,7 +197,7 @@ std::vector<Reply> RedisClient::EvalPipeline(
     retry_index.push_back(i);
   }
   if (!retry.empty()) {
-    std::vector<Reply> again = Pipeline(retry);
+    std::vector<Reply> again = pipeline(retry);
     for (size_t j = 0; j < again.size(); ++j)
       replies[retry_index[j]] = std::move(again[j]);
   }
@@ -185,9 +206,10 @@ std::vector<Reply> RedisClient::EvalPipeline(
 
 Reply RedisClient::Eval(const Script& script,
                         const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
+                        const std::vector<std::string>& args,
+                        std::chrono::milliseconds timeout) {
   std::vector<EvalCall> one{{&script, keys, args}};
-  Reply r = std::move(EvalPipeline(one).front());
+  Reply r = std::move(EvalPipeline(one, timeout).front());
   if (r.is_error()) {
     throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
                 "Redis script failed: " + r.str);

@@ -31,10 +31,16 @@ class RedisClient::Impl {
     std::unique_ptr<internal::RedisConnection> conn_;
   };
 
-  // Waits up to command_timeout for a free connection. Throws Error.
-  Lent Borrow();
-  std::vector<Reply> Run(const std::vector<const Command*>& commands);
-  std::string ShaOf(const Script& script);
+  // Waits up to `timeout` (> 0; else command_timeout) for a free
+  // connection, connecting within the shorter of it and connect_timeout.
+  // Throws Error.
+  Lent Borrow(std::chrono::milliseconds timeout = {});
+  // `timeout` (> 0) bounds the whole call: pool wait, connect, and each
+  // socket read or write (hiredis has no overall deadline per command).
+  std::vector<Reply> Run(const std::vector<const Command*>& commands,
+                         std::chrono::milliseconds timeout = {});
+  std::string ShaOf(const Script& script,
+                    std::chrono::milliseconds timeout = {});
 
   RedisOptions options;
   RedisEndpoint endpoint;

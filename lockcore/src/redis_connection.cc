@@ -73,7 +73,9 @@ void RedisConnection::ContextDeleter::operator()(redisContext* ctx) const {
 RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
                                  std::chrono::milliseconds connect_timeout,
                                  std::chrono::milliseconds command_timeout)
-    : where_(endpoint.Redacted()) {
+    : where_(endpoint.Redacted()),
+      command_timeout_(command_timeout),
+      set_timeout_(command_timeout) {
   redisContext* raw =
       endpoint.unix_path.empty()
           ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
@@ -138,9 +140,17 @@ void RedisConnection::Fail(const char* what) {
 }
 
 std::vector<Reply> RedisConnection::Run(
-    const std::vector<const Command*>& commands) {
+    const std::vector<const Command*>& commands,
+    std::chrono::milliseconds timeout) {
   if (broken_)
     throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
+  const std::chrono::milliseconds want =
+      timeout.count() > 0 ? timeout : command_timeout_;
+  if (want != set_timeout_) {
+    if (redisSetTimeout(ctx_.get(), ToTimeval(want)) != REDIS_OK)
+      Fail("set timeout");
+    set_timeout_ = want;
+  }
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const Command* cmd : commands) {

@@ -27,7 +27,10 @@ class RedisConnection {
   // Sends all commands, then reads all replies (one round trip). Error
   // replies come back as Reply::Type::kError. Connection failures throw
   // Error and leave the connection broken().
-  std::vector<Reply> Run(const std::vector<const Command*>& commands);
+  // `timeout` (> 0) bounds this call's socket reads and writes instead of
+  // the command timeout the connection was opened with.
+  std::vector<Reply> Run(const std::vector<const Command*>& commands,
+                         std::chrono::milliseconds timeout = {});
   Reply RunOne(const Command& command);
 
   bool broken() const { return broken_; }
@@ -44,6 +47,8 @@ class RedisConnection {
 
   std::unique_ptr<redisContext, ContextDeleter> ctx_;
   std::string where_;  // redacted endpoint, for messages
+  std::chrono::milliseconds command_timeout_;  // the connection's default
+  std::chrono::milliseconds set_timeout_;      // the one set on the socket
   bool broken_ = false;
 };
 

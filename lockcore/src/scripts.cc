@@ -12,12 +12,24 @@ namespace {
 // field makes a retried acquire or release idempotent by construction, even
 // for holds that share an owner token.
 
-// Shared by the fair scripts: server time, pruning of stale queue heads, and
-// the hand-off of a freed lock to the first live waiter.
-constexpr const char* kFairPrelude = R"lua(
+// Shared by every script that grants: the server's clock, fencing tokens,
+// pruning of stale queue heads, the hand-off of a freed lock to the first
+// live waiter, and reply latches.
+constexpr const char* kPrelude = R"lua(
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- The next fencing token of the slot's counter (KEYS[2]): above the last one
+-- issued, and never below the server's clock in microseconds, so a counter
+-- rolled back by a failover or an empty restart does not issue a token again.
+local function next_fence()
+  local t = redis.call('TIME')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+  if fence < now_us then fence = now_us end
+  redis.call('SET', KEYS[2], string.format('%d', fence))
+  return fence
 end
 -- Drops waiters at the head whose presence deadline passed (they died, or
 -- stopped waiting without saying so). Returns the first live waiter id.
@@ -41,25 +53,41 @@ local function hand_off(claim_ms)
   local next_owner = string.match(info, '^%d+|(.*)$')
   redis.call('LPOP', KEYS[3])
   redis.call('HDEL', KEYS[4], head)
-  local fence = redis.call('INCR', KEYS[2])
+  local fence = next_fence()
   redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
 end
+-- Remembers `reply` under this request's latch key (KEYS[5]) for latch_ms,
+-- so that a retry of the same request returns it instead of acting again.
+local function latch(reply, latch_ms)
+  redis.call('SET', KEYS[5], cmsgpack.pack(reply), 'PX', latch_ms)
+  return reply
+end
+local function latched()
+  local packed = redis.call('GET', KEYS[5])
+  if packed then return cmsgpack.unpack(packed) end
+  return nil
+end
 )lua";
 
-Script MakeFair(const char* body) {
-  return Script(std::string(kFairPrelude) + body);
+// `flags`: the script's shebang line (see scripts.h, "Script flags").
+std::string Source(const char* flags, const char* body) {
+  return std::string(flags) + "\n" + kPrelude + body;
 }
+
+constexpr const char* kMayGrow = "#!lua";
+constexpr const char* kShrinks = "#!lua flags=allow-oom";
+constexpr const char* kReadOnly = "#!lua flags=no-writes";
 
 }  // namespace
 
 const Script& AcquireScript() {
-  static const Script script(R"lua(
+  static const Script script(Source(kMayGrow, R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local lease, hold = tonumber(ARGV[2]), 'h:' .. ARGV[3]
 if not cur[1] then
-  local fence = redis.call('INCR', KEYS[2])
+  local fence = next_fence()
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', fence, hold, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   return {1, fence, 1}
@@ -75,12 +103,12 @@ if cur[1] == ARGV[1] and not cur[4] then
   return {1, tonumber(cur[3]), count}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1]}
-)lua");
+)lua"));
   return script;
 }
 
 const Script& AcquireFairScript() {
-  static const Script script = MakeFair(R"lua(
+  static const Script script(Source(kMayGrow, R"lua(
 local owner, lease, hold, wid = ARGV[1], tonumber(ARGV[2]), 'h:' .. ARGV[3], ARGV[4]
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 if cur[1] == owner and (not cur[4] or cur[4] == wid) then
@@ -96,6 +124,12 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
   elseif redis.call('PTTL', KEYS[1]) < lease then
     redis.call('PEXPIRE', KEYS[1], lease)
   end
+  -- Granted through the owner token while queued under this waiter id (a
+  -- hold shared by owner token came first): leave the queue, or a later
+  -- hand-off would go to a waiter that is no longer waiting.
+  if redis.call('HDEL', KEYS[4], wid) == 1 then
+    redis.call('LREM', KEYS[3], 1, wid)
+  end
   return {1, tonumber(cur[3]), count}
 end
 local now = now_ms()
@@ -106,7 +140,7 @@ if not cur[1] then
       redis.call('LPOP', KEYS[3])
       redis.call('HDEL', KEYS[4], wid)
     end
-    local fence = redis.call('INCR', KEYS[2])
+    local fence = next_fence()
     redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', fence, hold, 1)
     redis.call('PEXPIRE', KEYS[1], lease)
     return {1, fence, 1}
@@ -123,34 +157,39 @@ if ARGV[6] == '1' then
   if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
-)lua");
+)lua"));
   return script;
 }
 
 const Script& ReleaseScript() {
-  static const Script script = MakeFair(R"lua(
+  static const Script script(Source(kShrinks, R"lua(
+local first = latched()
+if first then return first end
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 if not cur[1] then
   return {0}
 end
-if cur[1] ~= ARGV[1] or cur[3] ~= ARGV[2] or cur[4] then
+if cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
   return {-1, cur[1]}
 end
 if redis.call('HDEL', KEYS[1], 'h:' .. ARGV[3]) == 0 then
-  return {2, tonumber(cur[2])}  -- this hold was given back already: a retry
+  return {0}  -- this hold is not part of the grant (gone with an older one)
 end
+local latch_ms = tonumber(ARGV[5])
 local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
 if count <= 0 then
   redis.call('DEL', KEYS[1])
-  return hand_off(tonumber(ARGV[4]))
+  return latch(hand_off(tonumber(ARGV[4])), latch_ms)
 end
-return {2, count}
-)lua");
+return latch({2, count}, latch_ms)
+)lua"));
   return script;
 }
 
 const Script& AbandonScript() {
-  static const Script script = MakeFair(R"lua(
+  static const Script script(Source(kShrinks, R"lua(
+local first = latched()
+if first then return first end
 local wid = ARGV[1]
 redis.call('LREM', KEYS[3], 1, wid)
 redis.call('HDEL', KEYS[4], wid)
@@ -159,13 +198,13 @@ if redis.call('HGET', KEYS[1], 'pending') ~= wid then
 end
 -- The lock was handed to us but we are leaving: pass it on.
 redis.call('DEL', KEYS[1])
-return hand_off(tonumber(ARGV[2]))
-)lua");
+return latch(hand_off(tonumber(ARGV[2])), tonumber(ARGV[3]))
+)lua"));
   return script;
 }
 
 const Script& RenewScript() {
-  static const Script script(R"lua(
+  static const Script script(R"lua(#!lua flags=allow-oom
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   return 0
@@ -180,7 +219,7 @@ return 1
 }
 
 const Script& InspectScript() {
-  static const Script script = MakeFair(R"lua(
+  static const Script script(Source(kReadOnly, R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local last = redis.call('GET', KEYS[2]) or '0'
 local out = {cur[1] or '', tonumber(cur[2] or '0'), tonumber(cur[3] or '0'),
@@ -192,23 +231,29 @@ for _, wid in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   table.insert(out, {wid, owner or '', tonumber(deadline or '0') - now})
 end
 return out
-)lua");
+)lua"));
   return script;
 }
 
 const Script& ForceUnlockScript() {
-  static const Script script = MakeFair(R"lua(
+  static const Script script(Source(kShrinks, R"lua(
+local first = latched()
+if first then return first end
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if not cur[1] then
   return {0, '', 0}
 end
+if (ARGV[2] ~= '' and cur[1] ~= ARGV[2]) or (ARGV[3] ~= '0' and cur[2] ~= ARGV[3]) then
+  return {-1, cur[1], tonumber(cur[2])}
+end
 redis.call('DEL', KEYS[1])
 local r = hand_off(tonumber(ARGV[1]))
+local reply = {1, cur[1], tonumber(cur[2])}
 if r[1] == 3 then
-  return {3, cur[1], tonumber(cur[2]), r[2], r[3], r[4]}
+  reply = {3, cur[1], tonumber(cur[2]), r[2], r[3], r[4]}
 end
-return {1, cur[1], tonumber(cur[2])}
-)lua");
+return latch(reply, tonumber(ARGV[4]))
+)lua"));
   return script;
 }
 

@@ -2,10 +2,31 @@
 // it is atomic on the server; see scripts.cc and docs/lockcore.md for the
 // contracts.
 //
-// Keys of one lock (all share the hash tag {name}):
-//   KEYS[1] lock hash   KEYS[2] fence counter
+// Keys of one lock (all in the Redis Cluster slot of the hash tag {name}):
+//   KEYS[1] lock hash   KEYS[2] fence counter of the lock's hash slot
 //   KEYS[3] queue (list of waiter ids, FIFO)
 //   KEYS[4] waiters (hash: waiter id -> "<presence deadline ms>|<owner>")
+//   KEYS[5] reply latch of one request ("<...>:latch:<request id>"), for the
+//           scripts that EvalRetryOnce may send twice and that could not
+//           otherwise tell a retry from a new call.
+//
+// Retry safety (a first try may run with only its reply lost, then the retry
+// runs too): acquire scripts add the hold's own field with HSETNX and queue a
+// waiter id once, so a retry returns the same grant; release, abandon and
+// force-unlock latch their reply under the request id for latch_ms, and a
+// retry returns the latched reply instead of acting again.
+//
+// Fencing tokens: next_fence() issues max(counter + 1, server TIME in us) from
+// the slot's counter, so tokens strictly increase per slot (hence per lock
+// name) and, after a rollback of the counter (failover to a lagging replica,
+// restart without persistence), stay above the tokens issued before it as
+// long as the new server's clock is not behind the old one's by more than the
+// time the rollback took.
+//
+// Script flags: the scripts that may grow memory declare none ("#!lua"), so a
+// full Redis (maxmemory, noeviction) refuses them before they run, never
+// half-way; the ones that only shrink state (release, abandon, force-unlock,
+// renew) declare allow-oom so a full Redis can still give locks back.
 #pragma once
 
 #include "lockfleet/lockcore/redis_client.h"
@@ -19,32 +40,39 @@ const Script& AcquireScript();
 // Fair acquire. KEYS 1-4. ARGV: owner, lease ms, hold id, waiter id,
 // presence ms, enqueue (1: queue up when refused, 0: try only).
 // Grants when the lock is ours (reentrant), a hand-off to this waiter is
-// pending (claim), or the lock is free and no live waiter is ahead.
+// pending (claim), or the lock is free and no live waiter is ahead. A waiter
+// granted through its owner token (reentrant) leaves the queue.
 // -> as AcquireScript.
 const Script& AcquireFairScript();
 
-// KEYS 1-4. ARGV: owner, fence, hold id, claim ms.
+// KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold
+// id, claim ms, latch ms.
 // -> {1} freed | {2, holds left} decremented | {0} not held |
 //    {-1, holder} someone else's grant (untouched) |
 //    {3, waiter id, owner, fence} freed and handed to the first live waiter.
+//    A retry of a call that removed the hold returns the first reply.
 const Script& ReleaseScript();
 
-// A waiter leaves without the lock. KEYS 1-4. ARGV: waiter id, claim ms.
+// A waiter leaves without the lock. KEYS 1-5. ARGV: waiter id, claim ms,
+// latch ms.
 // -> {0} nothing pending | {1} its pending grant freed the lock |
 //    {3, waiter id, owner, fence} its pending grant passed on.
 const Script& AbandonScript();
 
-// KEYS: lock hash. ARGV: owner, fence, lease ms. -> 1 renewed | 0 not ours.
+// KEYS: lock hash. ARGV: owner, fence, lease ms (0: check only, no
+// extension). -> 1 the grant is current | 0 not ours.
 const Script& RenewScript();
 
-// KEYS 1-4. -> {owner or "", count, fence, pttl, last fence, pending waiter,
-//               {waiter id, owner, presence ms left}...}
+// KEYS 1-4. -> {owner or "", count, fence, pttl, last fence of the slot,
+//               pending waiter, {waiter id, owner, presence ms left}...}
 const Script& InspectScript();
 
-// KEYS 1-4. ARGV: claim ms.
-// -> {0, "", 0} was free | {1, owner, fence} deleted |
+// KEYS 1-5. ARGV: claim ms, expected owner ("" = any), expected fence ("0" =
+// any), latch ms.
+// -> {0, "", 0} was free | {-1, owner, fence} another grant than expected
+//    (untouched) | {1, owner, fence} deleted |
 //    {3, owner, fence, waiter id, next owner, next fence} deleted and handed
-//    on.
+//    on. A retry returns the first reply.
 const Script& ForceUnlockScript();
 
 }  // namespace lockfleet::internal

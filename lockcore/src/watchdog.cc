@@ -22,10 +22,15 @@ Clock::Duration RetryDelay(milliseconds lease) {
 }
 
 void RunCallbacks(const LockCore::LostCalls& calls) {
-  for (const auto& [held, cb] : calls) {
-    try {
-      cb(held->name, held->fence);
-    } catch (...) {  // a callback must not kill the watchdog
+  for (const auto& held : calls) {
+    // First the token (stop_callbacks registered on it run here), then the
+    // callbacks; both after lost() became true.
+    held->lost_source.request_stop();
+    for (const LostCallback& cb : held->on_lost) {
+      try {
+        cb(held->name, held->fence);
+      } catch (...) {  // a callback must not kill the watchdog
+      }
     }
   }
 }
@@ -73,7 +78,16 @@ void LockCore::WatchdogLoop() {
         continue;
       }
       next = std::min(next, valid_until);
-      if (!held->renew || held->renewing) continue;
+      if (held->renewing) continue;
+      if (held->check_now) {
+        // A force event named this grant: ask Redis now (explicit leases
+        // too: their check does not extend them).
+        held->check_now = false;
+        due_now = true;
+        renew.push_back(held);
+        continue;
+      }
+      if (!held->renew) continue;
       if (held->next_check <= now) {
         due_now = true;
         renew.push_back(held);
@@ -132,10 +146,11 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   std::vector<RedisClient::EvalCall> calls;
   calls.reserve(due.size());
   for (const auto& held : due) {
+    // Lease 0 for an explicit lease: a check that does not extend it.
     calls.push_back({&RenewScript(),
                      {held->key},
                      {held->owner, std::to_string(held->fence),
-                      std::to_string(held->lease.count())}});
+                      std::to_string(held->renew ? held->lease.count() : 0)}});
   }
   const Clock::TimePoint sent = options_.clock->Now();
   std::vector<Reply> replies;
@@ -161,7 +176,9 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       // Released or lost meanwhile: a "not ours" answer is expected, ignore.
       if (held->released || held->lost.load()) continue;
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;
-      if (ok && replies[i].integer == 1) {
+      if (ok && replies[i].integer == 1 && !held->renew) {
+        continue;  // an explicit lease checked: still ours, not extended
+      } else if (ok && replies[i].integer == 1) {
         renewals_.fetch_add(1, std::memory_order_relaxed);
         ++renewed;
         int64_t valid = ValidUntilNs(sent, held->lease);
@@ -177,6 +194,9 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
         if (now >= FromNs(held->valid_until_ns.load())) {
           MarkLostLocked(held, &lost_calls);  // could not renew in time
           Forget(held);
+        } else if (!held->renew) {
+          // A forced check of an explicit lease failed on the connection:
+          // its validity still tells when it ends.
         } else {
           held->next_check = now + RetryDelay(held->lease);
         }

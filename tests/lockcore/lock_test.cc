@@ -142,9 +142,9 @@ TEST_F(Lock, ReleaseAfterExpiryReportsNotHeld) {
 // hold id: a retried acquire or release (same hold id) cannot count twice,
 // whatever other holds of the same owner did in between.
 TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
-  std::vector<std::string> keys{LockKey("idem"), "lockfleet:{idem}:fence",
+  std::vector<std::string> keys{LockKey("idem"), "lockfleet:fence:{idem}",
                                 "lockfleet:{idem}:queue",
-                                "lockfleet:{idem}:waiters"};
+                                "lockfleet:{idem}:waiters", ""};
   auto acquire = [&](const std::string& hold) {
     return redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]},
                         {"o", "30000", hold});
@@ -154,16 +154,21 @@ TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
   EXPECT_EQ(acquire("h2").elements[2].integer, 2);
   EXPECT_EQ(acquire("h3").elements[2].integer, 3);
   std::string fence = std::to_string(acquire("h3").elements[1].integer);
+  // A release's request id is its hold id: its reply is latched under it.
   auto release = [&](const std::string& hold) {
+    keys[4] = "lockfleet:{idem}:latch:" + hold;
     return redis_->Eval(internal::ReleaseScript(), keys,
-                        {"o", fence, hold, "2000"});
+                        {"o", fence, hold, "2000", "10000"});
   };
   EXPECT_EQ(release("h1").elements[1].integer, 2);
   EXPECT_EQ(release("h2").elements[1].integer, 1);  // another hold in between
-  EXPECT_EQ(release("h1").elements[1].integer, 1);  // h1's retry: no change
+  EXPECT_EQ(release("h1").elements[1].integer, 2);  // h1's retry: its reply
+  EXPECT_EQ(redis_->Execute({"HGET", keys[0], "count"}).str, "1");
   EXPECT_TRUE(redis_->Execute({"EXISTS", keys[0]}).integer == 1);
   EXPECT_EQ(release("h3").elements[0].integer, 1);  // the last hold: freed
-  EXPECT_EQ(release("h3").elements[0].integer, 0);  // its retry: not held
+  EXPECT_EQ(release("h3").elements[0].integer, 1);  // its retry: same reply
+  redis_->Execute({"DEL", "lockfleet:{idem}:latch:h3"});  // latch expired
+  EXPECT_EQ(release("h3").elements[0].integer, 0);        // not held
   // A stale retry never frees a newer grant, even by the same owner.
   acquire("h4");
   EXPECT_EQ(release("h3").elements[0].integer, -1);
@@ -261,10 +266,13 @@ TEST_F(Lock, KeysShareOneHashTagAndPrefixIsConfigurable) {
   AcquireResult r = client->TryAcquire("sku:9");
   ASSERT_TRUE(r);
   EXPECT_EQ(redis_->Execute({"EXISTS", "shop:{sku:9}:lock"}).integer, 1);
-  EXPECT_EQ(redis_->Execute({"GET", "shop:{sku:9}:fence"}).str,
+  // The fence counter of the lock's hash slot: "shop:fence:{<tag>}".
+  Reply keys = redis_->Execute({"KEYS", "shop:fence:{*}"});
+  ASSERT_EQ(keys.elements.size(), 1u);
+  const std::string counter = keys.elements[0].str;
+  EXPECT_EQ(redis_->Execute({"GET", counter}).str,
             std::to_string(r.lease.fence()));
-  EXPECT_EQ(redis_->Execute({"PTTL", "shop:{sku:9}:fence"}).integer,
-            -1);  // never expires
+  EXPECT_EQ(redis_->Execute({"PTTL", counter}).integer, -1);  // never expires
   // The default prefix is a separate namespace.
   EXPECT_TRUE(NewClient()->TryAcquire("sku:9"));
 }

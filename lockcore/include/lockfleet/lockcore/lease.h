@@ -13,12 +13,24 @@
 // without a successful renewal (Redis unreachable, process paused), or when
 // an explicit lease expired. lost() is cheap and may be polled from any
 // thread; the on_lost callback of AcquireOptions fires once per grant, on
-// the watchdog thread. After a pause (SIGSTOP, a VM freeze) lost() is true
+// the watchdog thread, and stop_token() is requested (before on_lost runs):
+// compose it with other cancellation as etcd's Session.Done() is used. After
+// a pause (SIGSTOP, a VM freeze) lost() is true
 // the moment the process runs again — the steady clock kept counting — but
 // on_lost may come a moment later, after the holder's own thread has acted:
 // check lost() (or fence the write), not only the callback.
 // Validity is measured from *before* the acquire (or renew) command was sent,
 // so a Lease never believes in more time than Redis granted.
+//
+// Only Redis ends a hold: a renewal answered "not ours", or validity running
+// out. An unlock event (even a `force` one naming this grant) is a hint that
+// makes the client check the grant with Redis at once; it never marks a
+// lease lost by itself.
+//
+// Re-entry keeps the grant's mode: a grant taken with an explicit lease is
+// not turned into a watchdog-renewed one by a later reentrant acquisition
+// without a lease (that acquisition's Lease shares the explicit lease's
+// validity, extended to default_lease once by the acquire script).
 //
 // Destruction releases best effort: it never throws; a failed release is
 // counted (LockStats::release_failures) and the lock then frees when its
@@ -30,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "lockfleet/lockcore/clock.h"
@@ -72,6 +85,14 @@ class Lease {
   // True once the lock is known or presumed lost (see above). A lost lease
   // must not be used to touch the protected resource; fencing rejects it.
   bool lost() const noexcept;
+
+  // Requested once when the grant is lost (see above), on the watchdog thread,
+  // before the on_lost callbacks run; never by Release(). The token stays
+  // usable after the Lease is released or destroyed. Pass it to work done
+  // under the lock (std::stop_callback, std::jthread, a handler's
+  // cancellation) so that the work stops when the lock is gone. On a Lease
+  // that holds nothing it is already requested.
+  std::stop_token stop_token() const;
 
   // The steady-clock instant until which the lock is ours for sure, absent a
   // renewal. REQUIRES: held().

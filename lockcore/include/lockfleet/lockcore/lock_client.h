@@ -6,8 +6,16 @@
 // release wakes them.
 //
 // Locks live in Redis under keys that share one Redis Cluster hash tag per
-// lock: "<prefix>:{<name>}:lock" (a hash: owner, count, fence, req) and
-// "<prefix>:{<name>}:fence" (the fencing counter; it never expires).
+// lock: "<prefix>:{<name>}:lock" (a hash: owner, count, fence, holds,
+// pending), ":queue" and ":waiters" (fair mode), and short-lived reply
+// latches ":latch:<request id>". Fencing tokens come from one counter per
+// hash slot, "<prefix>:fence:{<tag>}" with a tag in the lock's slot: at most
+// 16384 keys that never expire, however many lock names there are. A token
+// is max(the slot's last token + 1, the Redis server's clock in
+// microseconds), so tokens strictly increase per lock name, and a counter
+// rolled back by a failover or an empty restart does not repeat them (unless
+// the new server's clock is behind the old one's by more than the rollback
+// took; see docs/lockcore.md, "Fencing after a failover").
 //
 // Acquiring. Every attempt is one Lua script that grants the lock if it is
 // free or already ours (reentrancy), and otherwise reports the holder and the
@@ -30,6 +38,21 @@
 // that reached it meanwhile. A lost event costs at most presence_window / 3:
 // fair waiters never park longer, because they must refresh their place.
 // Barging (fair = false, per client or per call) ignores the queue.
+//
+// Time bounds and Redis faults. Every script call of a timed acquisition is
+// bounded by the time left (each try at least kMinAttemptBudget), and no
+// retry starts past the deadline; a waiter giving up spends at most
+// kGiveUpBudget leaving the queue. So AcquireFor(t) / AcquireUntil return by
+// the deadline + kMinAttemptBudget + kGiveUpBudget (plus scheduling delay),
+// whatever Redis does. options.stop is checked between attempts and cancels
+// a park at once; an attempt in flight finishes within its bound.
+// A waiting acquisition rides out Redis failures (unreachable, timeouts,
+// LOADING/BUSY/READONLY) once this client has reached Redis: it backs off
+// (parked, so a wake-up or stop still ends the pause) and tries again, for
+// at most outage_grace per outage; when the deadline passes during an outage
+// the result is kTimedOut with last_error set. A client that has never
+// reached Redis, an outage longer than outage_grace, and TryAcquire throw
+// Error at once.
 //
 // Owners. The default owner token is "<client_id>:<thread-number>", unique per
 // client and thread, so reentrancy is per thread. A caller may pass its own
@@ -84,7 +107,20 @@ struct LockClientOptions {
   // random 16 hex.
   std::string client_id;
   std::shared_ptr<LockObserver> observer;  // Default: none (metrics)
+  // How long a waiting acquisition keeps trying through one Redis outage
+  // (see "Time bounds and Redis faults"). >= 0; 0 = never.
+  std::chrono::milliseconds outage_grace{10000};
+  // How long release, abandon and force-unlock keep their reply for a retry
+  // of the same request (one small key per call). Must exceed the time
+  // between a first try and its retry: 2 x the Redis command timeout plus a
+  // connect is the worst case. >= 1s.
+  std::chrono::milliseconds retry_latch{10000};
 };
+
+// The floor of each try's budget in a timed acquisition, and the most a
+// waiter that gives up spends leaving the queue (see "Time bounds").
+inline constexpr std::chrono::milliseconds kMinAttemptBudget{50};
+inline constexpr std::chrono::milliseconds kGiveUpBudget{250};
 
 // Called once when a held grant is lost (see lease.h), on the watchdog
 // thread. Keep it short; it must not throw, and must not block on the lock.
@@ -114,6 +150,9 @@ struct AcquireResult {
   std::string holder;
   std::chrono::milliseconds holder_ttl{0};
   int attempts = 0;  // acquire scripts run
+  // The last Redis error the call rode out (empty if none): set when a wait
+  // timed out during a Redis outage.
+  std::string last_error;
 
   explicit operator bool() const { return status == AcquireStatus::kAcquired; }
 };
@@ -137,8 +176,20 @@ struct LockInfo {
   std::vector<QueuedWaiter> queue;
 };
 
+// Which grant a force-unlock may remove. Default: whichever is current.
+// With an expectation, a grant other than the expected one is left alone
+// (ForceUnlockResult::mismatch): an operator who looked at `inspect` removes
+// exactly the grant seen, never the next holder's.
+struct ForceUnlockOptions {
+  std::string expect_owner;  // Default: empty — any owner
+  int64_t expect_fence = 0;  // Default: 0 — any fencing token
+};
+
 struct ForceUnlockResult {
-  bool was_locked = false;
+  bool was_locked = false;  // a grant was removed
+  // The lock is held by a grant other than the expected one: untouched.
+  // previous_owner / previous_fence then name the current grant.
+  bool mismatch = false;
   std::string previous_owner;
   int64_t previous_fence = 0;
 };
@@ -163,7 +214,10 @@ struct LockStats {
   uint64_t events_published = 0;
   uint64_t events_received = 0;
   uint64_t force_unlocks = 0;
-  int64_t waiting = 0;  // threads currently in a timed/blocking acquire
+  uint64_t forced_checks =
+      0;                      // grants checked because a force event named them
+  uint64_t outage_waits = 0;  // back-offs of waiting calls during Redis faults
+  int64_t waiting = 0;        // threads currently in a timed/blocking acquire
 };
 
 class LockClient {
@@ -182,7 +236,8 @@ class LockClient {
                            const AcquireOptions& options = {});
 
   // Waits up to `timeout` (or until `deadline` on options.clock). A zero or
-  // negative timeout makes exactly one attempt.
+  // negative timeout (or a deadline already past) makes exactly one attempt,
+  // as TryAcquire does: it never joins the queue.
   AcquireResult AcquireFor(std::string_view name, Clock::Duration timeout,
                            const AcquireOptions& options = {});
   AcquireResult AcquireUntil(std::string_view name, Clock::TimePoint deadline,
@@ -195,14 +250,22 @@ class LockClient {
   // A consistent snapshot of the lock's state in Redis (one script).
   LockInfo Inspect(std::string_view name);
 
-  // Deletes the lock whoever holds it (fencing counter kept, so tokens keep
-  // increasing), wakes a local waiter and publishes a kForce unlock event.
-  // The previous holder learns of it at its next renewal (lost()).
-  ForceUnlockResult ForceUnlock(std::string_view name);
+  // Deletes the lock's current grant (or only the expected one, see
+  // ForceUnlockOptions), hands it to the first live queued waiter, wakes a
+  // local waiter and publishes a kForce unlock event. A holder in this
+  // client is marked lost at once; one elsewhere learns of it from Redis at
+  // its next renewal or, sooner, when the kForce event makes it check.
+  // Retry-safe: a retry after a lost reply returns the first reply (a reply
+  // latch), so it never removes the next holder's grant.
+  ForceUnlockResult ForceUnlock(std::string_view name,
+                                const ForceUnlockOptions& options = {});
 
   // Entry point for the notification transport: wakes at most one local
-  // waiter parked on event.lock. Events this client published itself are
-  // ignored (its waiters were woken directly). Never throws.
+  // waiter parked on event.lock. An event is a hint, never an authority: a
+  // kForce event naming a grant this client holds makes it check the grant
+  // with Redis at once (a renewal); only Redis's "not ours" marks the lease
+  // lost. Events this client published itself are ignored (its waiters were
+  // woken directly). Never throws.
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
 
   // The owner token the calling thread gets by default.

@@ -102,9 +102,14 @@ class RedisClient {
   // Several commands in one round trip on one connection; replies in order.
   std::vector<Reply> Pipeline(const std::vector<Command>& commands);
 
-  // Runs `script`. An error reply throws Error(kRedisScript).
+  // Runs `script`. An error reply throws Error(kRedisScript). `timeout`
+  // (> 0) bounds the whole call — pool wait, connect, script load, each
+  // socket read and write — instead of the options' timeouts; the call then
+  // throws Error(kRedisTimeout) (or kRedisUnavailable) when it runs out.
+  // Either way the script may still have run on the server.
   Reply Eval(const Script& script, const std::vector<std::string>& keys,
-             const std::vector<std::string>& args);
+             const std::vector<std::string>& args,
+             std::chrono::milliseconds timeout = {});
 
   struct EvalCall {
     const Script* script;
@@ -113,7 +118,8 @@ class RedisClient {
   };
   // Several script calls in one round trip. Per-call error replies are
   // returned as kError replies, not thrown.
-  std::vector<Reply> EvalPipeline(const std::vector<EvalCall>& calls);
+  std::vector<Reply> EvalPipeline(const std::vector<EvalCall>& calls,
+                                  std::chrono::milliseconds timeout = {});
 
   // Check-and-set: WATCH `keys`, read them, ask `decide`, apply in
   // MULTI/EXEC; on a conflict retry up to `max_attempts` times with a short

@@ -1,0 +1,419 @@
+// Lock safety at the edges (issue 13): nothing outside Redis revokes a
+// holder, force-unlock removes only the grant it means, a reentrant grant
+// leaves no phantom queue entry, fencing tokens survive a rollback with a
+// bounded key footprint, timed waits keep their deadline under Redis faults
+// and ride out short outages. Each test fails on the code before the fix.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <stop_token>
+#include <thread>
+
+#include "key_slot.h"
+#include "lock_fixture.h"
+#include "lockfleet/lockcore/error.h"
+#include "scripts.h"
+#include "support/loopback_bus.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+class Safety : public LockTest {};
+
+std::shared_ptr<UnlockPublisher> Unowned(UnlockPublisher* bus) {
+  return std::shared_ptr<UnlockPublisher>(bus, [](UnlockPublisher*) {});
+}
+
+// A forged or replayed `force` event naming a live grant — owner and fence
+// are public: every fair hand-off event carries them — must not revoke it.
+TEST_F(Safety, ForgedForceEventDoesNotRevokeALiveHolder) {
+  auto holder = NewClient();
+  for (bool explicit_lease : {false, true}) {
+    SCOPED_TRACE(explicit_lease ? "explicit lease" : "watchdog lease");
+    const std::string name = explicit_lease ? "forged-explicit" : "forged";
+    AcquireOptions o;
+    if (explicit_lease) o.lease = milliseconds(600000);
+    std::atomic<int> lost_calls{0};
+    o.on_lost = [&](const std::string&, int64_t) { ++lost_calls; };
+    AcquireResult r = holder->TryAcquire(name, o);
+    ASSERT_TRUE(r);
+    const uint64_t checks = holder->stats().forced_checks;
+    const uint64_t renewals = holder->stats().renewals;
+
+    UnlockEvent forged;
+    forged.lock = name;
+    forged.owner = r.lease.owner();
+    forged.fence = r.lease.fence();
+    forged.client_id = "someone-else";
+    forged.cause = UnlockCause::kForce;
+    holder->DeliverUnlockEvent(forged);
+    // The event makes the holder ask Redis; Redis says "still yours".
+    ASSERT_TRUE(
+        WaitUntil([&] { return holder->stats().forced_checks > checks; }));
+    if (!explicit_lease) {
+      ASSERT_TRUE(
+          WaitUntil([&] { return holder->stats().renewals > renewals; }));
+    } else {
+      // The check of an explicit lease is not a renewal: wait until it is
+      // no longer in flight by sending a second event later (rate-limited).
+      std::this_thread::sleep_for(milliseconds(300));
+    }
+    EXPECT_FALSE(r.lease.lost());
+    EXPECT_FALSE(r.lease.stop_token().stop_requested());
+    EXPECT_EQ(lost_calls.load(), 0);
+    LockInfo info = holder->Inspect(name);
+    EXPECT_EQ(info.owner, r.lease.owner());
+    EXPECT_EQ(info.fence, r.lease.fence());
+    // A replay of the same event, many times: still held, and the checks
+    // are rate-limited (not one round trip per event).
+    for (int i = 0; i < 1000; ++i) holder->DeliverUnlockEvent(forged);
+    EXPECT_LE(holder->stats().forced_checks, checks + 20);
+    EXPECT_FALSE(r.lease.lost());
+    EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  }
+  EXPECT_EQ(holder->stats().leases_lost, 0u);
+}
+
+// The converse: a real remote force-unlock of an explicit lease (no renewal
+// would notice) is noticed at once, because Redis says "not ours".
+TEST_F(Safety, RealForceEventEndsTheHoldThroughRedis) {
+  LoopbackBus bus;
+  auto holder = NewClient({.publisher = Unowned(&bus)});
+  auto admin = NewClient({.publisher = Unowned(&bus)});
+  bus.Subscribe(holder.get());
+  AcquireResult r = holder->TryAcquire("ops", {.lease = milliseconds(600000)});
+  ASSERT_TRUE(r);
+  std::atomic<bool> stopped{false};
+  std::stop_callback on_stop(r.lease.stop_token(), [&] { stopped = true; });
+  EXPECT_TRUE(admin->ForceUnlock("ops").was_locked);
+  EXPECT_TRUE(WaitUntil([&] { return r.lease.lost(); }));
+  EXPECT_TRUE(WaitUntil([&] { return stopped.load(); }));
+  EXPECT_GE(holder->stats().forced_checks, 1u);
+  bus.Unsubscribe(holder.get());
+}
+
+TEST_F(Safety, LeaseStopTokenIsRequestedOnLossNotOnRelease) {
+  auto client = NewClient();
+  AcquireResult kept = client->TryAcquire("kept");
+  ASSERT_TRUE(kept);
+  std::stop_token kept_token = kept.lease.stop_token();
+  EXPECT_EQ(kept.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(kept_token.stop_requested());
+  EXPECT_TRUE(Lease().stop_token().stop_requested());  // holds nothing
+
+  AcquireResult r = client->TryAcquire("lost");
+  ASSERT_TRUE(r);
+  std::stop_token token = r.lease.stop_token();
+  std::atomic<int> callbacks{0};
+  std::stop_callback cb(token, [&] { ++callbacks; });
+  client->ForceUnlock("lost");
+  EXPECT_TRUE(r.lease.lost());
+  EXPECT_TRUE(WaitUntil([&] { return token.stop_requested(); }));
+  EXPECT_EQ(callbacks.load(), 1);
+}
+
+TEST_F(Safety, ForceUnlockRemovesOnlyTheExpectedGrant) {
+  auto holder = NewClient();
+  auto admin = NewClient();
+  AcquireResult r = holder->TryAcquire("pay");
+  ASSERT_TRUE(r);
+  ForceUnlockResult wrong_owner =
+      admin->ForceUnlock("pay", {.expect_owner = "nobody"});
+  EXPECT_TRUE(wrong_owner.mismatch);
+  EXPECT_FALSE(wrong_owner.was_locked);
+  EXPECT_EQ(wrong_owner.previous_owner, r.lease.owner());
+  EXPECT_EQ(wrong_owner.previous_fence, r.lease.fence());
+  ForceUnlockResult wrong_fence = admin->ForceUnlock(
+      "pay", {.expect_owner = r.lease.owner(), .expect_fence = 1});
+  EXPECT_TRUE(wrong_fence.mismatch);
+  EXPECT_EQ(holder->Inspect("pay").owner, r.lease.owner());
+  EXPECT_FALSE(r.lease.lost());
+  ForceUnlockResult right = admin->ForceUnlock(
+      "pay",
+      {.expect_owner = r.lease.owner(), .expect_fence = r.lease.fence()});
+  EXPECT_TRUE(right.was_locked);
+  EXPECT_FALSE(right.mismatch);
+  EXPECT_FALSE(holder->Inspect("pay").locked);
+}
+
+// The force-unlock script run twice for one request — a first try whose
+// reply was lost, then the retry — removes one grant, not the next
+// holder's: the retry returns the latched first reply.
+TEST_F(Safety, ForceUnlockRetryDoesNotRemoveTheNextHoldersGrant) {
+  const std::string lock = LockKey("f");
+  const std::string fence_key = internal::FenceCounterKey("lockfleet", lock);
+  std::vector<std::string> keys{lock, fence_key, "lockfleet:{f}:queue",
+                                "lockfleet:{f}:waiters",
+                                "lockfleet:{f}:latch:f:req-1"};
+  // A holds; waiter B is queued (as AcquireFairScript queues it).
+  redis_->Eval(internal::AcquireScript(), {lock, fence_key},
+               {"A", "30000", "ha"});
+  redis_->Eval(internal::AcquireFairScript(),
+               {keys[0], keys[1], keys[2], keys[3]},
+               {"B", "30000", "hb", "wb", "30000", "1"});
+  auto force = [&] {
+    return redis_->Eval(internal::ForceUnlockScript(), keys,
+                        {"2000", "", "0", "10000"});
+  };
+  Reply first = force();
+  ASSERT_EQ(first.elements[0].integer, 3);  // A's grant gone, handed to B
+  EXPECT_EQ(first.elements[1].str, "A");
+  const long long b_fence = first.elements[5].integer;
+  Reply retry = force();
+  EXPECT_EQ(retry.elements[0].integer, 3);
+  EXPECT_EQ(retry.elements[1].str, "A");  // the first reply, again
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "owner"}).str, "B");
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "fence"}).str,
+            std::to_string(b_fence));
+}
+
+// A waiter queued under its waiter id and then granted through its owner
+// token (a hold shared by owner token came first) must leave the queue, or a
+// later hand-off goes to a waiter that is not waiting (a stall of claim +
+// park for everyone behind it).
+TEST_F(Safety, ReentrantGrantThroughASharedOwnerLeavesNoPhantomQueueEntry) {
+  const std::string lock = LockKey("ph");
+  const std::string fence_key = internal::FenceCounterKey("lockfleet", lock);
+  std::vector<std::string> keys{lock, fence_key, "lockfleet:{ph}:queue",
+                                "lockfleet:{ph}:waiters"};
+  auto fair = [&](const std::string& owner, const std::string& hold,
+                  const std::string& wid) {
+    return redis_->Eval(internal::AcquireFairScript(), keys,
+                        {owner, "30000", hold, wid, "30000", "1"});
+  };
+  ASSERT_EQ(fair("X", "hx", "wx").elements[0].integer, 1);  // X holds
+  ASSERT_EQ(fair("O", "h1", "w1").elements[0].integer, 0);  // w1 queues
+  ASSERT_EQ(fair("C", "hc", "wc").elements[0].integer, 0);  // wc queues
+  // X's grant ends (expiry); the owner token O is granted by another call
+  // (here: a barging acquisition sharing the token).
+  redis_->Execute({"DEL", lock});
+  ASSERT_EQ(redis_
+                ->Eval(internal::AcquireScript(), {lock, fence_key},
+                       {"O", "30000", "h2"})
+                .elements[0]
+                .integer,
+            1);
+  // w1 tries again: a reentrant grant, and it leaves the queue.
+  ASSERT_EQ(fair("O", "h1", "w1").elements[0].integer, 1);
+  Reply queue = redis_->Execute({"LRANGE", keys[2], "0", "-1"});
+  ASSERT_EQ(queue.elements.size(), 1u);
+  EXPECT_EQ(queue.elements[0].str, "wc");
+  EXPECT_EQ(redis_->Execute({"HEXISTS", keys[3], "w1"}).integer, 0);
+}
+
+TEST_F(Safety, FencingTokensSurviveACounterRollback) {
+  auto client = NewClient();
+  AcquireResult before = client->TryAcquire("ledger");
+  ASSERT_TRUE(before);
+  const int64_t old_token = before.lease.fence();
+  before.lease.Release();
+  // A restart without persistence (or a failover to a replica that never
+  // saw the counter): every key is gone.
+  redis_->Execute({"FLUSHALL"});
+  AcquireResult after = client->TryAcquire("ledger");
+  ASSERT_TRUE(after);
+  EXPECT_GT(after.lease.fence(), old_token);
+  // A counter restored to an older value (a lagging replica) too.
+  after.lease.Release();
+  const std::string counter =
+      internal::FenceCounterKey("lockfleet", LockKey("ledger"));
+  redis_->Execute({"SET", counter, "5"});
+  AcquireResult third = client->TryAcquire("ledger");
+  ASSERT_TRUE(third);
+  EXPECT_GT(third.lease.fence(), after.lease.fence());
+}
+
+TEST_F(Safety, FenceCountersAreBoundedByHashSlotsNotNames) {
+  auto client = NewClient();
+  constexpr int kNames = 20000;
+  std::set<uint16_t> slots;
+  int64_t last = 0;
+  for (int i = 0; i < kNames; ++i) {
+    const std::string name = "order-" + std::to_string(i);
+    slots.insert(internal::KeySlot(LockKey(name)));
+    AcquireResult r = client->TryAcquire(name);
+    ASSERT_TRUE(r);
+    if (name == "order-0") last = r.lease.fence();
+    r.lease.Release();
+  }
+  // One counter per slot in use, none per name.
+  Reply counters = redis_->Execute({"KEYS", "lockfleet:fence:*"});
+  EXPECT_EQ(counters.elements.size(), slots.size());
+  EXPECT_LE(counters.elements.size(), size_t{internal::kSlots});
+  EXPECT_EQ(redis_->Execute({"KEYS", "lockfleet:{*}:fence"}).elements.size(),
+            0u);
+  // Tokens still strictly increase per name.
+  AcquireResult again = client->TryAcquire("order-0");
+  ASSERT_TRUE(again);
+  EXPECT_GT(again.lease.fence(), last);
+}
+
+TEST_F(Safety, CounterKeyIsInTheLocksSlot) {
+  // Redis Cluster's reference vector, and the hash tag rule.
+  EXPECT_EQ(internal::KeySlot("123456789"), 0x31C3 % 16384);
+  EXPECT_EQ(internal::KeySlot("{user1000}.following"),
+            internal::KeySlot("{user1000}.followers"));
+  EXPECT_EQ(internal::KeySlot("foo{}{bar}"), internal::KeySlot("foo{}{bar}"));
+  for (const std::string name :
+       {"a", "sku:9", "x}y", "}lead", "", "{nested}", "order-123"}) {
+    const std::string lock = "lockfleet:{" + name + "}:lock";
+    EXPECT_EQ(internal::KeySlot(internal::FenceCounterKey("lockfleet", lock)),
+              internal::KeySlot(lock))
+        << name;
+  }
+}
+
+TEST_F(Safety, AcquireForZeroIsOneRoundTripAndNeverQueues) {
+  auto holder = NewClient();
+  auto other = NewClient();
+  AcquireResult held = holder->TryAcquire("busy");
+  ASSERT_TRUE(held);
+  const uint64_t before = other->redis().round_trips();
+  AcquireResult r = other->AcquireFor("busy", milliseconds(0));
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(other->redis().round_trips() - before, 1u);  // no abandon
+  EXPECT_TRUE(other->Inspect("busy").queue.empty());
+}
+
+TEST_F(Safety, ExplicitLeaseStaysExplicitOnReentry) {
+  auto client = NewClient({.default_lease = milliseconds(1000)});
+  AcquireResult first = client->TryAcquire("x", {.lease = milliseconds(2000)});
+  ASSERT_TRUE(first);
+  AcquireResult again = client->TryAcquire("x");  // watchdog mode, same owner
+  ASSERT_TRUE(again);
+  // Not renewed: the lock expires after its explicit lease.
+  EXPECT_TRUE(
+      WaitUntil([&] { return !client->Inspect("x").locked; }, seconds(30)));
+  EXPECT_TRUE(WaitUntil([&] { return again.lease.lost(); }, seconds(30)));
+}
+
+// A release whose first try failed on the connection and whose retry finds
+// another holder must say so (it used to report kReleased).
+TEST_F(Safety, RetriedReleaseThatFindsAnotherHolderIsNotOwner) {
+  auto a = NewClient();
+  auto b = NewClient();
+  AcquireResult r = a->TryAcquire("r", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(r);
+  redis_->Execute({"DEL", LockKey("r")});  // A's lease ran out
+  AcquireResult taken = b->TryAcquire("r", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(taken);
+  // Every connection dies: A's pooled one fails, its retry reconnects.
+  redis_->Execute({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kNotOwner);
+}
+
+// Item 6: a timed wait keeps its deadline when Redis stalls, and a wait with
+// time left rides out a short outage.
+class SafetyFaults : public ::testing::Test {
+ protected:
+  RedisServer server_;
+  std::shared_ptr<RedisClient> Redis(milliseconds command_timeout) {
+    RedisOptions o;
+    o.url = server_.url();
+    o.command_timeout = command_timeout;
+    o.connect_timeout = command_timeout;
+    return std::make_shared<RedisClient>(o);
+  }
+};
+
+TEST_F(SafetyFaults, TimedWaitKeepsItsDeadlineWhileRedisStalls) {
+  LockClient holder(Redis(seconds(5)));
+  LockClient waiter(Redis(seconds(5)));
+  AcquireResult held = holder.TryAcquire("stall");
+  ASSERT_TRUE(held);
+  ASSERT_FALSE(waiter.TryAcquire("stall"));  // has reached Redis
+  server_.Pause();
+  const auto start = steady_clock::now();
+  AcquireResult r = waiter.AcquireFor("stall", milliseconds(100));
+  const auto took = steady_clock::now() - start;
+  server_.Resume();
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_FALSE(r.last_error.empty());
+  // Documented bound: 100 ms + kMinAttemptBudget + kGiveUpBudget; the old
+  // code waited out the 5 s command timeout, twice.
+  EXPECT_LT(took, milliseconds(2500))
+      << std::chrono::duration_cast<milliseconds>(took).count() << " ms";
+}
+
+TEST_F(SafetyFaults, WaitRidesOutAShortOutage) {
+  LockClient holder(Redis(seconds(2)));
+  LockClient waiter(Redis(seconds(2)));
+  AcquireResult held = holder.TryAcquire("ride", {.lease = milliseconds(1000)});
+  ASSERT_TRUE(held);
+  Lease lease;
+  std::string error;
+  std::thread waiting([&] {
+    try {
+      lease = waiter.Acquire("ride");  // no wait limit
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  // Redis goes away while the waiter waits, and comes back (empty). The
+  // server is restarted from this thread: it dies with the thread that
+  // started it.
+  std::this_thread::sleep_for(milliseconds(200));
+  server_.Stop();
+  std::this_thread::sleep_for(milliseconds(1500));
+  server_.Start();
+  waiting.join();
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(lease.held());
+  EXPECT_GT(waiter.stats().outage_waits, 0u);
+}
+
+TEST_F(SafetyFaults, OutageLongerThanTheGraceIsAnError) {
+  LockClient holder(Redis(seconds(2)));
+  LockClient waiter(Redis(milliseconds(200)),
+                    {.outage_grace = milliseconds(300)});
+  AcquireResult held = holder.TryAcquire("long");
+  ASSERT_TRUE(held);
+  ASSERT_FALSE(waiter.TryAcquire("long"));
+  server_.Stop();
+  const auto start = steady_clock::now();
+  EXPECT_THROW(waiter.Acquire("long"), Error);
+  EXPECT_LT(steady_clock::now() - start, seconds(10));
+  server_.Start();
+}
+
+TEST_F(SafetyFaults, NeverReachedRedisFailsAtOnce) {
+  server_.Stop();
+  LockClient waiter(Redis(milliseconds(500)));
+  const auto start = steady_clock::now();
+  EXPECT_THROW(waiter.AcquireFor("x", seconds(60)), Error);
+  EXPECT_LT(steady_clock::now() - start, seconds(10));
+  server_.Start();
+}
+
+// Item 8: a full Redis (maxmemory, noeviction) refuses a new grant before
+// the script runs — never half-way — and still lets holders give back.
+TEST_F(Safety, FullRedisRefusesGrantsCleanlyAndStillReleases) {
+  auto client = NewClient();
+  AcquireResult held = client->TryAcquire("kept");
+  ASSERT_TRUE(held);
+  auto other = NewClient();
+  ASSERT_FALSE(other->TryAcquire("kept"));
+  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});  // full at once
+  try {
+    other->TryAcquire("new-lock");
+    ADD_FAILURE() << "a full Redis granted a lock";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("OOM"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(redis_->Execute({"EXISTS", LockKey("new-lock")}).integer, 0);
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_FALSE(client->Inspect("kept").locked);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
