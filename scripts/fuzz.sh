@@ -5,7 +5,7 @@
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
 #
-#   TARGET        unlock_codec, job, config (default: all three)
+#   TARGET        unlock_codec, job, config, resource_key (default: all)
 #   --seconds N   fuzzing time per target (default: $LOCKFLEET_FUZZ_SECONDS,
 #                 else 30)
 #   --build-only  build, run nothing
@@ -27,7 +27,7 @@ usage() {
   exit "${1:-2}"
 }
 
-ALL_TARGETS=(unlock_codec job config)
+ALL_TARGETS=(unlock_codec job config resource_key)
 seconds="${LOCKFLEET_FUZZ_SECONDS:-30}"
 build_only=false
 targets=()
@@ -79,7 +79,11 @@ run_one() {
   local corpus="$dir/corpus/$target" artifacts="$dir/artifacts/$target"
   mkdir -p "$corpus" "$artifacts"
   local dict=()
-  [[ "$target" == config ]] || dict=(-dict="$LOCKFLEET_ROOT/fuzz/json.dict")
+  case "$target" in
+    config) ;;
+    resource_key) dict=(-dict="$LOCKFLEET_ROOT/fuzz/resource_key.dict") ;;
+    *) dict=(-dict="$LOCKFLEET_ROOT/fuzz/json.dict") ;;
+  esac
   # -rss_limit_mb: the decoders must not need much; -timeout: one input
   # taking 10 s is a hang; -max_len: room for oversized records (the unlock
   # decoder's 16 KiB limit) without making every input huge.

@@ -475,5 +475,112 @@ TEST_F(RunnerTest, AFailedOccurrenceIsRecordedNotRepeated) {
   EXPECT_NE(history.elements[0].str.find(" failed "), std::string::npos);
 }
 
+// --- keys and grants (issue 13, items 3 and 5) -------------------------------
+
+// A job id with '}' and ':' used to write its done marker over the stock of
+// another product: lock "A", id "1}:stock" gave
+// "lockfleet:res:{A}:job:1}:stock", the stock key of product "A}:job:1".
+TEST_F(RunnerTest, AJobIdCannotReachAnotherProductsStock) {
+  SeedStock(*redis_, "lockfleet", "A", 5);
+  SeedStock(*redis_, "lockfleet", "A}:job:1", 5);
+  auto runner = NewRunner();
+  EXPECT_EQ(runner->Run(Purchase("1}:stock", "A"), JobSource::kKafka, {}),
+            JobResult::kOk);
+  EXPECT_EQ(redis_
+                ->Execute({"GET", FencedResource::KeyOf("lockfleet", "A}:job:1",
+                                                        {"stock"})})
+                .str,
+            "5");
+  EXPECT_TRUE(AuditStock(*redis_, "lockfleet", "A}:job:1").consistent());
+  EXPECT_EQ(AuditStock(*redis_, "lockfleet", "A").sold, 1);
+}
+
+// Two jobs on different locks used to share a done marker, and the second
+// was skipped as a duplicate of the first.
+TEST_F(RunnerTest, JobsOnDifferentLocksNeverShareADoneMarker) {
+  auto runner = NewRunner();
+  Job first{.id = "y", .lock = "A}:job:x", .type = "sleep"};
+  first.payload["ms"] = {config::Scalar::Type::kInteger, "0"};
+  Job second = first;
+  second.id = "x}:job:y";
+  second.lock = "A";
+  EXPECT_NE(runner->DoneKey(first.lock, first.id),
+            runner->DoneKey(second.lock, second.id));
+  EXPECT_EQ(runner->Run(first, JobSource::kKafka, {}), JobResult::kOk);
+  EXPECT_EQ(runner->Run(second, JobSource::kKafka, {}), JobResult::kOk);
+  EXPECT_EQ(runner->Run(second, JobSource::kKafka, {}), JobResult::kDuplicate);
+  EXPECT_EQ(runner->DoneKey("A", "x}:job:y"),
+            "lockfleet:res:{A}:job:x%7D%3Ajob%3Ay");
+}
+
+// Schedule "x:history" used to read the history list of schedule "x" (on
+// the same lock) as its marker, and failed on it for ever.
+TEST_F(RunnerTest, SchedulesOnOneLockKeepTheirOwnMarkersAndHistories) {
+  config::ScheduleConfig x = Every("x");
+  x.lock = "shared";
+  config::ScheduleConfig x_history = Every("x:history");
+  x_history.lock = "shared";
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  auto runner = NewRunner();
+  EXPECT_EQ(runner->RunOccurrence(x, due, {}).result, JobResult::kOk);
+  EXPECT_EQ(runner->RunOccurrence(x_history, due, {}).result, JobResult::kOk);
+  EXPECT_NE(runner->ScheduleHistoryKey(x),
+            runner->ScheduleHistoryKey(x_history));
+  for (const auto* schedule : {&x, &x_history}) {
+    EXPECT_EQ(redis_->Execute({"LLEN", runner->ScheduleHistoryKey(*schedule)})
+                  .integer,
+              1)
+        << schedule->name;
+  }
+}
+
+// The runner that gets a schedule's lock claims the schedule's resource
+// before it runs anything: a grant older than one the resource has seen (a
+// rolled-back token, a stale lease) runs nothing and comes back later.
+TEST_F(RunnerTest, AnOccurrenceWhoseGrantIsStaleRunsNothing) {
+  std::atomic<int> calls{0};
+  handlers_->Register("counted", {.run = [&](JobContext&) {
+                        ++calls;
+                        return JobResult::kOk;
+                      }});
+  const config::ScheduleConfig schedule = Every("report", "counted");
+  FencedResource resource(redis_, schedule.lock);
+  ASSERT_TRUE(
+      resource.Claim({.fence = FencedResource::kMaxFence, .owner = "future"})
+          .accepted);
+  auto runner = NewRunner();
+  const OccurrenceResult result = runner->RunOccurrence(
+      schedule, SysMillis{milliseconds(1'700'000'000'000)}, {});
+  EXPECT_FALSE(result.result.has_value());
+  EXPECT_GT(result.retry_after, milliseconds(0));
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(
+      redis_->Execute({"LLEN", runner->ScheduleHistoryKey(schedule)}).integer,
+      0);
+  EXPECT_FALSE(LockClient(redis_).Inspect(schedule.lock).locked);
+  EXPECT_EQ(resource.HighestFence(), FencedResource::kMaxFence);
+}
+
+// A runner's claim is its lease's grant: a second claim or write with the
+// same token from another owner is refused while the occurrence runs.
+TEST_F(RunnerTest, AnOccurrenceClaimsTheScheduleResourceForItsGrant) {
+  std::optional<FenceGrant> seen;
+  std::optional<FenceGrant> highest;
+  handlers_->Register("peek", {.run = [&](JobContext& context) {
+                        seen = FenceGrant::Of(context.lease);
+                        highest = context.resource.HighestGrant();
+                        return JobResult::kOk;
+                      }});
+  const config::ScheduleConfig schedule = Every("report", "peek");
+  auto runner = NewRunner();
+  EXPECT_EQ(runner
+                ->RunOccurrence(schedule,
+                                SysMillis{milliseconds(1'700'000'000'000)}, {})
+                .result,
+            JobResult::kOk);
+  ASSERT_TRUE(seen && highest);
+  EXPECT_EQ(*highest, *seen);  // claimed before the handler ran
+}
+
 }  // namespace
 }  // namespace lockfleet::worker

@@ -15,7 +15,7 @@ namespace lockfleet::worker {
 namespace {
 
 // KEYS: stock, sales, done marker. ARGV: job id, buyer, marker TTL (ms).
-// Runs inside FencedResource::Eval: only when the caller's fence is current.
+// Runs inside FencedResource::Eval: only when the caller's grant may write.
 constexpr std::string_view kPurchase = R"lua(
 if redis.call('EXISTS', KEYS[3]) == 1 then return 'duplicate' end
 local stock = tonumber(redis.call('GET', KEYS[1]))
@@ -32,17 +32,18 @@ return 'sold'
 
 constexpr int64_t kMaxSleepMs = 3'600'000;
 
-std::string ResourceKey(std::string_view prefix, std::string_view lock,
-                        std::string_view suffix) {
-  return FencedResource::KeyOf(prefix, lock, suffix);
+// One of the product's keys (a constant part: no caller data).
+std::string ProductKey(std::string_view prefix, std::string_view lock,
+                       std::string_view part) {
+  return FencedResource::KeyOf(prefix, lock, {part});
 }
 
 JobResult Purchase(JobContext& context) {
   const std::string buyer =
       GetString(context.job.payload, "buyer").value_or(context.job.id);
   const FenceResult result = context.resource.Eval(
-      context.lease.fence(), kPurchase,
-      {context.resource.Key("stock"), context.resource.Key("sales"),
+      context.lease, kPurchase,
+      {context.resource.Key({"stock"}), context.resource.Key({"sales"}),
        context.done_key},
       {context.job.id, buyer, std::to_string(context.dedup_ttl.count())});
   if (!result.accepted) {
@@ -50,7 +51,10 @@ JobResult Purchase(JobContext& context) {
     // written. Throwing retries under a fresh hold.
     throw std::runtime_error(
         "stale fencing token " + std::to_string(context.lease.fence()) +
-        " (resource has seen " + std::to_string(result.highest_fence) + ")");
+        " (resource has seen " + std::to_string(result.highest_fence) +
+        (result.highest_fence == context.lease.fence() ? " from another grant"
+                                                       : "") +
+        ")");
   }
   const std::string& outcome = result.reply.str;
   if (outcome == "sold") return JobResult::kOk;
@@ -103,9 +107,9 @@ void SeedStock(RedisClient& redis, std::string_view key_prefix,
                std::string_view product_lock, int64_t units) {
   const std::string units_text = std::to_string(units);
   redis.Pipeline({
-      {"SET", ResourceKey(key_prefix, product_lock, "stock"), units_text},
-      {"SET", ResourceKey(key_prefix, product_lock, "initial"), units_text},
-      {"DEL", ResourceKey(key_prefix, product_lock, "sales")},
+      {"SET", ProductKey(key_prefix, product_lock, "stock"), units_text},
+      {"SET", ProductKey(key_prefix, product_lock, "initial"), units_text},
+      {"DEL", ProductKey(key_prefix, product_lock, "sales")},
   });
 }
 
@@ -120,9 +124,9 @@ bool StockAudit::consistent() const {
 StockAudit AuditStock(RedisClient& redis, std::string_view key_prefix,
                       std::string_view product_lock) {
   const std::vector<Reply> replies = redis.Pipeline({
-      {"GET", ResourceKey(key_prefix, product_lock, "initial")},
-      {"GET", ResourceKey(key_prefix, product_lock, "stock")},
-      {"HLEN", ResourceKey(key_prefix, product_lock, "sales")},
+      {"GET", ProductKey(key_prefix, product_lock, "initial")},
+      {"GET", ProductKey(key_prefix, product_lock, "stock")},
+      {"HLEN", ProductKey(key_prefix, product_lock, "sales")},
   });
   const auto integer = [](const Reply& reply) -> int64_t {
     if (reply.type == Reply::Type::kInteger) return reply.integer;

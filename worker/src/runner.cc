@@ -49,6 +49,9 @@ redis.call('SET', KEYS[1], ARGV[1])
 return 1
 )lua";
 
+// KEYS: marker. The last occurrence done, or nil.
+constexpr std::string_view kReadMarker = "return redis.call('GET', KEYS[1])";
+
 std::string Describe(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -108,14 +111,13 @@ std::string JobRunner::DeadLetterKey() const {
 
 std::string JobRunner::DoneKey(std::string_view lock,
                                std::string_view id) const {
-  return FencedResource::KeyOf(options_.key_prefix, lock,
-                               "job:" + std::string(id));
+  return FencedResource::KeyOf(options_.key_prefix, lock, {"job", id});
 }
 
 std::string JobRunner::ScheduleHistoryKey(
     const config::ScheduleConfig& schedule) const {
   return FencedResource::KeyOf(options_.key_prefix, schedule.lock,
-                               "schedule:" + schedule.name + ":history");
+                               {"schedule", schedule.name, "history"});
 }
 
 void JobRunner::Report(JobSource source, std::string_view type,
@@ -361,7 +363,7 @@ OccurrenceResult JobRunner::RunOccurrence(
   const int64_t due_ms = due.time_since_epoch().count();
   try {
     FencedResource resource(redis_, schedule.lock, options_.key_prefix);
-    const std::string marker = resource.Key("schedule:" + schedule.name);
+    const std::string marker = resource.Key({"schedule", schedule.name});
     // The marker only ever grows, so reading it without the lock is enough
     // to skip an occurrence that is done (it is checked again under it).
     const auto done = [&] {
@@ -378,7 +380,27 @@ OccurrenceResult JobRunner::RunOccurrence(
       return out;
     }
     Lease lease = std::move(got.lease);
-    if (done()) return finish(JobResult::kDuplicate);
+    // Checked again under the lock, in one script with a claim: from here on
+    // a stale runner's late record (an older grant) is refused, and a grant
+    // that is stale already — or repeats another grant's token after a
+    // Redis rollback — runs nothing. No extra round trip: the check was due.
+    const FenceResult claimed = resource.Eval(lease, kReadMarker, {marker}, {});
+    if (!claimed.accepted) {
+      if (options_.log) {
+        options_.log(LogLevel::kWarning,
+                     "schedule " + schedule.name + ": the lock's grant " +
+                         std::to_string(lease.fence()) +
+                         " is stale (the resource has seen " +
+                         std::to_string(claimed.highest_fence) +
+                         "); trying again");
+      }
+      lease.Release();
+      out.retry_after = milliseconds(50);
+      return out;
+    }
+    if (!claimed.reply.is_nil() && std::stoll(claimed.reply.str) >= due_ms) {
+      return finish(JobResult::kDuplicate);
+    }
     // The occurrence is this job's identity: one id per firing.
     const Job job{.id = schedule.name + "@" + std::to_string(due_ms),
                   .lock = schedule.lock,
@@ -421,7 +443,7 @@ OccurrenceResult JobRunner::RunOccurrence(
     FenceResult recorded;
     if (!RetryWhileRedisDown(
             [&] {
-              recorded = resource.Eval(lease.fence(), kRecordOccurrence,
+              recorded = resource.Eval(lease, kRecordOccurrence,
                                        {marker, ScheduleHistoryKey(schedule)},
                                        {std::to_string(due_ms), entry,
                                         std::to_string(kHistoryKeep)});

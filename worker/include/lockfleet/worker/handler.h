@@ -11,8 +11,14 @@
 // a partition) may still be running when another worker already holds the
 // lock. Writes to shared state must therefore go through
 // `context.resource` (a FencedResource for the job's lock) with
-// `context.lease.fence()`: a stale holder's write is refused. Throw when
-// that happens; the retry re-acquires the lock and re-checks.
+// `context.lease` (its grant: fencing token and owner): a stale holder's
+// write is refused, and so is another grant's that repeats the token after
+// a Redis rollback. Throw when that happens; the retry re-acquires the lock
+// and re-checks. A handler that reads the resource before its first fenced
+// write, or works a while first, calls context.resource.Claim(context.lease)
+// at its start (fenced_resource.h, "Claim"); the worker does not claim for
+// it, as the claim leaves a fence key per lock name for good. Make keys
+// with context.resource.Key({"part", id}): ids go in parts of their own.
 //
 // Exactly-once effects. The worker marks a job done (context.done_key) after
 // the handler returns, so a crash between the two re-runs the handler when
@@ -53,7 +59,7 @@ namespace lockfleet::worker {
 struct JobContext {
   const Job& job;
   JobSource source;
-  const Lease& lease;           // held for the whole call; fence() is the token
+  const Lease& lease;           // held for the whole call; the grant to fence
   FencedResource& resource;     // the resource guarded by job.lock
   RedisClient& redis;           // for reads and unfenced bookkeeping
   const Settings& settings;     // worker.handlers[<name>] from the config

@@ -17,7 +17,10 @@
 // every worker of the fleet calls it for the same occurrence time. It only
 // *tries* the schedule's lock, so no worker thread sits waiting while another
 // worker runs a long job. The one that gets the lock checks the schedule's
-// marker (the last occurrence done) and runs the handler only if this
+// marker (the last occurrence done) in a fenced script that also claims the
+// schedule's resource for its grant (FencedResource::Claim: from then on a
+// stale runner's late record is refused, and a grant found stale runs
+// nothing and retries) and runs the handler only if this
 // occurrence is newer; success or failure, it then records the occurrence
 // in the marker and in a history list, fenced in one script (a stale holder
 // cannot record it). The others get `retry_after` (the holder's remaining
@@ -107,10 +110,14 @@ class JobRunner {
 
   // "<prefix>:jobs:dead": the dead-letter list.
   std::string DeadLetterKey() const;
-  // The done marker of job `id` run under `lock`.
+  // The done marker of job `id` run under `lock`:
+  // FencedResource::KeyOf(prefix, lock, {"job", id}), i.e.
+  // "<prefix>:res:{<lock>}:job:<id>" with lock and id encoded, so no job's
+  // lock or id can name another job's marker or another key of a resource.
   std::string DoneKey(std::string_view lock, std::string_view id) const;
-  // The history list of a schedule: newest first, "<due ms> <worker>
-  // <result> <duration ms>" per entry, the last 100 kept.
+  // The history list of a schedule, KeyOf(prefix, lock, {"schedule", name,
+  // "history"}): newest first, "<due ms> <worker> <result> <duration ms>"
+  // per entry, the last 100 kept. Its marker is {"schedule", name}.
   std::string ScheduleHistoryKey(const config::ScheduleConfig& schedule) const;
 
   const RunnerOptions& options() const { return options_; }
