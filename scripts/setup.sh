@@ -16,7 +16,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
   # libraries
   libhiredis-dev librdkafka-dev libyaml-cpp-dev prometheus-cpp-dev
-  libcli11-dev libspdlog-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev
   # HMAC-SHA256 of unlock events (kafka.event_key)
   libssl-dev
   # tests and benchmarks
