@@ -1,6 +1,9 @@
 // Timed, blocking and cancellable acquisition; parking, wake-ups and their
-// bounds. Parks use a huge park_cap wherever a test must prove that a
-// *wake-up* (not a bound) got the waiter the lock.
+// bounds. Wherever a test must prove that a *wake-up* (not a bound) got the
+// waiter the lock, its parks are bounded far beyond the test's time scale
+// (Unbounded(): a huge park_cap, and presence windows so long that a fair
+// waiter's presence refresh, every presence_window / 3, comes after 30 s),
+// so "woken, not by a bound" cannot depend on how loaded the machine is.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,7 +24,66 @@ using Steady = std::chrono::steady_clock;
 
 constexpr milliseconds kNoCap{600000};  // parks end only by wake-up or TTL
 
-class Waiting : public LockTest {};
+// Options whose every park bound is at least 30 s: park_cap, and the fair
+// presence refresh (presence_window / 3). The claim window must lie in
+// (presence / 3, presence].
+LockClientOptions Unbounded(LockClientOptions o = {}) {
+  o.park_cap = kNoCap;
+  o.presence_window = seconds(90);
+  o.claim_window = seconds(90);
+  return o;
+}
+
+class Waiting : public LockTest {
+ protected:
+  struct EventRun {
+    AcquireStatus status = AcquireStatus::kTimedOut;
+    int attempts = 0;
+    LockStats stats;  // the waiter's
+    std::chrono::nanoseconds waited{0};
+  };
+
+  // One AcquireFor(name, timeout) by a fresh waiter (barging, every park
+  // bound beyond 30 s) while another client, which publishes nothing, holds
+  // the lock. In the window between the waiter's failed attempt and its
+  // park, the holder releases and an unlock event for `name` is delivered to
+  // the waiter, carrying the waiter's own client_id (`own_event`) or another
+  // one. A wake that event causes is kept by the waiter's slot and ends the
+  // park at once; nothing else can wake it before `timeout`. An event for
+  // another lock is delivered first, and must not wake it either.
+  static EventRun AcquireWithAnEventInTheWindow(const std::string& name,
+                                                bool own_event,
+                                                milliseconds timeout) {
+    auto holder = NewClient();
+    auto waiter = NewClient(Unbounded());
+    AcquireResult held = holder->TryAcquire(name, {.lease = seconds(60)});
+    EXPECT_TRUE(held);
+    UnlockEvent event;
+    event.lock = name;
+    event.owner = held.lease.owner();
+    event.fence = held.lease.fence();
+    event.client_id = own_event ? waiter->client_id() : "another-client";
+    UnlockEvent elsewhere = event;
+    elsewhere.lock = name + ":other";
+    elsewhere.client_id = "another-client";
+    waiter->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
+      if (!held.lease.held()) return;  // first failed attempt only
+      (void)held.lease.Release();
+      waiter->DeliverUnlockEvent(elsewhere);
+      waiter->DeliverUnlockEvent(event);
+    });
+    EventRun run;
+    auto start = Steady::now();
+    AcquireResult r = waiter->AcquireFor(name, timeout, {.fair = false});
+    run.waited = Steady::now() - start;
+    waiter->SetAfterFailedAttemptHookForTesting(nullptr);
+    run.status = r.status;
+    run.attempts = r.attempts;
+    run.stats = waiter->stats();
+    if (r) (void)r.lease.Release();
+    return run;
+  }
+};
 
 TEST_F(Waiting, TimedWaitReturnsAtItsDeadline) {
   auto holder = NewClient();
@@ -61,7 +123,7 @@ TEST_F(Waiting, ZeroTimeoutMakesExactlyOneAttempt) {
 }
 
 TEST_F(Waiting, SameProcessReleaseWakesAParkedWaiterDirectly) {
-  auto client = NewClient({.park_cap = kNoCap});
+  auto client = NewClient(Unbounded());
   AcquireResult held = client->TryAcquire("hot");
   ASSERT_TRUE(held);
   auto waiter = std::async(std::launch::async, [&] {
@@ -74,11 +136,11 @@ TEST_F(Waiting, SameProcessReleaseWakesAParkedWaiterDirectly) {
   ASSERT_TRUE(r);
   LockStats s = client->stats();
   EXPECT_EQ(s.wakeups_local, 1u);
-  EXPECT_EQ(s.wakeups_bound, 0u);  // the 30 s TTL bound was never reached
+  EXPECT_EQ(s.wakeups_bound, 0u);  // no park reached its 30 s bound
 }
 
 TEST_F(Waiting, ReleaseWakesOneWaiterAtATimeAndEveryoneGetsATurn) {
-  auto client = NewClient({.park_cap = kNoCap});
+  auto client = NewClient(Unbounded());
   AcquireResult held = client->TryAcquire("q");
   ASSERT_TRUE(held);
   constexpr int kWaiters = 4;
@@ -106,8 +168,8 @@ TEST_F(Waiting, UnlockEventWakesAWaiterInAnotherClient) {
   LoopbackBus bus;
   auto bus_ptr =
       std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
-  auto a = NewClient({.park_cap = kNoCap, .publisher = bus_ptr});
-  auto b = NewClient({.park_cap = kNoCap, .publisher = bus_ptr});
+  auto a = NewClient(Unbounded({.publisher = bus_ptr}));
+  auto b = NewClient(Unbounded({.publisher = bus_ptr}));
   bus.Subscribe(a.get());
   bus.Subscribe(b.get());
   AcquireResult held = a->TryAcquire("x");
@@ -124,20 +186,29 @@ TEST_F(Waiting, UnlockEventWakesAWaiterInAnotherClient) {
   bus.Unsubscribe(b.get());
 }
 
+// An event this client published itself must not wake its own waiters
+// (they were woken directly when it released). The control shows that the
+// very same event from another client does wake the parked waiter, so the
+// first case fails if own events are not ignored: the wake would end the
+// park at once instead of at its 300 ms bound.
 TEST_F(Waiting, OwnEventsAreIgnored) {
-  auto client = NewClient({.park_cap = kNoCap});
-  UnlockEvent self;
-  self.lock = "x";
-  self.client_id = client->client_id();
-  client->DeliverUnlockEvent(self);
-  UnlockEvent junk;  // an event for a lock nobody waits on costs nothing
-  junk.lock = std::string(5000, 'z');
-  client->DeliverUnlockEvent(junk);
-  EXPECT_EQ(client->stats().events_received, 2u);
+  EventRun foreign =
+      AcquireWithAnEventInTheWindow("ev:foreign", false, seconds(60));
+  EXPECT_EQ(foreign.status, AcquireStatus::kAcquired);
+  EXPECT_EQ(foreign.attempts, 2);
+  EXPECT_EQ(foreign.stats.wakeups_event, 1u);
+  EXPECT_EQ(foreign.stats.wakeups_bound, 0u);
+
+  EventRun own =
+      AcquireWithAnEventInTheWindow("ev:own", true, milliseconds(300));
+  EXPECT_EQ(own.stats.events_received, 2u);  // delivered ...
+  EXPECT_EQ(own.stats.wakeups_event, 0u);    // ... and ignored:
+  EXPECT_EQ(own.stats.wakeups_bound, 1u);    // parked until its bound
+  EXPECT_GE(own.waited, milliseconds(300));
 }
 
 TEST_F(Waiting, LostEventCostsLatencyBoundedByTheHoldersTtl) {
-  auto waiter = NewClient({.park_cap = kNoCap});
+  auto waiter = NewClient(Unbounded());
   // A holder that crashed: its lock has 300 ms left and nobody will release
   // it or publish anything.
   redis_->Execute({"HSET", LockKey("crashed"), "owner", "dead", "count", "1",
@@ -146,7 +217,8 @@ TEST_F(Waiting, LostEventCostsLatencyBoundedByTheHoldersTtl) {
   auto start = Steady::now();
   AcquireResult r = waiter->AcquireFor("crashed", seconds(60));
   ASSERT_TRUE(r);
-  EXPECT_LT(Steady::now() - start, seconds(20));  // not the 10-minute cap
+  // Neither the 10-minute cap nor the 30 s presence refresh: the TTL.
+  EXPECT_LT(Steady::now() - start, seconds(20));
   EXPECT_GE(waiter->stats().wakeups_bound, 1u);
 }
 
@@ -164,7 +236,7 @@ TEST_F(Waiting, ParkCapBoundsEveryPark) {
 // unbounded park, a lost wake-up would leave the waiter parked until the
 // 60 s timeout and the test would fail.
 TEST_F(Waiting, ReleaseBetweenFailedAttemptAndParkIsNotLost) {
-  auto client = NewClient({.park_cap = kNoCap});
+  auto client = NewClient(Unbounded());
   for (int i = 0; i < 50; ++i) {
     std::string name = "race:" + std::to_string(i);
     AcquireResult held = client->TryAcquire(name);
@@ -190,8 +262,8 @@ TEST_F(Waiting, EventBetweenFailedAttemptAndParkIsNotLost) {
   LoopbackBus bus;
   auto bus_ptr =
       std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
-  auto holder = NewClient({.publisher = bus_ptr});
-  auto waiter = NewClient({.park_cap = kNoCap});
+  auto holder = NewClient(Unbounded({.publisher = bus_ptr}));
+  auto waiter = NewClient(Unbounded());
   bus.Subscribe(waiter.get());
   for (int i = 0; i < 30; ++i) {
     std::string name = "erace:" + std::to_string(i);
@@ -214,7 +286,7 @@ TEST_F(Waiting, EventBetweenFailedAttemptAndParkIsNotLost) {
 
 TEST_F(Waiting, CancellationStopsATimedWait) {
   auto holder = NewClient();
-  auto waiter = NewClient({.park_cap = kNoCap});
+  auto waiter = NewClient(Unbounded());
   AcquireResult held = holder->TryAcquire("c");
   std::stop_source stop;
   auto fut = std::async(std::launch::async, [&] {
@@ -233,7 +305,7 @@ TEST_F(Waiting, CancellationStopsATimedWait) {
 
 TEST_F(Waiting, CancellationStopsABlockingAcquire) {
   auto holder = NewClient();
-  auto waiter = NewClient({.park_cap = kNoCap});
+  auto waiter = NewClient(Unbounded());
   AcquireResult held = holder->TryAcquire("c");
   std::stop_source stop;
   auto fut = std::async(std::launch::async, [&] {
@@ -250,7 +322,7 @@ TEST_F(Waiting, CancellationStopsABlockingAcquire) {
 }
 
 TEST_F(Waiting, CancelledWaiterPassesItsWakeOn) {
-  auto client = NewClient({.park_cap = kNoCap});
+  auto client = NewClient(Unbounded());
   AcquireResult held = client->TryAcquire("p");
   std::stop_source stop_first;
   auto first = std::async(std::launch::async, [&] {
@@ -270,7 +342,7 @@ TEST_F(Waiting, CancelledWaiterPassesItsWakeOn) {
 
 TEST_F(Waiting, ForceUnlockWakesWaiters) {
   auto holder = NewClient();
-  auto admin_and_waiter = NewClient({.park_cap = kNoCap});
+  auto admin_and_waiter = NewClient(Unbounded());
   AcquireResult held = holder->TryAcquire("stuck");
   ASSERT_TRUE(held);
   auto waiter = std::async(std::launch::async, [&] {

@@ -1,11 +1,20 @@
 // The lease watchdog: renewal keeps a lock past its lease; a lost lease is
 // reported (callback, lost(), counter); cancellation at release is race-free.
+//
+// Time: a test about *when* the watchdog acts (a renewal falls due, a lease
+// runs out) drives a FakeClock and gives Redis a 30 s lease, so no renewal
+// or expiry depends on how fast a loaded machine runs: moving the fake clock
+// past lease/3 makes a renewal due (the watchdog notices within its 1 s idle
+// wait, or at once when an acquisition wakes it), and past the lease makes
+// it run out. Only a test that needs Redis itself to keep the key past its
+// lease uses a real lease, of several seconds.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "lock_fixture.h"
+#include "support/fake_clock.h"
 #include "support/loopback_bus.h"
 #include "support/wait_until.h"
 
@@ -14,6 +23,11 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+// The lease of fake-clock tests: Redis keeps the key this long in real time,
+// far beyond any test, while the fake clock decides renewals and expiry.
+constexpr milliseconds kLease{30000};
+constexpr auto kRenewalDue = kLease / 3 + milliseconds(1);
 
 class Watchdog : public LockTest {};
 
@@ -28,19 +42,23 @@ struct LostProbe {
   }
 };
 
+// Real time and a real Redis TTL: the renewal (due after 1 s) has 2 s to land
+// before the 3 s lease would run out, even under TSan on a loaded machine.
 TEST_F(Watchdog, KeepsTheLockPastItsLease) {
-  auto holder = NewClient({.default_lease = milliseconds(500)});
+  constexpr milliseconds kRealLease{3000};
+  auto holder = NewClient({.default_lease = kRealLease});
   auto rival = NewClient();
   AcquireResult r = holder->TryAcquire("long-job");
   ASSERT_TRUE(r);
-  // Hold for more than three leases; the rival must never get in.
-  auto until = std::chrono::steady_clock::now() + milliseconds(1700);
+  // Hold past the lease; the rival must never get in.
+  auto until =
+      std::chrono::steady_clock::now() + kRealLease + milliseconds(500);
   while (std::chrono::steady_clock::now() < until) {
     ASSERT_FALSE(rival->TryAcquire("long-job")) << "lock expired while held";
-    std::this_thread::sleep_for(milliseconds(50));
+    std::this_thread::sleep_for(milliseconds(100));
   }
   EXPECT_FALSE(r.lease.lost());
-  EXPECT_GE(holder->stats().renewals, 3u);
+  EXPECT_GE(holder->stats().renewals, 1u);
   EXPECT_EQ(holder->stats().leases_lost, 0u);
   EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
 }
@@ -54,18 +72,29 @@ TEST_F(Watchdog, ExplicitLeaseIsNotRenewed) {
 }
 
 TEST_F(Watchdog, TellsTheHolderWhenTheLockIsTakenAway) {
-  auto holder = NewClient({.default_lease = milliseconds(300)});
+  auto clock = std::make_shared<FakeClock>();
+  auto holder = NewClient({.default_lease = kLease, .clock = clock});
   LostProbe probe;
   AcquireResult r = holder->TryAcquire("victim", {.on_lost = probe.callback()});
   ASSERT_TRUE(r);
   // Somebody deletes the key behind our back (an operator, a failover).
   redis_->Execute({"DEL", LockKey("victim")});
+  // A renewal falls due a third into the lease: only its "not ours" answer
+  // can end the grant, the lease itself has 20 s left.
+  clock->Advance(kRenewalDue);
   ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
   EXPECT_EQ(probe.fence.load(), r.lease.fence());
   EXPECT_TRUE(r.lease.lost());
   EXPECT_EQ(holder->stats().leases_lost, 1u);
-  std::this_thread::sleep_for(milliseconds(300));
-  EXPECT_EQ(probe.calls.load(), 1);  // once per grant
+  EXPECT_EQ(holder->stats().renewals, 0u);
+  // Once per grant: the watchdog goes on (it renews another lock a round
+  // later) without a second call.
+  AcquireResult witness = holder->TryAcquire("witness");
+  ASSERT_TRUE(witness);
+  clock->Advance(kRenewalDue);
+  ASSERT_TRUE(WaitUntil([&] { return holder->stats().renewals >= 1; }));
+  EXPECT_EQ(probe.calls.load(), 1);
+  EXPECT_EQ(holder->stats().leases_lost, 1u);
 }
 
 TEST_F(Watchdog, TellsTheHolderWhenTheExplicitLeaseRunsOut) {
@@ -79,15 +108,22 @@ TEST_F(Watchdog, TellsTheHolderWhenTheExplicitLeaseRunsOut) {
 }
 
 TEST_F(Watchdog, TellsTheHolderWhenRedisIsGoneForLongerThanTheLease) {
-  auto holder = NewClient({.default_lease = milliseconds(300)});
+  auto clock = std::make_shared<FakeClock>();
+  auto holder = NewClient({.default_lease = kLease, .clock = clock});
   LostProbe probe;
   AcquireResult r =
       holder->TryAcquire("unreachable", {.on_lost = probe.callback()});
   ASSERT_TRUE(r);
   server_->Stop();
+  clock->Advance(kRenewalDue);
+  ASSERT_TRUE(WaitUntil([&] { return holder->stats().renewal_failures >= 1; }));
+  // Gone for less than the lease: a failed renewal alone loses nothing.
+  EXPECT_FALSE(r.lease.lost());
+  EXPECT_EQ(probe.calls.load(), 0);
+  clock->Advance(kLease);  // gone for longer than the lease
   ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
   EXPECT_TRUE(r.lease.lost());
-  EXPECT_GE(holder->stats().renewal_failures, 1u);
+  EXPECT_EQ(holder->stats().leases_lost, 1u);
   server_->Start();
 }
 
@@ -96,26 +132,33 @@ TEST_F(Watchdog, TellsTheHolderWhenRedisIsGoneForLongerThanTheLease) {
 // runs out, not when the stalled renewal finally gives up: by then another
 // process may have held the lock for seconds.
 TEST_F(Watchdog, TellsTheHolderOnTimeWhenRedisStalls) {
+  auto clock = std::make_shared<FakeClock>();
   RedisOptions ro;
   ro.url = server_->url();
   ro.command_timeout = std::chrono::seconds(20);
   LockClient holder(std::make_shared<RedisClient>(ro),
-                    {.default_lease = milliseconds(300)});
+                    {.default_lease = kLease, .clock = clock});
   LostProbe probe;
   AcquireResult r = holder.TryAcquire("stalled", {.on_lost = probe.callback()});
   ASSERT_TRUE(r);
-  std::this_thread::sleep_for(milliseconds(150));  // past the first renewal
-  auto paused = std::chrono::steady_clock::now();
+  const uint64_t trips = holder.redis().round_trips();
   server_->Pause();
+  clock->Advance(kRenewalDue);  // a renewal goes out, and hangs
+  bool renewing =
+      WaitUntil([&] { return holder.redis().round_trips() > trips; });
+  auto ran_out = std::chrono::steady_clock::now();
+  clock->Advance(kLease);  // the lease runs out while the renewal hangs
   bool told = WaitUntil([&] { return probe.calls.load() == 1; }, seconds(15));
-  auto took = std::chrono::steady_clock::now() - paused;
+  auto took = std::chrono::steady_clock::now() - ran_out;
   server_->Resume();
+  ASSERT_TRUE(renewing);
   ASSERT_TRUE(told);
   EXPECT_TRUE(r.lease.lost());
-  // The lease is 300 ms; the stalled renewal would only fail after 20 s.
+  // The stalled renewal would only fail after 20 s.
   EXPECT_LT(took, seconds(8));
-  std::printf("lost-lease notice %.0f ms after Redis stalled (lease 300 ms)\n",
-              std::chrono::duration<double, std::milli>(took).count());
+  std::printf(
+      "lost-lease notice %.0f ms after the lease ran out (renewal stalled)\n",
+      std::chrono::duration<double, std::milli>(took).count());
 }
 
 // Review finding: a lost-callback that destroys the client and the last
@@ -151,7 +194,9 @@ TEST_F(Watchdog, LostCallbackMayDestroyTheClientAndTheLease) {
 // TryAcquire, after the new grant was registered, so no Lease was returned
 // and the new grant was renewed forever.
 TEST_F(Watchdog, ThrowingLostCallbackCannotLeakAGrant) {
-  auto client = NewClient({.default_lease = milliseconds(300)});
+  // The default 30 s lease: no renewal (due at 10 s) notices the stale grant
+  // first, and the new grant cannot expire before its release.
+  auto client = NewClient();
   AcquireResult old_grant = client->TryAcquire(
       "leak", {.owner = "o", .on_lost = [](const std::string&, int64_t) {
                  throw std::runtime_error("callback failure");
@@ -179,8 +224,11 @@ TEST_F(Watchdog, RemoteForceUnlockEventMarksTheHolderLost) {
       "ops", {.lease = milliseconds(600000), .on_lost = probe.callback()});
   ASSERT_TRUE(r);
   admin->ForceUnlock("ops");
-  EXPECT_TRUE(r.lease.lost());
+  // The event makes the holder ask Redis at once (an explicit lease has no
+  // renewal to find out otherwise); Redis's "not ours" marks it lost.
+  EXPECT_TRUE(WaitUntil([&] { return r.lease.lost(); }));
   EXPECT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
+  EXPECT_GE(holder->stats().forced_checks, 1u);
   bus.Unsubscribe(holder.get());
 }
 
@@ -197,43 +245,69 @@ TEST_F(Watchdog, ForceUnlockInTheSameClientMarksTheLeaseLostAtOnce) {
 // Release racing the watchdog must never be mistaken for a lost lease, and a
 // renewal must never outlive the release (Redisson #7272).
 TEST_F(Watchdog, ReleaseRacingRenewalIsNeverALoss) {
-  // Renewals come every ~70 ms; holds of 0..140 ms put releases all around
-  // them.
-  auto client = NewClient({.default_lease = milliseconds(300)});
+  // Each cycle makes the grant's renewal due on the fake clock and wakes the
+  // watchdog (an acquisition of another lock does), then releases 0..2 ms
+  // later: releases land before, during and after the renewal's round trip,
+  // and no renewal is ever needed in real time (Redis keeps the key 30 s).
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.default_lease = kLease, .clock = clock});
   auto rival = NewClient();
+  const uint64_t trips_before = client->redis().round_trips();
   auto until = std::chrono::steady_clock::now() + milliseconds(2000);
   int cycles = 0;
   while (std::chrono::steady_clock::now() < until) {
     AcquireResult r = client->TryAcquire("churn");
     ASSERT_TRUE(r);
-    std::this_thread::sleep_for(milliseconds(cycles % 5 * 35));
-    ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+    clock->Advance(kRenewalDue);
+    AcquireResult kick = client->TryAcquire("kick", {.lease = kLease});
+    ASSERT_TRUE(kick);
+    std::this_thread::sleep_for(std::chrono::microseconds(cycles % 5 * 500));
+    ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased) << cycles;
     // Right after release the lock is free for anyone: no late renewal
     // resurrected it.
-    AcquireResult other =
-        rival->TryAcquire("churn", {.lease = milliseconds(60000)});
+    AcquireResult other = rival->TryAcquire("churn", {.lease = kLease});
     ASSERT_TRUE(other) << "cycle " << cycles;
     ASSERT_EQ(other.lease.Release(), ReleaseStatus::kReleased);
+    ASSERT_EQ(kick.lease.Release(), ReleaseStatus::kReleased);
     ++cycles;
   }
   EXPECT_EQ(client->stats().leases_lost, 0u);
   EXPECT_GT(cycles, 10);
+  // Four round trips per cycle are the acquisitions and releases; the rest
+  // are renewals that raced a release (and script loads).
+  std::printf("%d cycles, %llu other round trips, %llu renewals counted\n",
+              cycles,
+              static_cast<unsigned long long>(client->redis().round_trips() -
+                                              trips_before - 4ull * cycles),
+              static_cast<unsigned long long>(client->stats().renewals));
 }
 
 TEST_F(Watchdog, RenewsManyLocksInBatches) {
-  auto client = NewClient({.default_lease = milliseconds(600)});
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.default_lease = kLease, .clock = clock});
   std::vector<Lease> leases;
   for (int i = 0; i < 100; ++i) {
     leases.push_back(
         std::move(client->TryAcquire("batch:" + std::to_string(i)).lease));
     ASSERT_TRUE(leases.back().held());
   }
-  uint64_t trips_before = client->redis().round_trips();
-  uint64_t renewals_before = client->stats().renewals;
-  std::this_thread::sleep_for(milliseconds(1300));  // about six renewal rounds
+  // All 100 were taken at the same fake instant, so they fall due together.
+  const uint64_t trips_before = client->redis().round_trips();
+  const uint64_t renewals_before = client->stats().renewals;
+  constexpr int kRounds = 3;
+  for (int round = 1; round <= kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    clock->Advance(kRenewalDue);
+    // Wakes the watchdog now rather than after its idle second (two round
+    // trips of its own, subtracted below).
+    ASSERT_EQ(client->TryAcquire("kick", {.lease = kLease}).lease.Release(),
+              ReleaseStatus::kReleased);
+    auto renewed = [&] { return client->stats().renewals - renewals_before; };
+    ASSERT_TRUE(WaitUntil([&] { return renewed() >= 100u * round; }));
+  }
   uint64_t renewals = client->stats().renewals - renewals_before;
-  uint64_t trips = client->redis().round_trips() - trips_before;
-  EXPECT_GE(renewals, 200u);
+  uint64_t trips = client->redis().round_trips() - trips_before - 2u * kRounds;
+  EXPECT_EQ(renewals, 100u * kRounds);  // each lock once per round
   ASSERT_GT(trips, 0u);
   EXPECT_GE(renewals / trips, 20u)
       << renewals << " renewals in " << trips << " round trips";
