@@ -75,10 +75,6 @@ bool IsOutage(ErrorCode code) {
          code == ErrorCode::kRedisTimeout || code == ErrorCode::kRedisBusy;
 }
 
-// A single forced check per hold per this interval, however many force
-// events name it.
-constexpr Clock::Duration kForcedCheckInterval = milliseconds(100);
-
 const Reply& Element(const Reply& r, size_t i, const char* what) {
   if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
     throw Error(ErrorCode::kRedisProtocol,
@@ -91,7 +87,9 @@ const Reply& Element(const Reply& r, size_t i, const char* what) {
 
 LockCore::LockCore(std::shared_ptr<RedisClient> redis,
                    LockClientOptions options)
-    : redis_(std::move(redis)), options_(Validate(std::move(options))) {
+    : redis_(std::move(redis)),
+      options_(Validate(std::move(options))),
+      instance_(RandomClientId().substr(0, 8)) {
   if (!redis_)
     throw Error(ErrorCode::kInvalidArgument, "LockClient needs a RedisClient");
 }
@@ -124,7 +122,9 @@ std::vector<std::string> LockCore::KeysWithLatch(
 // Globally unique: hold ids and waiter ids of different clients never
 // collide, even when the clients share an owner token.
 std::string LockCore::NextRequestId() {
-  return options_.client_id + ":" +
+  // The instance part keeps ids unique when a restarted process reuses its
+  // client id while the previous run's reply latches still live.
+  return options_.client_id + ":" + instance_ + ":" +
          std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) +
                         1);
 }
@@ -715,11 +715,11 @@ void LockCore::CheckIfHeld(const std::string& name, const std::string& owner,
     auto it = held_.find({name, owner});
     if (it == held_.end() || it->second->fence != fence) return;
     HeldLock& held = *it->second;
-    const Clock::TimePoint now = options_.clock->Now();
-    if (held.lost.load() || held.released || now < held.no_check_before) return;
-    held.no_check_before = now + kForcedCheckInterval;
+    if (held.lost.load() || held.released) return;
+    // The watchdog runs it, at once or — rate-limited — at no_check_before:
+    // a flood of events costs one check per kForcedCheckInterval, and a real
+    // event right after a forged one is still checked.
     held.check_now = true;
-    forced_checks_.fetch_add(1, std::memory_order_relaxed);
   }
   watchdog_cv_.notify_one();
 }

@@ -173,9 +173,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   void WatchdogLoop();
   void RenewerLoop();
   void RenewDue(std::vector<std::shared_ptr<HeldLock>> due);
+  // At most one forced check per hold per this interval (see CheckIfHeld).
+  static constexpr Clock::Duration kForcedCheckInterval =
+      std::chrono::milliseconds(100);
 
   const std::shared_ptr<RedisClient> redis_;
   const LockClientOptions options_;
+  const std::string instance_;  // random, per LockCore: see NextRequestId
   WaitTable waits_;
 
   mutable std::mutex mu_;

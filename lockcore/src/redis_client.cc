@@ -103,6 +103,8 @@ RedisClient::Impl::Lent::~Lent() {
 std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
     std::chrono::milliseconds timeout) {
+  // A call's budget shortens the command timeout, never lengthens it.
+  if (timeout > options.command_timeout) timeout = options.command_timeout;
   const auto start = std::chrono::steady_clock::now();
   Lent conn = Borrow(timeout);
   round_trips.fetch_add(1, std::memory_order_relaxed);

@@ -54,7 +54,7 @@ local function hand_off(claim_ms)
   redis.call('LPOP', KEYS[3])
   redis.call('HDEL', KEYS[4], head)
   local fence = next_fence()
-  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head)
+  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
 end
@@ -88,7 +88,7 @@ local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local lease, hold = tonumber(ARGV[2]), 'h:' .. ARGV[3]
 if not cur[1] then
   local fence = next_fence()
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', fence, hold, 1)
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', string.format('%d', fence), hold, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   return {1, fence, 1}
 end
@@ -141,7 +141,7 @@ if not cur[1] then
       redis.call('HDEL', KEYS[4], wid)
     end
     local fence = next_fence()
-    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', fence, hold, 1)
+    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
     redis.call('PEXPIRE', KEYS[1], lease)
     return {1, fence, 1}
   end
@@ -210,7 +210,7 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   return 0
 end
 local lease = tonumber(ARGV[3])
-if redis.call('PTTL', KEYS[1]) < lease then
+if lease > 0 and redis.call('PTTL', KEYS[1]) < lease then
   redis.call('PEXPIRE', KEYS[1], lease)
 end
 return 1
@@ -239,12 +239,16 @@ const Script& ForceUnlockScript() {
   static const Script script(Source(kShrinks, R"lua(
 local first = latched()
 if first then return first end
+-- Every reply is latched, "free" and "another grant" too: else a retry of
+-- a first try that found the lock free (or not the expected grant) would
+-- remove whichever grant came in between.
+local latch_ms = tonumber(ARGV[4])
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if not cur[1] then
-  return {0, '', 0}
+  return latch({0, '', 0}, latch_ms)
 end
 if (ARGV[2] ~= '' and cur[1] ~= ARGV[2]) or (ARGV[3] ~= '0' and cur[2] ~= ARGV[3]) then
-  return {-1, cur[1], tonumber(cur[2])}
+  return latch({-1, cur[1], tonumber(cur[2])}, latch_ms)
 end
 redis.call('DEL', KEYS[1])
 local r = hand_off(tonumber(ARGV[1]))
@@ -252,7 +256,7 @@ local reply = {1, cur[1], tonumber(cur[2])}
 if r[1] == 3 then
   reply = {3, cur[1], tonumber(cur[2]), r[2], r[3], r[4]}
 end
-return latch(reply, tonumber(ARGV[4]))
+return latch(reply, latch_ms)
 )lua"));
   return script;
 }

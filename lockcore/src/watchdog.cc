@@ -81,11 +81,18 @@ void LockCore::WatchdogLoop() {
       if (held->renewing) continue;
       if (held->check_now) {
         // A force event named this grant: ask Redis now (explicit leases
-        // too: their check does not extend them).
-        held->check_now = false;
-        due_now = true;
-        renew.push_back(held);
-        continue;
+        // too: their check does not extend them), or once the rate limit
+        // allows.
+        if (now < held->no_check_before) {
+          next = std::min(next, held->no_check_before);
+        } else {
+          held->check_now = false;
+          held->no_check_before = now + kForcedCheckInterval;
+          forced_checks_.fetch_add(1, std::memory_order_relaxed);
+          due_now = true;
+          renew.push_back(held);
+          continue;
+        }
       }
       if (!held->renew) continue;
       if (held->next_check <= now) {

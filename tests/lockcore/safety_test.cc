@@ -174,6 +174,39 @@ TEST_F(Safety, ForceUnlockRetryDoesNotRemoveTheNextHoldersGrant) {
             std::to_string(b_fence));
 }
 
+// Review finding: a first try that found the lock free (or another grant
+// than expected) was not latched, so its retry removed the grant that came
+// in between.
+TEST_F(Safety, ForceUnlockRetryAfterAFreeOrMismatchReplyRemovesNothing) {
+  const std::string lock = LockKey("g");
+  const std::string fence_key = internal::FenceCounterKey("lockfleet", lock);
+  for (const std::string expect_owner : {"", "X"}) {
+    SCOPED_TRACE("expect_owner '" + expect_owner + "'");
+    redis_->Execute({"FLUSHALL"});
+    std::vector<std::string> keys{lock, fence_key, "lockfleet:{g}:queue",
+                                  "lockfleet:{g}:waiters",
+                                  "lockfleet:{g}:latch:f:req-2"};
+    auto force = [&] {
+      return redis_->Eval(internal::ForceUnlockScript(), keys,
+                          {"2000", expect_owner, "0", "10000"});
+    };
+    if (!expect_owner.empty()) {  // Y holds: not the expected grant
+      redis_->Eval(internal::AcquireScript(), {lock, fence_key},
+                   {"Y", "30000", "hy"});
+      ASSERT_EQ(force().elements[0].integer, -1);
+      redis_->Execute({"DEL", lock});
+    } else {
+      ASSERT_EQ(force().elements[0].integer, 0);  // free
+    }
+    // The grant that comes in between: X's (the expected owner, too).
+    redis_->Eval(internal::AcquireScript(), {lock, fence_key},
+                 {"X", "30000", "hx"});
+    Reply retry = force();
+    EXPECT_LE(retry.elements[0].integer, 0);  // the first reply again
+    EXPECT_EQ(redis_->Execute({"HGET", lock, "owner"}).str, "X");
+  }
+}
+
 // A waiter queued under its waiter id and then granted through its owner
 // token (a hold shared by owner token came first) must leave the queue, or a
 // later hand-off goes to a waiter that is not waiting (a stall of claim +
@@ -260,7 +293,9 @@ TEST_F(Safety, CounterKeyIsInTheLocksSlot) {
   EXPECT_EQ(internal::KeySlot("123456789"), 0x31C3 % 16384);
   EXPECT_EQ(internal::KeySlot("{user1000}.following"),
             internal::KeySlot("{user1000}.followers"));
-  EXPECT_EQ(internal::KeySlot("foo{}{bar}"), internal::KeySlot("foo{}{bar}"));
+  EXPECT_EQ(internal::KeySlot("foo{bar}{zap}"), internal::KeySlot("bar"));
+  EXPECT_EQ(internal::KeySlot("foo{{bar}}zap"), internal::KeySlot("{bar"));
+  EXPECT_NE(internal::KeySlot("foo{}{bar}"), internal::KeySlot("bar"));
   for (const std::string name :
        {"a", "sku:9", "x}y", "}lead", "", "{nested}", "order-123"}) {
     const std::string lock = "lockfleet:{" + name + "}:lock";
@@ -348,6 +383,7 @@ TEST_F(SafetyFaults, WaitRidesOutAShortOutage) {
   LockClient waiter(Redis(seconds(2)));
   AcquireResult held = holder.TryAcquire("ride", {.lease = milliseconds(1000)});
   ASSERT_TRUE(held);
+  ASSERT_FALSE(waiter.TryAcquire("ride"));  // the waiter has reached Redis
   Lease lease;
   std::string error;
   std::thread waiting([&] {
