@@ -1,0 +1,112 @@
+// Retry safety: a script the lock client runs a second time after a
+// connection failure (EvalRetryOnce) must be idempotent. hiredis cannot tell
+// whether a command whose connection broke reached the server, so the
+// retry may run on top of a first try that did everything and only lost its
+// reply — by then the lock may already be someone else's.
+//
+// Each test puts a ReplyDropProxy between the client under test and Redis,
+// makes that client's first try run with its reply lost, and checks that the
+// state in Redis is what one run would have left. How to write one:
+//   - build the client under test with NewProxiedClient(); everything else
+//     (other holders, waiters, inspection) talks to Redis directly;
+//   - arm proxy_->DropNextReply(marker) right before the call, with a marker
+//     only that call sends: its lock name or owner token. The watchdog's
+//     renewals carry both, so give the proxied client explicit leases (or a
+//     name nothing else of it touches);
+//   - after the call: proxy_->dropped() == 1 (the first try did lose its
+//     reply), then check Redis through redis_ or a direct client.
+// StallNextReply(marker, hold) makes the first try time out instead
+// (kCommandTimeout) while still running on the server.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "lock_fixture.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "support/loopback_bus.h"
+#include "support/reply_drop_proxy.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class RetrySafety : public LockTest {
+ protected:
+  // The proxied client's command timeout: a stalled reply becomes a client
+  // timeout (and a retry) after this long.
+  static constexpr milliseconds kCommandTimeout{1000};
+
+  void SetUp() override {
+    LockTest::SetUp();
+    proxy_ = std::make_unique<ReplyDropProxy>(server_->url());
+  }
+  void TearDown() override { proxy_.reset(); }
+
+  std::shared_ptr<RedisClient> NewProxiedRedis() {
+    RedisOptions o;
+    o.url = proxy_->url();
+    o.command_timeout = kCommandTimeout;
+    return std::make_shared<RedisClient>(o);
+  }
+  // A LockClient whose every Redis command goes through proxy_.
+  std::unique_ptr<LockClient> NewProxiedClient(LockClientOptions o = {}) {
+    return std::make_unique<LockClient>(NewProxiedRedis(), std::move(o));
+  }
+
+  std::unique_ptr<ReplyDropProxy> proxy_;
+};
+
+// The release's first try frees the lock and, in the same script, hands it
+// to the queued waiter B; its reply is lost. The retry, on a fresh
+// connection, finds B's grant and must leave it alone; A's hold was given
+// back, so A is told kReleased.
+TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
+  LoopbackBus bus;  // A's unlock event wakes B at once
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto a = NewProxiedClient({.publisher = bus_ptr});
+  auto b = NewClient();
+  auto inspector = NewClient();
+  bus.Subscribe(b.get());
+  struct Unsubscribe {
+    LoopbackBus& bus;
+    LockClient* client;
+    ~Unsubscribe() { bus.Unsubscribe(client); }
+  } unsubscribe{bus, b.get()};
+
+  AcquireResult held =
+      a->TryAcquire("handoff", {.lease = seconds(60), .owner = "retry:a"});
+  ASSERT_TRUE(held);
+  const int64_t a_fence = held.lease.fence();
+  auto waiter = std::async(std::launch::async, [&] {
+    return b->AcquireFor("handoff", seconds(60), {.owner = "retry:b"});
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return inspector->Inspect("handoff").queue.size() == 1; }));
+
+  const int connections = proxy_->accepted();
+  proxy_->DropNextReply("retry:a");
+  const ReleaseStatus released = held.lease.Release();
+  EXPECT_EQ(released, ReleaseStatus::kReleased) << ReleaseStatusName(released);
+  EXPECT_EQ(proxy_->dropped(), 1);  // the first try lost its reply ...
+  EXPECT_GT(proxy_->accepted(), connections);  // ... the retry reconnected
+
+  LockInfo info = inspector->Inspect("handoff");
+  EXPECT_EQ(info.owner, "retry:b");  // handed off (or claimed already)
+  EXPECT_GT(info.fence, a_fence);
+  AcquireResult got = waiter.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got.lease.fence(), info.fence);
+  EXPECT_EQ(a->stats().releases, 1u);
+  EXPECT_EQ(a->stats().release_failures, 0u);
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
