@@ -76,8 +76,15 @@ class Observer : public LockTest {};
 
 TEST_F(Observer, SeesWaitsWakeupsHoldsAndLosses) {
   auto rec = std::make_shared<Recorder>();
-  auto client =
-      NewClient({.default_lease = milliseconds(300), .observer = rec});
+  // A 3 s lease: its renewal (due at 1 s) cannot miss on a loaded machine
+  // and let the lock expire under the holder. Every park bound is far
+  // beyond the test (park_cap; a fair waiter's refresh at presence / 3), so
+  // the waiter is woken by the release alone, on its second attempt.
+  auto client = NewClient({.default_lease = milliseconds(3000),
+                           .park_cap = seconds(600),
+                           .presence_window = seconds(90),
+                           .claim_window = seconds(90),
+                           .observer = rec});
   AcquireResult held = client->TryAcquire("obs");
   ASSERT_TRUE(rec->Has("acquire obs acquired"));
   auto waiter = std::async(std::launch::async, [&] {

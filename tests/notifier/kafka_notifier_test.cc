@@ -26,6 +26,11 @@ using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
 
 constexpr milliseconds kNoCap{600000};  // parks end by wake-up or TTL only
+// Presence windows so long that a fair waiter's presence refresh (every
+// presence_window / 3) comes after 30 s: with kNoCap and the 30 s default
+// lease, no park ends by a bound within a test's time scale, so "woken by
+// the event, not by a bound" does not depend on how fast the machine is.
+constexpr milliseconds kLongWindow{90000};
 
 void Quiet(LogLevel, std::string_view) {}
 
@@ -41,7 +46,10 @@ struct Process {
     r.url = redis_url;
     locks = std::make_unique<LockClient>(
         std::make_shared<RedisClient>(r),
-        LockClientOptions{.park_cap = park_cap, .publisher = notifier});
+        LockClientOptions{.park_cap = park_cap,
+                          .presence_window = kLongWindow,
+                          .claim_window = kLongWindow,
+                          .publisher = notifier});
     notifier->Subscribe(locks.get());
     EXPECT_TRUE(notifier->WaitUntilReady(seconds(30)));
   }
@@ -84,7 +92,7 @@ TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
   auto handoff = Steady::now() - released;
   ASSERT_TRUE(got);
   EXPECT_EQ(waiter.locks->stats().wakeups_event, 1u);
-  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // not the 30 s lease
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // no 30 s bound
   EXPECT_LT(handoff, seconds(10));
   EXPECT_GE(holder.notifier->stats().published, 1u);
   EXPECT_TRUE(
@@ -93,14 +101,31 @@ TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
               std::chrono::duration<double, std::milli>(handoff).count());
 }
 
+// An event is routed by its lock: one for a lock nobody waits on is decoded
+// and wakes nobody — not even a waiter parked on another lock of the same
+// process, which is then woken by its own lock's event alone.
 TEST_F(Notifier, EventForALockNobodyWaitsOnIsJustDecoded) {
   Process a(redis_->url(), broker_->bootstrap());
   Process b(redis_->url(), broker_->bootstrap());
+  AcquireResult busy = a.locks->TryAcquire("busy");  // 30 s lease
+  ASSERT_TRUE(busy);
+  auto waiter = std::async(std::launch::async, [&] {
+    return b.locks->AcquireFor("busy", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return b.locks->stats().contended_attempts >= 1; }));
   uint64_t before = b.notifier->stats().consumed;
   ASSERT_TRUE(a.locks->TryAcquire("lonely"));  // released at once (temporary)
   ASSERT_TRUE(WaitUntil([&] { return b.notifier->stats().consumed > before; }));
-  EXPECT_EQ(b.locks->stats().wakeups_event, 0u);
   EXPECT_EQ(b.notifier->stats().malformed, 0u);
+  ASSERT_EQ(busy.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = waiter.get();
+  ASSERT_TRUE(got);
+  // One wake-up, by "busy"'s event: "lonely"'s woke nothing (else the
+  // waiter would have tried once more in between).
+  EXPECT_EQ(got.attempts, 2);
+  EXPECT_EQ(b.locks->stats().wakeups_event, 1u);
+  EXPECT_EQ(b.locks->stats().wakeups_bound, 0u);
 }
 
 TEST_F(Notifier, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
@@ -122,7 +147,7 @@ TEST_F(Notifier, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
     waiter.locks->SetAfterFailedAttemptHookForTesting(nullptr);
     ASSERT_TRUE(r) << i;
     EXPECT_LT(Steady::now() - start, seconds(20))
-        << i;  // the TTL bound is 30 s
+        << i;  // every park bound is 30 s
   }
   EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
 }
