@@ -1,0 +1,836 @@
+/*
+ * fair_lock.pml: a Promela model of lockfleet's FAIR lock protocol
+ * (lockcore/src/scripts.cc: AcquireFairScript, ReleaseScript, AbandonScript,
+ * RenewScript, ForceUnlockScript; client side: lockcore/src/lock_client.cc,
+ * lockcore/src/watchdog.cc). model/README.md describes the model, what it
+ * abstracts, the properties and how to run it (scripts/model-check.sh).
+ *
+ * Every Redis script is one d_step (Lua scripts are atomic on the server).
+ * A client step that sends a script either gets its reply, or loses it and
+ * retries once (EvalRetryOnce): the first try executed, the retry executes
+ * too, and other processes may act in between.
+ *
+ * Compile-time switches (spin -D...):
+ *   NC=<n>                      clients (default 2)
+ *   LIVENESS                    the liveness configuration (properties d,
+ *                               f; pick one with pan -N live0 / -N work0)
+ *   ATTACKER                    (with LIVENESS) force events replayed or
+ *                               forged at will
+ *   CHECK_MUTEX / CHECK_FENCE / CHECK_HANDOFF / CHECK_NOFALSE
+ *                               check only that safety property (default: all)
+ *   BUG_PHANTOM_QUEUE           bug 7 put back: the "ours" branch of
+ *                               AcquireFairScript leaves the caller's waiter
+ *                               id in the queue
+ *   BUG_FORCE_NOT_IDEMPOTENT    bug 2 put back: ForceUnlockScript deletes
+ *                               whatever grant is current
+ *   BUG_FORCE_EVENT_REVOKES     bug 1 put back: a force unlock event naming a
+ *                               held grant marks it lost on its own
+ *   MUT_FENCE_RESET             a mutation (no known bug): the fence counter
+ *                               is deleted with the lock hash; shows that
+ *                               property (b) is not vacuous
+ *   MUT_REQUEUE                 a mutation (no known bug): a waiter's
+ *                               presence refresh moves it to the tail of the
+ *                               queue; shows that property (d) is not vacuous
+ *   COVER=<k>                   reachability probe k fails (REACHED(k))
+ *   TRACE                       no renaming of fences (readable traces;
+ *                               the state space is then infinite: use
+ *                               only to print a counter-example)
+ *   NOHIDDEN                    scratch variables in the state (for BFS)
+ *   DISTINCT_OWNERS             every client has its own owner token
+ *                               (default: a call may use either of two tokens)
+ *   NO_OPERATOR                 no force-unlock
+ */
+
+#ifndef NC
+#define NC 2
+#endif
+
+#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE)
+#define CHECK_MUTEX
+#define CHECK_FENCE
+#define CHECK_HANDOFF
+#define CHECK_NOFALSE
+#endif
+
+#define QMAX (NC + 2)          /* queue capacity (model bound, asserted)  */
+#define WMAX (QMAX + NC + 1)   /* waiter id values 1..WMAX (0: none)      */
+
+/* ---------------------------------------------------------------- Redis */
+/* KEYS[1] lock hash. r_owner == 0: the hash does not exist.              */
+byte r_owner;          /* field owner: owner token 1..2                   */
+byte r_fence;          /* field fence: token of this grant                */
+byte r_pending;        /* field pending: waiter id of an unclaimed grant  */
+byte r_holds;          /* fields h:<hold>: bit c = client c's hold        */
+byte r_stale;          /* hold fields nobody will give back (crash, failed
+                          release); count = #bits of r_holds + r_stale    */
+/* KEYS[2] fence counter: never expires (INCR only).                      */
+byte r_ctr;
+/* KEYS[3] queue (list of waiter ids) and KEYS[4] waiters hash
+   (waiter id -> presence deadline | owner).                              */
+byte q[QMAX];
+byte qlen;
+byte w_owner[WMAX + 1];    /* 0: no field for this waiter id              */
+bool w_lapsed[WMAX + 1];   /* its presence deadline has passed            */
+
+/* --------------------------------------------------------------- clients */
+byte cl_owner[NC];     /* owner token of the current call / hold          */
+byte cl_wid[NC];       /* waiter id of the active acquire call, 0: none   */
+byte cl_fence[NC];     /* fence of the grant held (or whose reply is in
+                          flight), 0: none                                */
+bool cl_valid[NC];     /* ghost: the local validity of that grant (from
+                          before the send) has not run out                */
+bool cl_bel[NC];       /* believes it holds the lock within validity     */
+byte w_client[WMAX + 1];   /* ghost: which client's call a waiter id is   */
+
+#ifdef LIVENESS
+bool cs_done[NC];      /* ghost: the call's work was done while holding  */
+#endif
+
+/* -------------------------------------------------------------- operator */
+byte op_owner;         /* the grant the operator means to force-unlock    */
+byte op_fence;         /* (ghost after the force: its holders are excused
+                          from mutual exclusion, the revocation was meant) */
+
+/* scratch for d_steps: not part of the state (spin -DNOHIDDEN keeps them
+   in it, which pan's breadth-first search needs for shortest trails) */
+#ifdef NOHIDDEN
+#define HIDDEN
+#else
+#define HIDDEN hidden
+#endif
+HIDDEN byte i_, j_, v_, h_, n_, o_, f_, g_res, g_fence, u_;
+HIDDEN byte map_[WMAX + 1], t_owner[WMAX + 1], t_lapsed[WMAX + 1],
+            t_client[WMAX + 1];
+
+/* Reachability probes: spin -DCOVER=<k> turns probe k into a failing
+   assertion, so that a check can show the situation is reachable (the
+   properties are not passing because the model never gets there). */
+#ifdef COVER
+#define REACHED(k) assert(COVER != k)
+#else
+#define REACHED(k) skip
+#endif
+
+/* ------------------------------------------------------ small helpers */
+inline q_pop() {                       /* LPOP KEYS[3] */
+  i_ = 0;
+  do
+  :: i_ + 1 < qlen -> q[i_] = q[i_ + 1]; i_++
+  :: else -> break
+  od;
+  qlen--;
+  q[qlen] = 0
+}
+
+inline q_push(w) {                     /* RPUSH KEYS[3] wid */
+  assert(qlen < QMAX);                 /* model bound */
+  q[qlen] = w;
+  qlen++
+}
+
+inline q_remove(w) {                   /* LREM KEYS[3] 1 wid */
+  i_ = 0;
+  do
+  :: i_ < qlen && q[i_] != w -> i_++
+  :: else -> break
+  od;
+  if
+  :: i_ < qlen ->
+     do
+     :: i_ + 1 < qlen -> q[i_] = q[i_ + 1]; i_++
+     :: else -> break
+     od;
+     qlen--;
+     q[qlen] = 0
+  :: else -> skip
+  fi
+}
+
+inline hdel(w) {                       /* HDEL KEYS[4] wid */
+  w_owner[w] = 0;
+  w_lapsed[w] = false
+}
+
+inline count_holds() {                 /* HGET count (= number of holds) */
+  n_ = r_stale;
+  i_ = 0;
+  do
+  :: i_ < NC -> if :: (r_holds >> i_) & 1 -> n_++ :: else -> skip fi; i_++
+  :: else -> break
+  od
+}
+
+inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
+  r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_stale = 0;
+#ifdef MUT_FENCE_RESET
+  r_ctr = 0                            /* mutation: counter inside the hash */
+#else
+  skip
+#endif
+}
+
+/* Fence values are renamed, keeping their order, to the smallest values
+   that keep apart the tokens still referenced (by Redis, a client or the
+   operator). Scripts compare tokens for equality only and (b) for order,
+   so the renaming changes no behaviour; it makes the state space finite
+   without bounding the number of grants. */
+inline fence_used(v) {
+  u_ = (r_fence == v || op_fence == v);
+  j_ = 0;
+  do
+  :: j_ < NC -> u_ = u_ || cl_fence[j_] == v; j_++
+  :: else -> break
+  od
+}
+
+inline compact_fences() {
+#ifndef TRACE
+  v_ = 1;
+  do
+  :: v_ > r_ctr -> break
+  :: else ->
+     fence_used(v_);
+     if
+     :: u_ -> v_++
+     :: else ->
+        if :: r_fence > v_ -> r_fence-- :: else -> skip fi;
+        if :: op_fence > v_ -> op_fence-- :: else -> skip fi;
+        j_ = 0;
+        do
+        :: j_ < NC -> if :: cl_fence[j_] > v_ -> cl_fence[j_]-- :: else -> skip fi; j_++
+        :: else -> break
+        od;
+        r_ctr--
+     fi
+  od
+#else
+  skip                                 /* traces show the real tokens */
+#endif
+}
+
+/* INCR KEYS[2]. (b): the new token exceeds every token still in use. */
+inline new_fence(f) {
+  compact_fences();
+  f = r_ctr + 1;
+#ifdef CHECK_FENCE
+  assert(f > r_fence && f > op_fence);
+  j_ = 0;
+  do
+  :: j_ < NC -> assert(f > cl_fence[j_]); j_++
+  :: else -> break
+  od;
+#endif
+  r_ctr = f
+}
+
+inline wid_used(v) {
+  u_ = (r_pending == v || w_owner[v] != 0);
+  j_ = 0;
+  do
+  :: j_ < NC -> u_ = u_ || cl_wid[j_] == v; j_++
+  :: else -> break
+  od
+}
+
+/* A new waiter id ("w:<client id>:<n>", unique per call): the smallest
+   value nothing in Redis or any client refers to any more. */
+inline alloc_wid(w) {
+  v_ = 1;
+  do
+  :: v_ <= WMAX ->
+     wid_used(v_);
+     if :: u_ -> v_++ :: else -> break fi
+  :: else -> assert(false)              /* model bound */
+  od;
+  w = v_
+}
+
+/* Waiter ids are renamed to a canonical order (queue, pending grant,
+   clients' calls): ids are only compared for equality, so this changes no
+   behaviour, and states that differ only in the names of ids are one. */
+inline wid_name(x) {
+  if
+  :: x != 0 && map_[x] == 0 -> n_++; map_[x] = n_
+  :: else -> skip
+  fi
+}
+
+inline gc() {
+  compact_fences();
+  v_ = 0;
+  do
+  :: v_ <= WMAX -> map_[v_] = 0; v_++
+  :: else -> break
+  od;
+  n_ = 0;
+  i_ = 0;
+  do
+  :: i_ < qlen -> assert(w_owner[q[i_]] != 0); wid_name(q[i_]); i_++
+  :: else -> break
+  od;
+  wid_name(r_pending);
+  i_ = 0;
+  do
+  :: i_ < NC -> wid_name(cl_wid[i_]); i_++
+  :: else -> break
+  od;
+  v_ = 0;
+  do
+  :: v_ <= WMAX -> t_owner[v_] = 0; t_lapsed[v_] = 0; t_client[v_] = 0; v_++
+  :: else -> break
+  od;
+  v_ = 1;
+  do
+  :: v_ <= WMAX ->
+     if
+     :: map_[v_] != 0 ->
+        t_owner[map_[v_]] = w_owner[v_];
+        t_lapsed[map_[v_]] = w_lapsed[v_];
+        t_client[map_[v_]] = w_client[v_]
+     :: else -> assert(w_owner[v_] == 0)   /* waiters hash == queue */
+     fi;
+     v_++
+  :: else -> break
+  od;
+  v_ = 1;
+  do
+  :: v_ <= WMAX ->
+     w_owner[v_] = t_owner[v_]; w_lapsed[v_] = t_lapsed[v_];
+     w_client[v_] = t_client[v_]; v_++
+  :: else -> break
+  od;
+  i_ = 0;
+  do
+  :: i_ < qlen -> q[i_] = map_[q[i_]]; i_++
+  :: else -> break
+  od;
+  r_pending = map_[r_pending];
+  i_ = 0;
+  do
+  :: i_ < NC -> cl_wid[i_] = map_[cl_wid[i_]]; i_++
+  :: else -> break
+  od;
+  v_ = 0                               /* a d_step must not end in a loop */
+}
+
+/* ------------------------------------------- kFairPrelude (scripts.cc) */
+/* live_head: drops waiters at the head whose presence deadline passed;
+   returns the first live waiter id (0: none). */
+inline live_head(h) {
+  h = 0;
+  do
+  :: qlen == 0 -> break
+  :: qlen > 0 && !w_lapsed[q[0]] -> h = q[0]; break
+  :: qlen > 0 && w_lapsed[q[0]] -> REACHED(9); hdel(q[0]); q_pop()
+  od
+}
+
+/* hand_off: the lock is free (hash deleted): grant it to the first live
+   waiter, new fence, pending = its waiter id, TTL = claim window. */
+inline hand_off() {
+  live_head(h_);
+  if
+  :: h_ != 0 ->
+#ifdef CHECK_HANDOFF
+     /* (c) never hand a grant to a waiter whose call has returned */
+     assert(cl_wid[w_client[h_]] == h_);
+#endif
+     o_ = w_owner[h_];
+     q_pop();
+     hdel(h_);
+     new_fence(f_);
+     r_owner = o_; r_fence = f_; r_holds = 0; r_stale = 0; r_pending = h_;
+     printf("  hand_off: to the waiter of c%d (that call still waiting: %d), owner %d, fence %d\n",
+            w_client[h_], cl_wid[w_client[h_]] == h_, o_, f_)
+  :: else -> printf("  hand_off: nobody waiting, lock free\n")
+  fi
+}
+
+/* ------------------------------------------------- AcquireFairScript */
+/* ARGV: owner o, hold id (client c's), waiter id w, enqueue = 1.
+   Result: g_res (1 granted), g_fence. */
+inline acquire_fair(c, o, w) {
+  g_res = 0;
+  g_fence = 0;
+  if
+  :: r_owner == o && (r_pending == 0 || r_pending == w) ->
+     /* branch "ours": a reentrant hold, a retry, or the claim of our
+        hand-off. HSETNX h:<hold> (count +1 unless a retry); HDEL pending
+        and PEXPIRE lease (claim) or extend the TTL to the lease. */
+     r_holds = r_holds | (1 << c);
+     if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
+     r_pending = 0;
+#ifndef BUG_PHANTOM_QUEUE
+     /* FIX bug 7: LREM KEYS[3] wid; HDEL KEYS[4] wid */
+     if
+     :: w_owner[w] != 0 -> REACHED(2); q_remove(w); hdel(w)
+     :: else -> skip
+     fi;
+#endif
+     g_res = 1;
+     g_fence = r_fence;
+     printf("  AcquireFair(owner %d, waiter of c%d) branch ours: granted fence %d\n", o, c, g_fence)
+  :: else ->
+     if
+     :: r_owner == 0 ->
+        live_head(h_);
+        if
+        :: h_ == 0 || h_ == w ->
+           /* branch "free, nobody live ahead of us": LPOP; HDEL wid;
+              INCR fence; HSET owner count=1 fence h:<hold>; PEXPIRE lease */
+           if :: h_ != 0 -> q_pop(); hdel(w) :: else -> skip fi;
+           new_fence(g_fence);
+           r_owner = o; r_fence = g_fence; r_holds = (1 << c);
+           r_stale = 0; r_pending = 0;
+           g_res = 1;
+           printf("  AcquireFair(owner %d, waiter of c%d) branch free: granted fence %d\n", o, c, g_fence)
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi;
+     if
+     :: g_res == 0 ->
+        /* branch "queue up (once), refresh our presence deadline":
+           HSET KEYS[4] wid "deadline|owner"; RPUSH if the field is new */
+        if
+        :: w_owner[w] == 0 -> q_push(w)
+#ifdef MUT_REQUEUE
+        :: else -> q_remove(w); q_push(w)  /* mutation: back to the tail */
+#else
+        :: else -> skip
+#endif
+        fi;
+        w_owner[w] = o;
+        w_lapsed[w] = false;
+        printf("  AcquireFair(owner %d, waiter of c%d): refused, in the queue\n", o, c)
+     :: else -> skip
+     fi
+  fi
+}
+
+/* ----------------------------------------------------- ReleaseScript */
+/* ARGV: owner o, fence f, hold id (client c's), claim window. */
+inline release_script(c, o, f) {
+  if
+  :: r_owner == 0 ->                                  /* {0} not held */
+     printf("  Release(owner %d, fence %d): not held\n", o, f)
+  :: r_owner != 0 && (r_owner != o || r_fence != f || r_pending != 0) ->
+     printf("  Release(owner %d, fence %d): not ours\n", o, f); /* {-1} */
+     REACHED(8)
+  :: else ->
+     if
+     :: ((r_holds >> c) & 1) == 0 ->                   /* {2} a retry */
+        printf("  Release(owner %d, fence %d): hold given back already\n", o, f)
+     :: else ->
+        r_holds = r_holds & (255 - (1 << c));          /* HDEL h:<hold> */
+        count_holds();                                 /* HINCRBY count -1 */
+        printf("  Release(owner %d, fence %d): holds left %d\n", o, f, n_);
+        if :: n_ > 0 && r_holds == 0 -> REACHED(10) :: else -> skip fi;
+        if
+        :: n_ == 0 -> del_lock(); hand_off()           /* DEL; hand_off */
+        :: else -> skip                                /* {2, count} */
+        fi
+     fi
+  fi
+}
+
+/* ----------------------------------------------------- AbandonScript */
+inline abandon_script(w) {
+  printf("  Abandon(waiter of c%d), a grant is pending to it: %d\n", w_client[w], r_owner != 0 && r_pending == w);
+  if                                                   /* LREM; HDEL */
+  :: w_owner[w] != 0 -> q_remove(w); hdel(w)
+  :: else -> skip
+  fi;
+  if
+  :: r_owner != 0 && r_pending == w ->                 /* pass it on */
+     REACHED(4); del_lock(); hand_off()
+  :: else -> skip                                      /* {0} */
+  fi
+}
+
+/* ------------------------------------------------------- RenewScript */
+inline renew_script(c) {
+  g_res = (r_owner != 0 && r_owner == cl_owner[c] && r_fence == cl_fence[c])
+}
+
+/* ------------------------------------------------- ForceUnlockScript */
+/* ARGV: the expected owner and fence (read first by the operator). */
+inline force_script() {
+  if
+  :: r_owner == 0 ->                                  /* {0} not locked */
+     printf("operator: ForceUnlock(owner %d, fence %d): not locked\n", op_owner, op_fence)
+#ifndef BUG_FORCE_NOT_IDEMPOTENT
+  :: r_owner != 0 && (r_owner != op_owner || r_fence != op_fence) ->
+     /* FIX bug 2: not that grant: no-op */
+     REACHED(3);
+     printf("operator: ForceUnlock(owner %d, fence %d): another grant, nothing done\n", op_owner, op_fence)
+#endif
+  :: else ->                                          /* DEL; hand_off */
+     printf("operator: ForceUnlock(owner %d, fence %d): deletes the grant of owner %d, fence %d\n",
+            op_owner, op_fence, r_owner, r_fence);
+     del_lock(); hand_off()
+  fi
+}
+
+/* ------------------------------------------------------- client side */
+#define EXCUSED(k) (op_fence != 0 && cl_fence[k] == op_fence)
+
+/* (a) at the moment client c starts to believe it holds: every other
+   believer holds the same grant (same owner token and fence), unless the
+   operator meant to revoke one of the two grants. */
+inline check_mutex(c) {
+#ifdef CHECK_MUTEX
+  j_ = 0;
+  do
+  :: j_ < NC ->
+     assert(j_ == c || !cl_bel[j_] || EXCUSED(j_) || EXCUSED(c) ||
+            (cl_owner[j_] == cl_owner[c] && cl_fence[j_] == cl_fence[c]));
+     if                                  /* a grant shared by two clients */
+     :: j_ != c && cl_bel[j_] && cl_fence[j_] == cl_fence[c] -> REACHED(5)
+     :: else -> skip
+     fi;
+     j_++
+  :: else -> break
+  od
+#else
+  skip
+#endif
+}
+
+/* The client marks its hold lost on an answer (renew returned 0) or,
+   bug 1, on an event. (e): only if Redis no longer has it. */
+inline revoke(c) {
+#ifdef CHECK_NOFALSE
+  assert(!(r_owner != 0 && r_owner == cl_owner[c] && r_fence == cl_fence[c]));
+#endif
+  printf("c%d: marks its hold (owner %d, fence %d) LOST\n", c, cl_owner[c], cl_fence[c]);
+  cl_bel[c] = false;
+  cl_valid[c] = false
+}
+
+/* TryOnce: the attempt's reply (the last try's) reaches the client. */
+inline take_reply(c, got) {
+  if
+  :: g_res ->
+     cl_fence[c] = g_fence;
+     cl_wid[c] = 0;                       /* the call returns: granted */
+     cl_bel[c] = cl_valid[c];             /* lost at once if validity ran
+                                             out before the reply came */
+     printf("c%d: reply: granted, fence %d, holds it: %d\n", c, g_fence, cl_bel[c]);
+     if :: cl_bel[c] -> check_mutex(c) :: else -> skip fi;
+     got = 1
+  :: else ->
+     cl_fence[c] = 0;
+     cl_valid[c] = false;
+     got = 0
+  fi;
+  gc()
+}
+
+/* A try whose reply is lost: the client only remembers the fence of a
+   grant it may have got (the ghost that keeps the key from expiring
+   before the client's validity ends). */
+inline note_lost_reply(c) {
+  printf("c%d: reply lost (the script ran); retrying\n", c);
+  if :: g_res -> cl_fence[c] = g_fence :: else -> cl_fence[c] = 0 fi;
+  gc()
+}
+
+inline start_attempt(c) {
+  assert(((r_holds >> c) & 1) == 0);     /* a new hold id (model check) */
+  cl_valid[c] = true;                    /* validity counts from the send */
+  cl_fence[c] = 0
+}
+
+inline end_hold(c) {
+  cl_bel[c] = false;
+  cl_valid[c] = false;
+  cl_fence[c] = 0;
+  cl_owner[c] = 0;
+  gc()
+}
+
+inline new_call(c, o) {
+#ifdef LIVENESS
+  cs_done[c] = false;
+#endif
+  cl_owner[c] = o;
+  alloc_wid(v_);
+  w_client[v_] = c;
+  cl_wid[c] = v_;
+  printf("c%d: acquire call (new waiter id), owner %d\n", c, o);
+  gc()
+}
+
+inline end_call(c) {                     /* the call returns: not granted */
+  cl_wid[c] = 0;
+  cl_owner[c] = 0;
+  gc()
+}
+
+/* One client thread making fair acquire calls one after the other
+   (LockCore::AcquireUntil with wait = true), holding, releasing. Its owner
+   token is cl_owner[c], the waiter id of its call cl_wid[c]. */
+proctype Client(byte c) {
+  bit got;
+
+Idle:
+  /* AcquireUntil (fair): an owner token, a new waiter id for this call */
+#if defined(LIVENESS) || defined(DISTINCT_OWNERS)
+  if                                     /* (the label may not be on a d_step) */
+  :: d_step { new_call(c, c + 1) }       /* distinct owner tokens */
+  fi;
+#else
+  if                                     /* either of two tokens: clients */
+  :: d_step { new_call(c, 1) }           /* may share one */
+  :: d_step { new_call(c, 2) }           /* (AcquireOptions::owner) */
+  fi;
+#endif
+
+Attempt:
+  /* TryOnce: EvalRetryOnce(AcquireFairScript, enqueue = 1) */
+  if
+  :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
+              acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) }
+  :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
+              acquire_fair(c, cl_owner[c], cl_wid[c]); note_lost_reply(c) };
+     /* the reply is lost; time passes before the retry */
+#ifndef LIVENESS
+     if
+     :: skip
+     :: d_step { cl_valid[c] = false;     /* validity (from the send) ran out */
+                 printf("c%d: validity ran out before the retry\n", c) }
+     fi;
+#endif
+     d_step { acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) }
+  fi;
+  if
+  :: got && cl_bel[c] -> got = 0; goto Hold
+  :: got && !cl_bel[c] -> REACHED(12); got = 0; goto Lost
+  :: else -> skip
+  fi;
+  /* Refused: parked on the local wait slot, at most presence_window / 3.
+     A wake-up (local release, an unlock event: lost, late, duplicated or
+     forged alike) or the park bound only leads to the next attempt, which
+     the model allows at any time anyway. */
+  if
+  :: goto Attempt
+#ifdef LIVENESS
+  :: c != 0 -> goto GiveUp               /* client 0 never gives up */
+#else
+  :: goto GiveUp                         /* timed out or cancelled */
+#endif
+  fi;
+
+GiveUp:
+  /* Leave: LockCore::Abandon = EvalRetryOnce(AbandonScript) */
+  if
+  :: d_step { printf("c%d: gives up\n", c);
+              abandon_script(cl_wid[c]); end_call(c) }
+  :: d_step { printf("c%d: gives up\n", c);
+              abandon_script(cl_wid[c]);
+              printf("c%d: reply lost (the script ran); retrying\n", c) };
+     d_step { abandon_script(cl_wid[c]); end_call(c) }
+  fi;
+  goto Idle;
+
+Hold:
+  /* Holding within validity. */
+#ifdef LIVENESS
+  /* Renewals always succeed here and change nothing in the abstract
+     state; validity does not run out for a live holder. Only a force
+     event (Attacker) can end the hold before the work is done. */
+  if
+  :: d_step { cl_bel[c]; cs_done[c] = true };   /* the work is done */
+     goto Release
+  :: !cl_bel[c] -> goto Lost                     /* lost(): work abandoned */
+  fi;
+#else
+  if
+  :: /* watchdog renewal: RenewScript (owner + fence), 0 = not ours. Fix of
+        bug 1: a force unlock event naming our grant only triggers this
+        renewal at once, so it is this same step. */
+     d_step {
+       renew_script(c);
+       printf("c%d: Renew(owner %d, fence %d) = %d\n", c, cl_owner[c], cl_fence[c], g_res);
+       if :: !g_res -> REACHED(6); revoke(c) :: else -> skip fi
+     };
+     if :: cl_bel[c] -> goto Hold :: else -> goto Lost fi
+#ifdef BUG_FORCE_EVENT_REVOKES
+  :: /* bug 1: an unlock event with cause force naming our owner and fence
+        (sent by a force-unlock, replayed or forged) marks the hold lost
+        (MarkLostIfHeld in DeliverUnlockEvent) and stops its renewal */
+     d_step {
+       printf("c%d: unlock event, cause force, naming owner %d fence %d\n", c, cl_owner[c], cl_fence[c]);
+       revoke(c)
+     };
+     goto Lost
+#endif
+  :: /* the validity ran out (no renewal in time: Redis slow, a pause) */
+     d_step {
+       printf("c%d: validity of fence %d ran out\n", c, cl_fence[c]);
+       cl_bel[c] = false; cl_valid[c] = false
+     };
+     goto Lost
+  :: goto Release                        /* the work is done */
+  fi;
+#endif
+
+Lost:
+  /* lost() is true: the application stops using the lock. The Lease is
+     still given back (its destructor), or the process crashed / the
+     release failed: then the hold field stays until the key expires. */
+  if
+  :: goto Release
+#ifndef LIVENESS
+  :: d_step {
+       r_stale == 0;                     /* model bound: one such hold */
+       printf("c%d: crashes or fails to release (hold stays)\n", c);
+       if
+       :: (r_holds >> c) & 1 ->
+          r_holds = r_holds & (255 - (1 << c));
+          r_stale = 1
+       :: else -> skip
+       fi;
+       end_hold(c)
+     };
+     goto Idle
+#endif
+  fi;
+
+Release:
+  /* Lease::Release: the watchdog drops the hold, then
+     EvalRetryOnce(ReleaseScript, owner, fence, hold id) */
+  if
+  :: d_step { cl_bel[c] = false; cl_valid[c] = false;
+              printf("c%d: releases\n", c);
+              release_script(c, cl_owner[c], cl_fence[c]); end_hold(c) }
+  :: d_step { cl_bel[c] = false; cl_valid[c] = false;
+              printf("c%d: releases\n", c);
+              release_script(c, cl_owner[c], cl_fence[c]);
+              printf("c%d: reply lost (the script ran); retrying\n", c) };
+     d_step { release_script(c, cl_owner[c], cl_fence[c]); end_hold(c) }
+  fi;
+  goto Idle
+}
+
+/* ------------------------------------------------------- environment */
+/* The lock key may expire only when no client is inside its validity for
+   that grant: validity is measured from before the send, Redis's TTL from
+   the script's execution (the timing assumption of every lease lock). */
+#define VALID_ON(k) (cl_valid[k] && cl_fence[k] == r_fence)
+#if NC == 1
+#define GRANT_VALID (VALID_ON(0))
+#elif NC == 2
+#define GRANT_VALID (VALID_ON(0) || VALID_ON(1))
+#elif NC == 3
+#define GRANT_VALID (VALID_ON(0) || VALID_ON(1) || VALID_ON(2))
+#else
+#error "NC must be 1..3"
+#endif
+
+#ifdef LIVENESS
+/* Liveness: time only removes what nobody will refresh: an unclaimed
+   grant to, or the queue entry of, a waiter whose call has returned. */
+#define EXPIRY_OK (r_pending != 0 && cl_wid[w_client[r_pending]] != r_pending)
+#define LAPSE_OK(w) (cl_wid[w_client[w]] != w)
+#else
+#define EXPIRY_OK (true)
+#define LAPSE_OK(w) (true)
+#endif
+
+#define LAPSE(k) \
+  :: d_step { qlen > k && !w_lapsed[q[k]] && LAPSE_OK(q[k]) -> w_lapsed[q[k]] = true; \
+              printf("redis: presence of a waiter of c%d lapses\n", w_client[q[k]]) }
+
+active proctype Env() {
+  do
+  :: /* PEXPIRE ran out (lease or claim window): the key is gone, no
+        script runs, no unlock event */
+     d_step {
+       r_owner != 0 && !GRANT_VALID && EXPIRY_OK;
+       printf("redis: key of owner %d, fence %d expires\n", r_owner, r_fence);
+       if :: r_holds != 0 -> REACHED(7) :: else -> skip fi;    /* held */
+       if :: r_pending != 0 -> REACHED(11) :: else -> skip fi; /* unclaimed */
+       del_lock();
+       gc()
+     }
+  /* a waiter's presence deadline passes (it paused, crashed, or left
+     without abandoning); live_head drops it when it reaches the head */
+  LAPSE(0)
+  LAPSE(1)
+  LAPSE(2)
+#if QMAX > 3
+  LAPSE(3)
+#endif
+#if QMAX > 4
+  LAPSE(4)
+#endif
+  od
+}
+
+#if !defined(LIVENESS) && !defined(NO_OPERATOR)
+/* An operator (lockfleet CLI / LockClient::ForceUnlock) force-unlocks once. */
+active proctype Operator() {
+  /* Inspect (InspectScript), or the operator names the grant */
+  d_step {
+    r_owner != 0;
+    op_owner = r_owner; op_fence = r_fence;
+    printf("operator: Inspect: owner %d, fence %d\n", op_owner, op_fence)
+  };
+  /* EvalRetryOnce(ForceUnlockScript, expected owner + fence) */
+  if
+  :: d_step { force_script(); gc() }
+  :: d_step { force_script(); gc();
+              printf("operator: reply lost (the script ran); retrying\n") };
+     d_step { force_script(); gc() }
+  fi;
+  op_owner = 0
+}
+#endif
+
+init {
+  atomic {
+    i_ = 0;
+    do
+    :: i_ < NC -> run Client(i_); i_++
+    :: else -> break
+    od
+  }
+}
+
+#if defined(LIVENESS) && defined(ATTACKER)
+/* Someone who can write to the unlock-event topic replays (or forges) a
+   force event naming each grant, as often as it likes: the hand-off
+   events carry next_owner and next_fence, so it knows every grant. */
+inline force_event(k) {
+  printf("attacker: unlock event, cause force, naming owner %d fence %d, to c%d\n",
+         cl_owner[k], cl_fence[k], k);
+#ifdef BUG_FORCE_EVENT_REVOKES
+  revoke(k)                              /* bug 1: MarkLostIfHeld */
+#else
+  renew_script(k);                       /* fix: renew now; only Redis's */
+  if :: !g_res -> revoke(k) :: else -> skip fi   /* "not ours" ends it */
+#endif
+}
+
+active proctype Attacker() {
+  do
+  :: d_step { cl_bel[0]; force_event(0) }
+#if NC > 1
+  :: d_step { cl_bel[1]; force_event(1) }
+#endif
+#if NC > 2
+  :: d_step { cl_bel[2]; force_event(2) }
+#endif
+  od
+}
+#endif
+
+#ifdef LIVENESS
+/* (d) under weak fairness, a waiter that does not give up is granted. */
+ltl live0 { [] ((cl_wid[0] != 0) -> <> cl_bel[0]) }
+/* (f) under weak fairness, and whatever events arrive, a call that does
+   not give up gets its work done while holding the lock. */
+ltl work0 { [] ((cl_wid[0] != 0) -> <> cs_done[0]) }
+#endif

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Model-checks the fair lock protocol (model/fair_lock.pml) with spin: the
+# fixed protocol must satisfy every property, each bug put back must be
+# caught with a counter-example, and each reachability probe must be
+# reached. See model/README.md for the model, the properties and the bugs.
+#
+# Usage: scripts/model-check.sh [--list] [--keep] [--full] [CHECK...]
+#
+#   CHECK    names from --list (default: all but the --full ones)
+#   --list   print the checks and exit
+#   --keep   keep the work dir (pan builds, trails) and print its path
+#   --full   also the big runs (3 clients with shared owner tokens: about
+#            32 million states, 1.5 min and 2.6 GB; not for CI)
+#
+# Every pan is built and run in a temporary directory, never in the repo.
+# Prints per check the states explored (spin's "states, stored"), the
+# transitions and the time; for a caught bug the counter-example as a
+# narrative; then one line "model: N passed, M failed". Exits 1 if any
+# check failed: a property violated by the fixed model, a search that did
+# not complete, or a bug variant that was not caught.
+#
+# Environment: LOCKFLEET_JOBS (default 2) checks run at once;
+# LOCKFLEET_MODEL_TIMEOUT (default 600) seconds per check;
+# LOCKFLEET_SUMMARY_FILE gets one line in ctest's summary format.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
+  exit "${1:-2}"
+}
+
+MODEL="$LOCKFLEET_ROOT/model/fair_lock.pml"
+TIMEOUT="${LOCKFLEET_MODEL_TIMEOUT:-600}"
+
+# name | expect | spin -D flags | cc flags | pan flags | title
+#   expect: pass                 no error, complete search
+#           fail:<ERE>           an error whose pan report matches <ERE>
+# Safety runs: exhaustive DFS (-DSAFETY), fences and waiter ids renamed so
+# the state space is finite with no bound on the number of grants. Bug
+# runs: breadth-first (shortest counter-example), real fence numbers.
+SAFE_CC="-O0 -DSAFETY -DMEMLIM=2048"
+BUG_SPIN="-DTRACE -DNOHIDDEN"
+BUG_CC="-O0 -DSAFETY -DBFS -DMEMLIM=1024"
+LIVE_CC="-O0 -DNFAIR=3 -DMEMLIM=2048"
+CHECKS=(
+  "mutex|pass|-DCHECK_MUTEX|$SAFE_CC|-m400000|(a) mutual exclusion; 2 clients, shared owner tokens, all faults"
+  "fence|pass|-DCHECK_FENCE|$SAFE_CC|-m400000|(b) each grant's fence exceeds every fence in use; 2 clients"
+  "handoff|pass|-DCHECK_HANDOFF|$SAFE_CC|-m400000|(c) no grant to a waiter that has left; 2 clients"
+  "nofalse|pass|-DCHECK_NOFALSE|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
+  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS|-O2 -DSAFETY -DMEMLIM=2048|-m2000000|(a)(b)(c)(e) together; 3 clients, one owner token each"
+  "live2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness); 2 clients"
+  "live3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above; 3 clients"
+  "work2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N work0|(f) a call that does not give up gets its work done, whatever force events arrive; 2 clients"
+  "work3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N work0|(f) as above; 3 clients"
+  "bug1|fail:assertion violated +!\(\(\(\(r_owner!=0\)|-DBUG_FORCE_EVENT_REVOKES -DCHECK_NOFALSE $BUG_SPIN|$BUG_CC||bug 1 put back (a force event marks the hold lost): (e) must fail"
+  "bug1-work|fail:acceptance cycle|-DLIVENESS -DATTACKER -DBUG_FORCE_EVENT_REVOKES -DCHECK_MUTEX|$LIVE_CC|-a -f -m1000000 -N work0|bug 1 put back, replayed force events: (f) must fail"
+  "bug2|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DBUG_FORCE_NOT_IDEMPOTENT -DCHECK_MUTEX $BUG_SPIN|$BUG_CC||bug 2 put back (force-unlock deletes any grant): (a) must fail"
+  "bug7|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DBUG_PHANTOM_QUEUE -DCHECK_HANDOFF $BUG_SPIN|$BUG_CC||bug 7 put back (phantom queue entry): (c) must fail"
+  "mut-fence|fail:assertion violated .*g_fence>|-DMUT_FENCE_RESET -DCHECK_FENCE $BUG_SPIN|$BUG_CC||mutation: fence counter deleted with the lock: (b) must fail"
+  "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
+)
+PROBES=(
+  "a grant handed off is claimed (AcquireFair, branch ours, pending)"
+  "the bug 7 fix removes a queued waiter id (AcquireFair, branch ours)"
+  "a force-unlock finds another grant and does nothing (its retry)"
+  "an abandoning waiter passes on a grant that reached it"
+  "two clients hold one grant (shared owner token)"
+  "a renewal answers not ours (after a force-unlock or expiry)"
+  "a key expires with holds in it (validity ran out)"
+  "a release is refused as not ours (a retry, or a stale grant)"
+  "a lapsed waiter is dropped from the head of the queue"
+  "a crashed holder's hold keeps the lock after the others release"
+  "an unclaimed hand-off expires (claim window)"
+  "a grant's reply arrives after its validity ran out"
+)
+# Only with --full or by name.
+FULL_CHECKS=(
+  "safety3-shared|pass|-DNC=3|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e) together; 3 clients, shared owner tokens (big)"
+)
+for k in "${!PROBES[@]}"; do
+  n=$((k + 1))
+  CHECKS+=("reach$n|fail:assertion violated \($n!=$n\)|-DCOVER=$n|$SAFE_CC|-m400000|reachable: ${PROBES[$k]}")
+done
+
+list=false
+keep=false
+full=false
+wanted=()
+while (($#)); do
+  case "$1" in
+    --list) list=true; shift ;;
+    --keep) keep=true; shift ;;
+    --full) full=true; shift ;;
+    -h | --help) usage 0 ;;
+    -*) say "unknown option: $1"; usage ;;
+    *) wanted+=("$1"); shift ;;
+  esac
+done
+
+if $list; then
+  for c in "${CHECKS[@]}" "${FULL_CHECKS[@]}"; do
+    IFS='|' read -r name _ _ _ _ title <<<"$c"
+    printf '%-15s %s\n' "$name" "$title"
+  done
+  exit 0
+fi
+
+selected=()
+for c in "${CHECKS[@]}"; do
+  name="${c%%|*}"
+  if ((${#wanted[@]} == 0)) || [[ " ${wanted[*]} " == *" $name "* ]]; then
+    selected+=("$c")
+  fi
+done
+for c in "${FULL_CHECKS[@]}"; do
+  name="${c%%|*}"
+  if { $full && ((${#wanted[@]} == 0)); } || [[ " ${wanted[*]} " == *" $name "* ]]; then
+    selected+=("$c")
+  fi
+done
+for w in "${wanted[@]}"; do
+  printf '%s\n' "${CHECKS[@]}" "${FULL_CHECKS[@]}" | grep -q "^$w|" ||
+    { say "unknown check: $w"; usage; }
+done
+
+summary() {
+  if [[ -n "${LOCKFLEET_SUMMARY_FILE:-}" ]]; then
+    printf 'model: %s\n' "$1" >>"$LOCKFLEET_SUMMARY_FILE"
+  fi
+}
+for tool in spin gcc; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    { summary "no summary ($tool not found; run scripts/setup.sh)"; die "$tool not found"; }
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/lockfleet-model.XXXXXX")"
+if $keep; then
+  say "work dir: $work"
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# The narrative of a counter-example: the model's printf lines, replayed
+# from the trail (spin indents them by process; strip that). For a cycle
+# (liveness), the few steps before it and the cycle itself.
+narrative() {
+  local spin_flags="$1" lines
+  # shellcheck disable=SC2086
+  lines="$(spin $spin_flags -t fair_lock.pml 2>&1 |
+    grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker)|START OF CYCLE' |
+    sed -E 's/^[[:space:]]+/    | /; s/^.*START OF CYCLE.*$/    | ---- the cycle, repeated for ever: ----/')"
+  if grep -q -- '---- the cycle' <<<"$lines"; then
+    awk '/---- the cycle/ { c = NR } { l[NR] = $0 }
+         END { for (i = (c > 6 ? c - 6 : 1); i <= NR && i <= c + 60; i++) print l[i] }' <<<"$lines"
+  else
+    tail -n 40 <<<"$lines"
+  fi
+}
+
+# run_check INDEX: builds and runs one check in $work/INDEX; writes
+# $work/INDEX/verdict (PASS or FAIL) and $work/INDEX/report.
+run_check() {
+  local idx="$1" name expect spin_flags cc_flags pan_flags title
+  IFS='|' read -r name expect spin_flags cc_flags pan_flags title <<<"${selected[$idx]}"
+  local dir="$work/$idx" verdict=FAIL why="" t0 t1 status=0
+  mkdir -p "$dir"
+  cp "$MODEL" "$dir/fair_lock.pml"
+  cd "$dir"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  if ! spin $spin_flags -a fair_lock.pml >spin.log 2>&1; then
+    why="spin failed: $(head -n 3 spin.log | tr '\n' ' ')"
+  elif ! gcc -w $cc_flags -o pan pan.c >gcc.log 2>&1; then
+    why="gcc failed: $(head -n 3 gcc.log | tr '\n' ' ')"
+  else
+    # shellcheck disable=SC2086
+    timeout "$TIMEOUT" ./pan $pan_flags >pan.log 2>&1 || status=$?
+    local errors states trans depth elapsed
+    errors="$(sed -nE 's/.*errors: ([0-9]+).*/\1/p' pan.log | tail -n 1)"
+    states="$(sed -nE 's/^ *([0-9]+) states, stored.*/\1/p' pan.log | tail -n 1)"
+    trans="$(sed -nE 's/^ *([0-9.e+]+) transitions.*/\1/p' pan.log | tail -n 1)"
+    depth="$(sed -nE 's/.*depth reached ([0-9]+).*/\1/p' pan.log | tail -n 1)"
+    elapsed="$(sed -nE 's/^pan: elapsed time ([0-9.e+-]+).*/\1/p' pan.log | tail -n 1)"
+    local stats="${states:-?} states explored (stored), ${trans:-?} transitions, depth ${depth:-?}, pan ${elapsed:-?} s"
+    if ((status == 124)); then
+      why="timed out after ${TIMEOUT}s"
+    elif [[ "${errors:-0}" == 0 ]] &&
+      grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' pan.log; then
+      why="search incomplete: $(grep -m1 -E 'max search depth too small|MEMLIM|out of memory' pan.log)"
+      [[ "$expect" == pass ]] || why="NOT CAUGHT: no violation before the $why"
+    elif [[ -z "$errors" ]]; then
+      why="no result from pan: $(tail -n 3 pan.log | tr '\n' ' ')"
+    elif [[ "$expect" == pass ]]; then
+      if ((errors == 0)); then
+        verdict=PASS
+        why="holds: $stats"
+      else
+        why="VIOLATED: $(grep -m1 -E 'violated|acceptance cycle|invalid end state' pan.log); $stats"
+      fi
+    else
+      local pattern="${expect#fail:}"
+      if ((errors == 0)); then
+        why="NOT CAUGHT: no violation; $stats"
+      elif grep -qE "$pattern" pan.log; then
+        verdict=PASS
+        why="caught: $(grep -m1 -E "$pattern" pan.log | sed -E 's/^pan:1: //' | cut -c1-110); $stats"
+      else
+        why="wrong violation: $(grep -m1 -E 'violated|acceptance cycle|invalid end state' pan.log); $stats"
+      fi
+    fi
+  fi
+  t1=$(date +%s.%N)
+  {
+    printf '%s %-14s %s\n' "$verdict" "$name" "$title"
+    printf '     %s; %s s with the build\n' "$why" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
+    if [[ "$expect" != pass && "$name" != reach* && -f fair_lock.pml.trail ]]; then
+      if [[ "$spin_flags" == *TRACE* ]]; then
+        echo "     counter-example (shortest; fence numbers as issued):"
+      else
+        echo "     counter-example (fence numbers renamed, order kept):"
+      fi
+      narrative "$spin_flags"
+    fi
+  } >report
+  echo "$verdict" >verdict
+}
+
+jobs_max="${LOCKFLEET_JOBS:-2}"
+[[ "$jobs_max" =~ ^[1-9][0-9]*$ ]] || jobs_max=2
+t_start=$SECONDS
+say "${#selected[@]} checks, $jobs_max at a time, work dir $work"
+running=0
+for idx in "${!selected[@]}"; do
+  if ((running >= jobs_max)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  (run_check "$idx") &
+  running=$((running + 1))
+done
+wait || true
+
+passed=0
+failed=0
+for idx in "${!selected[@]}"; do
+  if [[ -f "$work/$idx/report" ]]; then
+    cat "$work/$idx/report"
+  else
+    printf 'FAIL %s: no report\n' "${selected[$idx]%%|*}"
+  fi
+  if [[ "$(cat "$work/$idx/verdict" 2>/dev/null)" == PASS ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+done
+total=$((passed + failed))
+say "done in $((SECONDS - t_start)) s"
+summary "$((total ? 100 * passed / total : 0))% tests passed, $failed tests failed out of $total"
+echo "model: $passed passed, $failed failed"
+((failed == 0))
