@@ -395,7 +395,7 @@ OccurrenceResult JobRunner::RunOccurrence(
                          "); trying again");
       }
       lease.Release();
-      out.retry_after = milliseconds(50);
+      out.retry_after = milliseconds(1000);  // as after an error: no spin
       return out;
     }
     if (!claimed.reply.is_nil() && std::stoll(claimed.reply.str) >= due_ms) {
