@@ -10,7 +10,9 @@
 #          (with scripts/sanitizers/: the C11-threads shim preloaded and
 #          tsan.supp, both for librdkafka)
 #        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
-#   4. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
+#   4. scripts/model-check.sh: spin checks the Promela model of the fair
+#      lock protocol (model/), and that it catches the re-introduced bugs
+#   5. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
 #      libFuzzer + ASan + UBSan), each fuzz target for
 #      $LOCKFLEET_FUZZ_SECONDS (default 30) s
 #
@@ -78,6 +80,28 @@ suite() {
 }
 
 suite default "" '^(unit|integration|chaos)$'
+
+# model STAGE: the spin model (bounded; its own summary line).
+model() {
+  local t0=$SECONDS log passed failed_checks
+  say "==== model: spin (model/) ===="
+  log="$(mktemp)"
+  if bash "$LOCKFLEET_ROOT/scripts/model-check.sh" 2>&1 | tee "$log"; then :; else
+    failed+=("model")
+  fi
+  if [[ "$(tail -n 1 "$log")" =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+    passed="${BASH_REMATCH[1]}"
+    failed_checks="${BASH_REMATCH[2]}"
+    echo "model: checks: $failed_checks tests failed out of $((passed + failed_checks))" \
+      >>"$LOCKFLEET_SUMMARY_FILE"
+  else
+    echo "model: did not report" >>"$LOCKFLEET_SUMMARY_FILE"
+    failed+=("model")
+  fi
+  rm -f "$log"
+  say "model took $((SECONDS - t0)) s"
+}
+model
 
 if [[ "$sanitizers" == true ]]; then
   # Subshells keep each sanitizer's options to its own stage.
