@@ -257,13 +257,12 @@ TEST_F(RedisFaultChaos, ClientConnectionsKilled) {
 }
 
 // The limit, stated by a test: Redis without persistence restarts empty.
-// The lock a holder had is gone, so another client is granted it at once,
-// and the fencing counter starts over, so the new token is not greater than
-// the old one (a resource that keeps its own highest token elsewhere then
-// rejects the new holder; one kept in the same Redis was wiped too). The
-// only thing lockfleet can do is tell the old holder: its next renewal
-// finds the lock not its own and marks the lease lost. If this test starts
-// failing because lockfleet learned better, update docs/RELIABILITY.md.
+// The lock a holder had is gone, so another client is granted it at once.
+// The fencing counter starts over, but tokens take the server's clock in µs
+// when it is higher, so the new token is still greater than the old one and
+// a resource that keeps its highest token elsewhere accepts the new holder
+// and refuses the old. The old holder is told: its next renewal finds the
+// lock not its own and marks the lease lost.
 TEST_F(RedisFaultChaos, LimitANonDurableRestartForgetsLocksAndFences) {
   RedisServer redis({.tcp = true});
   FaultNode a({.redis_url = redis.url()});
