@@ -123,6 +123,7 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "--mode kafka: broker list. Default: start an embedded "
                   "broker")
       ->type_name("BOOTSTRAP");
+  AddEventKeyOptions(*app, args->event_key);
   app->add_flag("--json", args->json, "Print one JSON object");
   // The contender processes' own mode (bench_contender.h).
   app->add_option("--child-index", args->child_index)->group("");

@@ -168,7 +168,9 @@ int RunContender(const BenchArgs& args, const Context& context) {
 
   std::shared_ptr<notifier::KafkaNotifier> kafka;
   if (args.mode == BenchMode::kKafka) {
-    notifier::KafkaOptions options{.bootstrap = args.kafka, .log = LogToStderr};
+    notifier::KafkaOptions options{.bootstrap = args.kafka,
+                                   .event_keys = args.event_keys,
+                                   .log = LogToStderr};
     if (args.fetch_wait_ms > 0)
       options.fetch_wait = milliseconds(args.fetch_wait_ms);
     kafka = std::make_shared<notifier::KafkaNotifier>(options);

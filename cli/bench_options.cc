@@ -65,6 +65,12 @@ void CheckBenchArgs(BenchArgs& args) {
     if (args.event_latency != 0) {
       throw UsageError("--event-latency applies to --mode kafka only");
     }
+    if (!EventKeyArgv(args.event_key).empty()) {
+      throw UsageError(
+          "--event-key-env and --event-key-file apply to --mode kafka only");
+    }
+  } else {
+    args.event_keys = ResolveEventKeys(args.event_key);
   }
   if (args.fetch_wait_ms != 0)
     CheckRange("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
@@ -129,6 +135,10 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
   if (args.park_cap_ms != 0) {
     argv.insert(argv.end(),
                 {"--park-cap-ms", std::to_string(args.park_cap_ms)});
+  }
+  if (args.mode == BenchMode::kKafka) {
+    const std::vector<std::string> event_key = EventKeyArgv(args.event_key);
+    argv.insert(argv.end(), event_key.begin(), event_key.end());
   }
   return argv;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "event_key_options.h"
 #include "lockfleet/lockcore/lock_client.h"
 
 namespace lockfleet::cli {
@@ -35,9 +36,13 @@ struct BenchArgs {
   bool fair = LockClientOptions{}.fair;  // the result, set by CheckBenchArgs()
   int fetch_wait_ms = 0;                 // 0: the notifier's default
   int park_cap_ms = 0;                   // 0: the product's default
-  int event_latency = 0;  // events for the one-way latency probe; 0: none
-  std::string redis;      // empty: start a private redis-server
-  std::string kafka;      // empty: start the embedded broker (kafka mode)
+  int event_latency = 0;   // events for the one-way latency probe; 0: none
+  std::string redis;       // empty: start a private redis-server
+  std::string kafka;       // empty: start the embedded broker (kafka mode)
+  EventKeyArgs event_key;  // --event-key-env / --event-key-file
+  // The unlock-event keys they name (kafka mode), set by CheckBenchArgs();
+  // empty: unsigned events. SECRET: never print them.
+  std::vector<std::string> event_keys;
   bool json = false;
 
   // Hidden: set for a contender process started by the parent.

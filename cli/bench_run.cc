@@ -80,9 +80,11 @@ std::optional<long long> Commands(RedisClient& redis) {
 // One notifier publishes `events` events 2 ms apart, another (own Kafka
 // clients) receives them: receive time - released_at_ns.
 Percentiles MeasureEventLatency(const std::string& bootstrap, int fetch_wait_ms,
-                                int events) {
+                                int events,
+                                const std::vector<std::string>& event_keys) {
   notifier::KafkaOptions options{
       .bootstrap = bootstrap,
+      .event_keys = event_keys,
       .log = [](notifier::LogLevel, std::string_view) {}};
   if (fetch_wait_ms > 0) options.fetch_wait = milliseconds(fetch_wait_ms);
   notifier::KafkaNotifier publisher(options), subscriber(options);
@@ -128,6 +130,10 @@ class Bench {
   void WaitForContenders(int64_t end_ns);
   void Collect();
   int Fail(int status, const std::string& message);
+  // ", signed events" when unlock events carry an HMAC, for the report.
+  std::string Signed() const {
+    return args_.event_keys.empty() ? "" : ", signed events";
+  }
 
   const BenchArgs& args_;
   const std::atomic<bool>& interrupted_;
@@ -193,11 +199,11 @@ int Bench::StartKafka() {
   if (args_.kafka.empty()) {
     broker_ = std::make_unique<notifier::EmbeddedBroker>();
     bootstrap_ = broker_->bootstrap();
-    result_.kafka = "embedded broker (" + bootstrap_ + ")";
+    result_.kafka = "embedded broker (" + bootstrap_ + ")" + Signed();
     return kExitOk;
   }
   bootstrap_ = args_.kafka;
-  result_.kafka = bootstrap_;
+  result_.kafka = bootstrap_ + Signed();
   // Fail fast, before P processes each wait for it.
   auto probe = std::make_shared<notifier::KafkaNotifier>(notifier::KafkaOptions{
       .bootstrap = bootstrap_,
@@ -338,7 +344,7 @@ int Bench::Run() {
       Analyze(std::move(sections_), args_.processes, args_.threads);
   if (args_.event_latency > 0) {
     result_.event_latency_us = MeasureEventLatency(
-        bootstrap_, args_.fetch_wait_ms, args_.event_latency);
+        bootstrap_, args_.fetch_wait_ms, args_.event_latency, args_.event_keys);
     result_.event_latency_sent = static_cast<uint64_t>(args_.event_latency);
   }
 

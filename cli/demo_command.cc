@@ -1,5 +1,6 @@
 #include "demo_command.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -41,6 +43,24 @@ using std::chrono::seconds;
 using std::chrono::steady_clock;
 
 constexpr int kJobPartitions = 8;  // of each embedded topic
+
+// A fresh random event key (32 bytes, hex) in a file only we can read.
+bool WriteEventKey(const fs::path& path) {
+  std::random_device random;
+  std::string key;
+  for (int i = 0; i < 8; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof(word), "%08x", random());
+    key += word;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  key += '\n';
+  const bool written =
+      ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+  ::close(fd);
+  return written;
+}
 
 constexpr char kDescription[] =
     "Run the flash-sale demo: an embedded Kafka broker, a private "
@@ -149,13 +169,22 @@ int Demo::Setup() {
           .partitions = kJobPartitions,
           .topics = {"lockfleet.unlock", "lockfleet.jobs"}});
 
+  // One key for the whole fleet, as a deployment's secret would be: the
+  // workers sign their unlock events and ignore any others.
+  const fs::path event_key = dir_ / "event-key";
+  if (!WriteEventKey(event_key)) {
+    PrintError("cannot write " + event_key.string() + ": " +
+               std::strerror(errno));
+    return kExitUnavailable;
+  }
+
   const fs::path config = dir_ / "fleet.yaml";
   std::ofstream(config)
       << "# Written by 'lockfleet demo': one file drives every worker.\n"
       << "redis:\n  url: unix://" << socket
       << "\n  pool_size: " << args_.threads + 2 << "\n"
       << "kafka:\n  bootstrap: " << broker_->bootstrap()
-      << "\n  fetch_wait: 1ms\n"
+      << "\n  fetch_wait: 1ms\n  event_key_file: " << event_key.string() << "\n"
       << "locks:\n  lease: 10s\n"
       << "worker:\n  threads: " << args_.threads << "\n  grace_period: 5s\n"
       << "  sources:\n    kafka_jobs:\n      enabled: true\n"
@@ -169,7 +198,9 @@ int Demo::Setup() {
             << args_.threads << " threads\n"
             << "  redis-server  unix://" << socket << "\n"
             << "  kafka broker  " << broker_->bootstrap()
-            << " (embedded)\n  config        " << config.string() << "\n";
+            << " (embedded)\n  config        " << config.string()
+            << "\n  event key     " << event_key.string()
+            << " (unlock events signed)\n";
 
   const std::string self = SelfExe();
   for (int i = 0; i < args_.workers; ++i) {

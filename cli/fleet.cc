@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "lockfleet/config/error.h"
+#include "lockfleet/config/event_keys.h"
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/event_auth.h"
 #include "lockfleet/notifier/job_topic.h"
 
 namespace lockfleet::cli {
@@ -13,6 +15,9 @@ namespace lockfleet::cli {
 using config::LogLevel;
 
 namespace {
+
+// The config module cannot see the notifier's minimum: keep them one.
+static_assert(config::kMinEventKeyBytes == notifier::kMinEventKeyBytes);
 
 std::string RandomSuffix() {
   std::random_device random;
@@ -46,7 +51,8 @@ notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
                                 .message_timeout = kafka.message_timeout,
                                 .queue_max_messages = kafka.queue_max_messages,
                                 .properties = kafka.properties,
-                                .client_id = kafka.client_id};
+                                .client_id = kafka.client_id,
+                                .event_keys = kafka.event_keys};
 }
 
 Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,

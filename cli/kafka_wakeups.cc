@@ -5,6 +5,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "command.h"
 #include "lockfleet/lockcore/error.h"
@@ -86,14 +87,16 @@ std::string CheckBootstrap(std::string_view bootstrap) {
 }
 
 std::shared_ptr<notifier::KafkaNotifier> StartKafka(
-    const std::string& bootstrap) {
+    const std::string& bootstrap, std::vector<std::string> event_keys) {
   if (const std::string problem = CheckBootstrap(bootstrap); !problem.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "bad Kafka bootstrap " + Quoted(bootstrap) + ": " + problem +
                     " (expected HOST:PORT[,HOST:PORT...])");
   }
   return std::make_shared<notifier::KafkaNotifier>(
-      notifier::KafkaOptions{.bootstrap = bootstrap, .log = LogToStderr});
+      notifier::KafkaOptions{.bootstrap = bootstrap,
+                             .event_keys = std::move(event_keys),
+                             .log = LogToStderr});
 }
 
 bool ShutDownKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "event_key_options.h"
 #include "lock_run.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
@@ -41,12 +42,15 @@ and lockfleet processes waiting for it elsewhere wake at once; without Kafka
 they notice within --park-cap (1s by default). Kafka only speeds up waiting:
 if it is unreachable, lockfleet warns and carries on without it, with the
 same locking, COMMAND and exit status. 'lockfleet broker' serves a throwaway
-broker for development and tests.
+broker for development and tests. With an event key (--event-key-env,
+--event-key-file or $LOCKFLEET_EVENT_KEY) unlock events are signed
+(HMAC-SHA256), and events that are unsigned or signed with another key are
+ignored: give every process that shares the topic the same key.
 
 Exit status:
   N        COMMAND's own exit status (128+S if signal S killed it)
-  2        bad arguments: missing NAME or COMMAND, bad duration, bad URL
-           or Kafka bootstrap
+  2        bad arguments: missing NAME or COMMAND, bad duration, bad URL,
+           Kafka bootstrap or event key
   69       Redis unreachable, timed out or refused authentication
   75       lock not acquired within --wait; the message names the holder
   76       lock lost while COMMAND ran (lease expired or force-unlocked);
@@ -57,6 +61,8 @@ Exit status:
 Environment:
   LOCKFLEET_REDIS  Redis URL used when --redis is not given
   LOCKFLEET_KAFKA  Kafka bootstrap servers used when --kafka is not given
+  LOCKFLEET_EVENT_KEY  the unlock-event key(s) when neither --event-key-env
+                   nor --event-key-file is given
 
 Examples:
   lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full
@@ -72,6 +78,7 @@ struct LockArgs {
   std::string kill_after;
   bool verbose = false;
   bool no_fair = false;
+  EventKeyArgs event_key;
   std::string name;
   std::vector<std::string> stray;  // words after NAME and before "--"
   CLI::Option* name_option = nullptr;
@@ -139,6 +146,9 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
     request.kafka_bootstrap = env;
     request.kafka_source = std::string("$") + kKafkaVariable;
   }
+  if (!request.kafka_bootstrap.empty()) {
+    request.event_keys = ResolveEventKeys(args.event_key);
+  }
   if (args.redis_option->count() > 0) {
     request.redis_url = args.redis_url;
     request.redis_url_source = "--redis";
@@ -192,6 +202,7 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              " if Kafka is unreachable, lockfleet warns and works without it. "
              "Default: $LOCKFLEET_KAFKA, else no Kafka; '' turns it off")
           ->type_name("BOOTSTRAP");
+  AddEventKeyOptions(*app, args->event_key);
   args->kill_after_option =
       app->add_option(
              "--kill-after", args->kill_after,

@@ -128,7 +128,7 @@ int LockRun::Run() {
   std::shared_ptr<notifier::KafkaNotifier> kafka;
   if (!request_.kafka_bootstrap.empty()) {
     try {
-      kafka = StartKafka(request_.kafka_bootstrap);
+      kafka = StartKafka(request_.kafka_bootstrap, request_.event_keys);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kInvalidArgument) {
         PrintError(request_.kafka_source + ": " + e.what());

@@ -30,6 +30,9 @@ struct LockRequest {
   std::string redis_url_source;  // "--redis" or "$LOCKFLEET_REDIS"
   std::string kafka_bootstrap;   // empty: no Kafka
   std::string kafka_source;      // "--kafka" or "$LOCKFLEET_KAFKA"
+  // Unlock-event keys (--event-key-env / --event-key-file /
+  // $LOCKFLEET_EVENT_KEY); empty: unsigned. SECRET: never print them.
+  std::vector<std::string> event_keys;
   // Longest single sleep while waiting (LockClientOptions::park_cap), > 0.
   std::chrono::milliseconds park_cap{1000};
   // SIGKILL COMMAND this long after asking it to stop; 0: never.

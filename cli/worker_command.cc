@@ -60,6 +60,18 @@ struct WorkerArgs {
   FleetOverrides overrides;
 };
 
+// "; unlock events signed and checked (2 keys from $VAR)", or "" without a
+// key. Where the keys came from, never what they are.
+std::string EventKeySummary(const config::Config& config) {
+  if (!config.kafka || config.kafka->event_keys.empty()) return "";
+  const size_t keys = config.kafka->event_keys.size();
+  const std::string source = config.kafka->event_key_env.empty()
+                                 ? "file " + config.kafka->event_key_file
+                                 : "$" + config.kafka->event_key_env;
+  return "; unlock events signed and checked (" + std::to_string(keys) +
+         (keys == 1 ? " key" : " keys") + " from " + source + ")";
+}
+
 int RunWorker(const WorkerArgs& args, const Context& context) {
   config::Config config;
   try {
@@ -114,7 +126,7 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
                  " threads; jobs topic " +
                  (config.worker.sources.kafka_jobs.enabled ? "on" : "off") +
                  ", " + std::to_string(config.worker.sources.schedules.size()) +
-                 " schedules");
+                 " schedules" + EventKeySummary(config));
   {
     std::unique_lock lock(mu);
     signalled.wait(lock, [&] { return stop_signal != 0; });

@@ -41,6 +41,13 @@ kafka:
   #     sasl.username: ${KAFKA_USER}
   #     sasl.password: ${KAFKA_PASSWORD}
   properties: {}
+  # Authenticate unlock events with HMAC-SHA256 (docs/unlock-events.md):
+  # where every process of the deployment reads the same key. Never the key
+  # itself. At most one of the two; "" for none (events are not signed, and
+  # signatures are not checked). The secret holds one key per line, >= 16
+  # bytes each (openssl rand -base64 32); the first signs, all verify.
+  event_key_env: ""         # e.g. LOCKFLEET_EVENT_KEY
+  event_key_file: ""        # e.g. /run/secrets/lockfleet-event-key
 
 locks:
   lease: 30s                # watchdog lease, renewed every lease/3; >= 30ms

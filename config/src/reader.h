@@ -48,6 +48,9 @@ class Context {
   std::optional<std::string> Text(const Value& value,
                                   std::string_view expected);
 
+  // Where ${VAR} looks (LoadOptions::env, else the process environment).
+  const EnvLookup& env() const { return env_; }
+
   bool has_errors() const { return !errors_.empty(); }
   // The errors in file order.
   std::vector<Diagnostic> TakeErrors();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "lockfleet/config/event_keys.h"
 #include "reader.h"
 #include "text.h"
 
@@ -80,6 +81,44 @@ std::map<std::string, std::string> ReadProperties(Context& context,
   return out;
 }
 
+// kafka.event_key_env / kafka.event_key_file, and the keys they name. No
+// message repeats a key, and none repeats a value that may be one.
+void ReadEventKeys(Context& context, MapReader& map, KafkaConfig& out) {
+  if (std::optional<Value> inline_key = map.Get("event_key")) {
+    context.Error(inline_key->key_mark, inline_key->path,
+                  "the event key itself never goes in the config file; name "
+                  "where to read it: event_key_env: VARIABLE or "
+                  "event_key_file: PATH");
+  }
+  std::optional<Value> env = map.Get("event_key_env");
+  std::optional<Value> file = map.Get("event_key_file");
+  std::optional<std::string> env_name;
+  std::optional<std::string> file_path;
+  if (env) {
+    env_name = context.Text(*env, "the name of an environment variable");
+  }
+  if (file) file_path = context.Text(*file, "the path of a file");
+  const bool use_env = env_name && !env_name->empty();
+  const bool use_file = file_path && !file_path->empty();
+  if (use_env && use_file) {
+    context.Error(*file,
+                  "expected event_key_env or event_key_file, not both "
+                  "(event_key_env is given)");
+    return;
+  }
+  try {
+    if (use_env) {
+      out.event_keys = EventKeysFromEnv(*env_name, context.env());
+      out.event_key_env = *env_name;
+    } else if (use_file) {
+      out.event_keys = EventKeysFromFile(*file_path);
+      out.event_key_file = *file_path;
+    }
+  } catch (const ConfigError& e) {
+    context.Error(use_env ? *env : *file, e.what());
+  }
+}
+
 std::optional<KafkaConfig> ReadKafka(Context& context,
                                      const std::optional<Value>& value) {
   if (!value) return std::nullopt;
@@ -118,6 +157,7 @@ std::optional<KafkaConfig> ReadKafka(Context& context,
   if (std::optional<Value> properties = map.Get("properties")) {
     out.properties = ReadProperties(context, *properties);
   }
+  ReadEventKeys(context, map, out);
   map.Finish();
   return out;
 }

@@ -21,6 +21,7 @@ constexpr notifier::DecodeError kDecodeErrors[] = {
     notifier::DecodeError::kTooLarge,     notifier::DecodeError::kNotJson,
     notifier::DecodeError::kNotObject,    notifier::DecodeError::kWrongVersion,
     notifier::DecodeError::kMissingField, notifier::DecodeError::kBadField,
+    notifier::DecodeError::kUnsigned,     notifier::DecodeError::kBadSignature,
 };
 
 MetricFamily& Begin(std::vector<MetricFamily>& out, const char* name,
@@ -149,8 +150,9 @@ std::vector<MetricFamily> NotifierCollector::Collect() const {
        "Well-formed unlock events received from Kafka.", MetricType::Counter,
        sum.consumed);
   Emit(out, "lockfleet_unlock_events_malformed_total",
-       "Unlock event records dropped as malformed, by reason.", "reason",
-       malformed);
+       "Unlock event records dropped as malformed, by reason; unsigned and "
+       "bad_signature: failed authentication (kafka.event_key_*).",
+       "reason", malformed);
   Emit(
       out, "lockfleet_kafka_errors_total",
       "Kafka errors, by kind: consumer (fetch and transport errors the "

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/event_auth.h"
 #include "rate_limited_log.h"
 #include "rdkafka_common.h"
 
@@ -43,7 +45,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                                   public RdKafka::EventCb {
  public:
   explicit Impl(KafkaOptions o)
-      : options(std::move(o)), log(SinkOrStderr(options.log)) {
+      : options(std::move(o)),
+        auth(std::exchange(options.event_keys, {})),
+        log(SinkOrStderr(options.log)) {
     Require(!options.bootstrap.empty(), "Kafka bootstrap servers are required");
     Require(!options.topic.empty(), "Kafka topic is required");
     Require(options.fetch_wait.count() >= 0 &&
@@ -97,7 +101,7 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   void Publish(const UnlockEvent& event) noexcept {
     try {
-      std::string value = EncodeUnlockEvent(event);
+      std::string value = auth.Encode(event);
       RdKafka::ErrorCode err = producer->produce(
           options.topic, RdKafka::Topic::PARTITION_UA,
           RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
@@ -251,19 +255,23 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         return;
     }
     std::string_view value(static_cast<const char*>(msg.payload()), msg.len());
-    DecodeResult r =
-        DecodeUnlockEvent(msg.payload() ? value : std::string_view());
+    DecodeResult r = auth.Decode(msg.payload() ? value : std::string_view());
     if (!r.event) {
       malformed.fetch_add(1, std::memory_order_relaxed);
       {
         std::lock_guard lock(mu);
         ++malformed_by_reason[DecodeErrorName(r.error)];
       }
-      logs.Log("malformed", LogLevel::kWarning,
-               "dropped a malformed unlock event (" +
-                   std::string(DecodeErrorName(r.error)) + ": " + r.detail +
-                   ") at partition " + std::to_string(msg.partition()) +
-                   " offset " + std::to_string(msg.offset()),
+      // Rate-limited apart: a flood of junk must not hide forgeries.
+      const bool forged = r.error == DecodeError::kUnsigned ||
+                          r.error == DecodeError::kBadSignature;
+      logs.Log(forged ? "unauthenticated" : "malformed", LogLevel::kWarning,
+               std::string("dropped ") +
+                   (forged ? "an unauthenticated" : "a malformed") +
+                   " unlock event (" + DecodeErrorName(r.error) + ": " +
+                   r.detail + ") at partition " +
+                   std::to_string(msg.partition()) + " offset " +
+                   std::to_string(msg.offset()),
                log);
       return;
     }
@@ -292,7 +300,8 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
   }
 
-  KafkaOptions options;
+  KafkaOptions options;  // event_keys moved into auth
+  const EventAuthenticator auth;
   LogSink log;
   RateLimitedLog logs;
   std::unique_ptr<RdKafka::Producer> producer;
@@ -361,6 +370,10 @@ NotifierStats KafkaNotifier::stats() const {
 }
 
 const KafkaOptions& KafkaNotifier::options() const { return impl_->options; }
+
+bool KafkaNotifier::authenticates_events() const {
+  return impl_->auth.enabled();
+}
 
 void KafkaNotifier::SetOnEventForTesting(
     std::function<void(const UnlockEvent&)> hook) {

@@ -1,11 +1,15 @@
 #include "lockfleet/notifier/unlock_codec.h"
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace lockfleet::notifier {
 namespace {
 
 using nlohmann::json;
+
+// Domain separation: these bytes are MACed for nothing else.
+constexpr char kCanonicalTag[] = "lockfleet.unlock-event.hmac-sha256.v1";
 
 // nlohmann::json refuses to serialize invalid UTF-8 (overlongs and
 // surrogates included); ask it rather than second-guess it.
@@ -101,11 +105,16 @@ const char* DecodeErrorName(DecodeError error) noexcept {
       return "missing_field";
     case DecodeError::kBadField:
       return "bad_field";
+    case DecodeError::kUnsigned:
+      return "unsigned";
+    case DecodeError::kBadSignature:
+      return "bad_signature";
   }
   return "unknown";
 }
 
-std::string EncodeUnlockEvent(const UnlockEvent& event) {
+std::string EncodeUnlockEvent(const UnlockEvent& event,
+                              std::string_view signature) {
   json j;
   j["v"] = kUnlockEventVersion;
   PutText(j, "lock", event.lock);
@@ -119,7 +128,37 @@ std::string EncodeUnlockEvent(const UnlockEvent& event) {
     PutText(j, "next_owner", event.next_owner);
     j["next_fence"] = event.next_fence;
   }
+  if (!signature.empty()) j["sig"] = signature;
   return j.dump();
+}
+
+std::string CanonicalUnlockEvent(const UnlockEvent& event) {
+  // Naming every member makes adding one to UnlockEvent a compile error
+  // here: a field the signature does not cover could be forged freely.
+  const auto& [lock, owner, client_id, fence, released_at_ns, cause,
+               next_waiter, next_owner, next_fence] = event;
+  std::string out(kCanonicalTag, sizeof(kCanonicalTag));  // with its NUL
+  auto put_int = [&out](int64_t value) {
+    const auto bits = static_cast<uint64_t>(value);
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      out += static_cast<char>((bits >> shift) & 0xFF);
+    }
+  };
+  auto put_text = [&](std::string_view text) {
+    put_int(static_cast<int64_t>(text.size()));
+    out.append(text);
+  };
+  put_int(kUnlockEventVersion);
+  put_text(lock);
+  put_text(owner);
+  put_text(client_id);
+  put_int(fence);
+  put_int(released_at_ns);
+  put_text(UnlockCauseName(cause));
+  put_text(next_waiter);
+  put_text(next_owner);
+  put_int(next_fence);
+  return out;
 }
 
 DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
@@ -159,6 +198,12 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
     if (auto err = int_field("next_fence", &e.next_fence)) return *err;
     if (auto err = int_field("fence", &e.fence)) return *err;
     if (auto err = int_field("released_at_ns", &e.released_at_ns)) return *err;
+    std::string signature;
+    if (auto sig = j.find("sig"); sig != j.end()) {
+      if (!sig->is_string())
+        return Fail(DecodeError::kBadField, "'sig' is not a string");
+      signature = sig->get<std::string>();
+    }
     if (auto c = j.find("cause"); c != j.end()) {
       if (!c->is_string())
         return Fail(DecodeError::kBadField, "'cause' is not a string");
@@ -173,6 +218,7 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
     }
     DecodeResult r;
     r.event = std::move(e);
+    r.signature = std::move(signature);
     return r;
   } catch (...) {
     return Fail(DecodeError::kBadField, "undecodable");

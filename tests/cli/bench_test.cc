@@ -103,6 +103,24 @@ TEST_F(BenchTest, KafkaModeAgainstABrokerProcess) {
             clients.at("before").get<long long>());
 }
 
+TEST_F(BenchTest, KafkaModeWithSignedEvents) {
+  // Every contender reads the key from the file the parent passes on, signs
+  // its events and accepts only signed ones: the event wake-ups prove they
+  // share it.
+  TempDir dir;
+  WriteFile(dir.File("event-key"), "bench-test-event-key-0123\n");
+  const json report =
+      RunBench({"--mode", "kafka", "--processes", "2", "--redis", redis_.url(),
+                "--event-key-file", dir.File("event-key")});
+  ExpectSoundRun(report, 2, 1);
+  EXPECT_NE(
+      report.at("config").at("kafka").get<std::string>().find("signed events"),
+      std::string::npos)
+      << report.at("config").dump();
+  EXPECT_GT(report.at("wakeups").value("event", json(0)).get<double>(), 0)
+      << report.at("wakeups").dump();
+}
+
 TEST_F(BenchTest, KafkaBargingWithItsOwnRedisAndBroker) {
   const json report = RunBench(
       {"--mode", "kafka", "--no-fair", "--processes", "2", "--threads", "1"});
@@ -164,6 +182,9 @@ TEST(BenchArgsTest, BadArgumentsExitTwoWithAMessage) {
       {{"--mode", "poll", "--fair"}, "--fair"},
       {{"--fair", "--no-fair"}, "--no-fair"},
       {{"--mode", "local", "--kafka", "127.0.0.1:9092"}, "--kafka"},
+      {{"--mode", "local", "--event-key-env", "K"}, "--event-key-env"},
+      {{"--event-key-env", "LOCKFLEET_TEST_UNSET_VARIABLE"},
+       "--event-key-env: environment variable LOCKFLEET_TEST_UNSET_VARIABLE"},
       {{"--kafka", "host:99999"}, "--kafka"},
       {{"--redis", "http://nope"}, "--redis"},
       {{"--processes", "many"}, "--processes"},

@@ -50,7 +50,8 @@ CliProcess::CliProcess(const std::string& program,
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view entry_view(*entry);
     if (entry_view.starts_with("LOCKFLEET_REDIS=") ||
-        entry_view.starts_with("LOCKFLEET_KAFKA=")) {
+        entry_view.starts_with("LOCKFLEET_KAFKA=") ||
+        entry_view.starts_with("LOCKFLEET_EVENT_KEY=")) {
       continue;
     }
     env_strings.emplace_back(*entry);

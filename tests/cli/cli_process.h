@@ -38,8 +38,9 @@ class TempDir {
 class CliProcess {
  public:
   // Starts `lockfleet args...` with `env` ("KEY=value") added to the test's
-  // environment, minus any LOCKFLEET_REDIS or LOCKFLEET_KAFKA the test runner
-  // had. Throws std::runtime_error if it cannot be started.
+  // environment, minus any LOCKFLEET_REDIS, LOCKFLEET_KAFKA or
+  // LOCKFLEET_EVENT_KEY the test runner had. Throws std::runtime_error if it
+  // cannot be started.
   explicit CliProcess(const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
   // SIGKILLs the process if it still runs, and reaps it.

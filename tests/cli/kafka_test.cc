@@ -124,18 +124,26 @@ class KafkaLockTest : public ::testing::Test {
   // measured here is ~29 s.
   // Returns the time from the end of the holder's COMMAND to the start of
   // the waiter's, or nullopt after a failure.
-  std::optional<milliseconds> HandOffGap(const std::string& bootstrap,
-                                         const std::string& name) {
+  // `holder_options` are added to the holder's options, `waiter_env` to the
+  // waiter's environment.
+  std::optional<milliseconds> HandOffGap(
+      const std::string& bootstrap, const std::string& name,
+      const std::vector<std::string>& holder_options = {},
+      const std::vector<std::string>& waiter_env = {}) {
+    std::vector<std::string> holder_args{"--kafka", bootstrap};
+    holder_args.insert(holder_args.end(), holder_options.begin(),
+                       holder_options.end());
     const std::string held = File(name + ".held");
     const std::string go = File(name + ".go");
     const std::string released = File(name + ".released");
     const std::string acquired = File(name + ".acquired");
-    CliProcess holder(Lock({"--kafka", bootstrap}, name,
+    CliProcess holder(Lock(holder_args, name,
                            "touch '" + held + "'; " + UntilExists(go) +
                                "; date +%s%N > '" + released + "'"));
     EXPECT_TRUE(WaitForFile(held)) << holder.Stderr();
     CliProcess waiter(Lock({"--kafka", bootstrap, "--park-cap", "60s", "-v"},
-                           name, "date +%s%N > '" + acquired + "'"));
+                           name, "date +%s%N > '" + acquired + "'"),
+                      waiter_env);
     // The generous deadline covers a slow start, not the hand-off.
     EXPECT_TRUE(WaitUntil(
         [&] {
@@ -272,6 +280,54 @@ TEST_F(KafkaLockTest, ReleaseWakesAWaiterInAnotherProcessThroughKafka) {
             << gap->count() << " ms" << std::endl;
   EXPECT_GE(gap->count(), 0);
   EXPECT_LT(*gap, milliseconds(1000));
+}
+
+TEST_F(KafkaLockTest, SignedEventsWakeAWaiterInAnotherProcess) {
+  BrokerProcess broker;
+  const std::string key_file = File("event-key");
+  WriteFile(key_file, "signed-hand-off-test-key\n");
+  // The holder reads the key from a file named on its command line, the
+  // waiter from $LOCKFLEET_EVENT_KEY. The waiter accepts only events signed
+  // with it: an unsigned or mis-signed release would leave it asleep for
+  // ~30 s (see HandOffGap).
+  const std::optional<milliseconds> gap = HandOffGap(
+      broker.bootstrap(), "signed-hand-off", {"--event-key-file", key_file},
+      {"LOCKFLEET_EVENT_KEY=signed-hand-off-test-key"});
+  ASSERT_TRUE(gap);
+  EXPECT_LT(*gap, milliseconds(1000));
+}
+
+TEST_F(KafkaLockTest, BadEventKeysExitTwoWithoutShowingTheKey) {
+  const std::string secret = "short-SECRET";  // 12 bytes
+  WriteFile(File("short-key"), secret + "\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--event-key-env", "K"},
+       "--event-key-env: environment variable K "
+       "(the event key) is not set"},
+      {{"--event-key-file", File("absent")},
+       "--event-key-file: cannot read the event key file '" + File("absent") +
+           "': No such file or directory"},
+      {{"--event-key-file", File("short-key")},
+       "--event-key-file: the event key on line 1 of the event key file '" +
+           File("short-key") + "' has 12 bytes; expected at least 16"},
+      {{},
+       "$LOCKFLEET_EVENT_KEY: the event key on line 1 of environment "
+       "variable LOCKFLEET_EVENT_KEY has 12 bytes"},
+      {{"--event-key-env", "K", "--event-key-file", File("short-key")},
+       "--event-key-env and --event-key-file exclude each other"},
+  };
+  for (const auto& [options, message] : cases) {
+    std::vector<std::string> args{"--kafka", "127.0.0.1:9"};
+    args.insert(args.end(), options.begin(), options.end());
+    const CliResult result = RunCli(Lock(args, "bad-key", "true"),
+                                    {"LOCKFLEET_EVENT_KEY=" + secret});
+    EXPECT_EQ(result.status, 2) << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find(secret), std::string::npos) << result.err;
+  }
+  // Without Kafka there are no events to sign: the key is not read.
+  EXPECT_EQ(RunCli(Lock({"--event-key-env", "K"}, "no-kafka", "true")).status,
+            0);
 }
 
 TEST_F(KafkaLockTest, BootstrapFromEnvironmentAndEmptyTurnsKafkaOff) {

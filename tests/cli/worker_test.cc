@@ -23,6 +23,7 @@
 #include "lockfleet/metrics/http.h"
 #include "lockfleet/metrics/scrape.h"
 #include "lockfleet/notifier/embedded_broker.h"
+#include "lockfleet/notifier/event_auth.h"
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
@@ -50,7 +51,7 @@ class WorkerCliTest : public ::testing::Test {
     std::string text = "redis:\n  url: " + server_.url() + "\n";
     if (broker_) {
       text += "kafka:\n  bootstrap: " + broker_->bootstrap() +
-              "\n  fetch_wait: 1ms\n";
+              "\n  fetch_wait: 1ms\n" + kafka_extra_;
     }
     text += "locks:\n  lease: 2s\n" + worker_section +
             "metrics:\n  listen: 127.0.0.1:0\nlogging:\n  level: debug\n";
@@ -102,6 +103,7 @@ class WorkerCliTest : public ::testing::Test {
   RedisServer server_;
   std::shared_ptr<RedisClient> redis_;
   std::unique_ptr<notifier::EmbeddedBroker> broker_;
+  std::string kafka_extra_;  // more lines of the kafka section
 };
 
 const char kScheduled[] = R"(worker:
@@ -317,6 +319,69 @@ TEST_F(WorkerCliTest, HealthEndpointReportsRedisTrouble) {
   EXPECT_NE(unhealthy.body.find("redis"), std::string::npos) << unhealthy.body;
   worker->Signal(SIGTERM);
   EXPECT_EQ(worker->Wait(kLong), 0) << worker->Stderr();
+}
+
+TEST_F(WorkerCliTest, UnlockEventsAreSignedCheckedAndTheKeyNeverShown) {
+  StartBroker();
+  const std::string key = "worker-cli-SECRET-0123456789";
+  WriteFile(dir_.File("event-key"), key + "\n");
+  kafka_extra_ = "  event_key_file: " + dir_.File("event-key") + "\n";
+  std::unique_ptr<CliProcess> worker =
+      StartWorker(WriteConfig(kScheduled), "signer");
+  const auto metric = [&](const std::string& name,
+                          const metrics::LabelMatch& labels) {
+    return metrics::SumSamples(ScrapeWorker(*worker), name, labels);
+  };
+  // Its own scheduled jobs release locks: signed events, which it accepts.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return metric("lockfleet_unlock_events_consumed_total", {}) > 0; },
+      kLong));
+
+  // Someone else writes to the unlock topic: unsigned, and signed with
+  // another key.
+  UnlockEvent forged{.lock = "report", .client_id = "forger"};
+  notifier::JobProducer forger(
+      {.bootstrap = broker_->bootstrap(), .topic = "lockfleet.unlock"});
+  forger.Produce("report", notifier::EncodeUnlockEvent(forged));
+  forger.Produce(
+      "report",
+      notifier::EventAuthenticator({"another-key-0123456"}).Encode(forged));
+  ASSERT_EQ(forger.Flush(seconds(30)), 0u);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return metric("lockfleet_unlock_events_malformed_total",
+                      {{"reason", "unsigned"}}) == 1 &&
+               metric("lockfleet_unlock_events_malformed_total",
+                      {{"reason", "bad_signature"}}) == 1;
+      },
+      kLong));
+  EXPECT_EQ(metric("lockfleet_unlock_events_malformed_total", {}), 2);
+
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(kLong), 0) << worker->Stderr();
+  const std::string log = worker->Stderr() + worker->Stdout();
+  EXPECT_NE(log.find("unlock events signed and checked (1 key from file "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("dropped an unauthenticated unlock event"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(key), std::string::npos) << log;
+}
+
+TEST_F(WorkerCliTest, ShortEventKeyFailsFastWithoutShowingIt) {
+  StartBroker();
+  kafka_extra_ = "  event_key_env: LOCKFLEET_EVENT_KEY\n";
+  const CliResult result =
+      RunCli({"worker", "--config", WriteConfig(kScheduled)},
+             {"LOCKFLEET_EVENT_KEY=short-SECRET"});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find(":6:18: kafka.event_key_env: the event key on "
+                            "line 1 of environment variable "
+                            "LOCKFLEET_EVENT_KEY has 12 bytes"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("SECRET"), std::string::npos) << result.err;
 }
 
 TEST_F(WorkerCliTest, BadConfigFailsFastNamingTheProblem) {

@@ -86,6 +86,38 @@ TEST_F(ConfigCliTest, CheckUsesTheEnvironment) {
       << unset.err;
 }
 
+TEST_F(ConfigCliTest, CheckReadsTheEventKeyAndNeverPrintsIt) {
+  const std::string path = Write("keyed.yaml",
+                                 "redis: {url: redis://h:1}\n"
+                                 "kafka:\n"
+                                 "  bootstrap: k:9092\n"
+                                 "  event_key_env: LOCKFLEET_EVENT_KEY\n");
+  const std::string key = "config-check-SECRET-0123456789";
+  const Result ok =
+      Run("config check '" + path + "'", "LOCKFLEET_EVENT_KEY=" + key);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, "ok\n");
+  EXPECT_EQ(ok.err, "");
+
+  const Result unset = Run("config check '" + path + "'");
+  EXPECT_EQ(unset.status, 2);
+  EXPECT_EQ(unset.err, path +
+                           ":4:18: kafka.event_key_env: environment variable "
+                           "LOCKFLEET_EVENT_KEY (the event key) is not set\n");
+
+  const Result short_key =
+      Run("config check '" + path + "'", "LOCKFLEET_EVENT_KEY=short-SECRET");
+  EXPECT_EQ(short_key.status, 2);
+  EXPECT_EQ(short_key.err.rfind(path + ":4:18: kafka.event_key_env: the event "
+                                       "key on line 1 of environment variable "
+                                       "LOCKFLEET_EVENT_KEY has 12 bytes",
+                                0),
+            0u)
+      << short_key.err;
+  EXPECT_EQ(short_key.err.find("SECRET"), std::string::npos) << short_key.err;
+  EXPECT_EQ(short_key.out, "");
+}
+
 TEST_F(ConfigCliTest, CheckMissingEmptyAndNonYamlFiles) {
   const std::string missing = (dir_ / "absent.yaml").string();
   Result result = Run("config check '" + missing + "'");

@@ -140,6 +140,24 @@ TEST(NotifierStats, AreReadAtEachScrape) {
   EXPECT_EQ(Value(m, "lockfleet_unlock_events_published_total"), 7);
 }
 
+TEST(NotifierStats, AuthenticationFailuresAreMalformedReasons) {
+  Metrics m;
+  m.AddNotifierStats([] {
+    notifier::NotifierStats s;
+    s.malformed = 5;
+    s.malformed_by_reason = {{"unsigned", 3}, {"bad_signature", 2}};
+    return s;
+  });
+  const auto x = ParseExposition(m.Exposition());
+  EXPECT_EQ(ValueIn(x, "lockfleet_unlock_events_malformed_total",
+                    {{"reason", "unsigned"}}),
+            3);
+  EXPECT_EQ(ValueIn(x, "lockfleet_unlock_events_malformed_total",
+                    {{"reason", "bad_signature"}}),
+            2);
+  EXPECT_EQ(SumSamples(x, "lockfleet_unlock_events_malformed_total"), 5);
+}
+
 TEST(NotifierStats, EveryCounterAndGaugeIsExported) {
   Metrics m;
   m.AddNotifierStats([] {
@@ -172,6 +190,12 @@ TEST(NotifierStats, EveryCounterAndGaugeIsExported) {
   EXPECT_EQ(ValueIn(x, "lockfleet_unlock_events_malformed_total",
                     {{"reason", "too_large"}}),
             0);  // every reason is exported, seen or not
+  for (const char* reason : {"unsigned", "bad_signature"}) {
+    EXPECT_EQ(ValueIn(x, "lockfleet_unlock_events_malformed_total",
+                      {{"reason", reason}}),
+              0)
+        << reason << ": the authentication reasons exist from the start";
+  }
   EXPECT_EQ(
       ValueIn(x, "lockfleet_kafka_errors_total", {{"client", "consumer"}}), 4);
   EXPECT_EQ(

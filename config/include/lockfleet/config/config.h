@@ -100,6 +100,23 @@ struct KafkaConfig {
   // that duplicate a key above (bootstrap.servers, message.timeout.ms, ...)
   // are rejected: set the key above instead. Default: none.
   std::map<std::string, std::string> properties;
+  // Authentication of unlock events (HMAC-SHA256, docs/unlock-events.md):
+  // where every process of the deployment reads the shared key — never the
+  // key itself, which no config file holds. At most one of the two; "" (the
+  // default) for neither: events are sent unsigned, and signatures on
+  // received ones are ignored.
+  //   event_key_env   the name of an environment variable holding the key
+  //   event_key_file  the path of a file holding it (a mounted secret;
+  //                   relative paths from the working directory)
+  // The secret holds one key per line, each at least 16 bytes; the first
+  // signs, all verify (rotation: event_keys.h). Read, and checked, when
+  // the file is loaded: an unset variable or an unreadable file is an error
+  // of the file at that key.
+  std::string event_key_env;
+  std::string event_key_file;
+  // The keys read from there. SECRET: never print or log them. Empty without
+  // event_key_env / event_key_file.
+  std::vector<std::string> event_keys;
 
   bool operator==(const KafkaConfig&) const = default;
 };

@@ -20,6 +20,12 @@
 // once and handed to every subscribed LockClient, which wakes at most one of
 // its waiters on that lock. Malformed records are counted and dropped.
 //
+// Authentication (optional): with event_keys set, every published event is
+// signed with HMAC-SHA256 under the first key, and a received event that is
+// unsigned or signed under none of the keys is counted as malformed
+// ("unsigned", "bad_signature") and never delivered. Every process of a
+// deployment must share the keys (event_auth.h, docs/unlock-events.md).
+//
 // Outages: with the broker unreachable, publishes fail after
 // message_timeout (counted), the consumer keeps retrying, and locks keep
 // working on their park bounds. When the broker returns — including a broker
@@ -36,6 +42,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/unlock_event.h"
@@ -61,6 +68,11 @@ struct KafkaOptions {
   // ssl.*, ... An unknown property is an Error(kInvalidArgument).
   std::map<std::string, std::string> properties;
   std::string client_id = "lockfleet";
+  // HMAC-SHA256 keys for unlock events, each at least kMinEventKeyBytes: the
+  // first signs, every one verifies (rotation: see event_auth.h). SECRET:
+  // never logged, never in an error message or a metric. Default: none —
+  // events are sent unsigned and any signature on a received one is ignored.
+  std::vector<std::string> event_keys;
   LogSink log;  // Default: stderr
   // Called on the consumer thread for every well-formed unlock event that
   // carries a release time, with receive time - release time (system clocks
@@ -78,7 +90,9 @@ struct NotifierStats {
   uint64_t delivered = 0;        // acknowledged by the broker
   uint64_t delivery_failed = 0;  // not delivered within message_timeout
   uint64_t consumed = 0;         // well-formed events received
-  uint64_t malformed = 0;        // dropped records, all reasons
+  // Dropped records, all reasons, including events that failed
+  // authentication (reasons "unsigned" and "bad_signature").
+  uint64_t malformed = 0;
   std::map<std::string, uint64_t> malformed_by_reason;  // DecodeErrorName
   uint64_t consumer_errors = 0;   // fetch / transport errors seen
   uint64_t transport_errors = 0;  // broker connection failures, both clients
@@ -92,7 +106,8 @@ class KafkaNotifier final : public UnlockPublisher {
  public:
   // Creates the producer and the consumer and starts the consumer thread.
   // Does not wait for the broker. Throws Error(kInvalidArgument) for bad
-  // options or properties, Error(kKafka) if librdkafka refuses to start.
+  // options or properties (an event key shorter than kMinEventKeyBytes
+  // among them), Error(kKafka) if librdkafka refuses to start.
   explicit KafkaNotifier(KafkaOptions options);
   // Stops the consumer and waits up to 1 s for queued events to be
   // delivered; with the broker unreachable this takes about 2 s in all.
@@ -113,9 +128,14 @@ class KafkaNotifier final : public UnlockPublisher {
   bool WaitUntilReady(std::chrono::milliseconds timeout);
 
   NotifierStats stats() const;
+  // The options as given, except event_keys, which is emptied (the keys are
+  // kept, and wiped at destruction, by the notifier alone).
   const KafkaOptions& options() const;
+  // Whether events are signed and checked (event_keys was not empty).
+  bool authenticates_events() const;
 
-  // Test hook: receives every decoded event before delivery.
+  // Test hook: receives every decoded (and authentic) event before
+  // delivery.
   void SetOnEventForTesting(std::function<void(const UnlockEvent&)> hook);
 
  private:
