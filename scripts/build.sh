@@ -20,11 +20,6 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
-  exit "${1:-2}"
-}
-
 sanitize=""
 build_type=""
 build_dir=""

@@ -22,11 +22,6 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
-  exit "${1:-2}"
-}
-
 ALL_TARGETS=(unlock_codec job config resource_key)
 seconds="${LOCKFLEET_FUZZ_SECONDS:-30}"
 build_only=false

@@ -15,6 +15,13 @@ say() {
   printf '[%s] %s\n' "$(basename "$0" .sh)" "$*" >&2
 }
 
+# usage [STATUS]: prints the calling script's header comment (from line 2 to
+# `set -euo`) as its help, and exits STATUS (default 2).
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
+  exit "${1:-2}"
+}
+
 # die MESSAGE...: say it and exit 1.
 die() {
   say "error: $*"

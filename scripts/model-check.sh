@@ -25,11 +25,6 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
-  exit "${1:-2}"
-}
-
 MODEL="$LOCKFLEET_ROOT/model/fair_lock.pml"
 TIMEOUT="${LOCKFLEET_MODEL_TIMEOUT:-600}"
 

@@ -136,47 +136,60 @@ std::string LockCore::DefaultOwner() const {
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
-                              Clock::TimePoint deadline, bool* retried) {
+                              Clock::TimePoint deadline) {
   // Every script sent here is retry-safe (hold ids, waiter ids, owner+fence
   // checks, reply latches: see scripts.h), so one retry on a fresh
   // connection is safe and rides over a server restart or a killed
   // connection.
-  auto budget = [&]() -> milliseconds {
-    if (deadline == Clock::TimePoint::max()) return milliseconds(0);
-    auto left = std::chrono::duration_cast<milliseconds>(deadline -
-                                                         options_.clock->Now());
-    return std::max(left, kMinAttemptBudget);
-  };
-  try {
+  const bool bounded = deadline != Clock::TimePoint::max();
+  for (int tries = 1;; ++tries) {
+    milliseconds budget(0);  // 0: the command timeout
+    if (bounded) {
+      budget =
+          std::max(kMinAttemptBudget, std::chrono::duration_cast<milliseconds>(
+                                          deadline - options_.clock->Now()));
+    }
     try {
-      Reply r = redis_->Eval(script, keys, args, budget());
-      reached_.store(true, std::memory_order_relaxed);
+      Reply r = redis_->Eval(script, keys, args, budget);
+      if (!reached_.load(std::memory_order_relaxed))
+        reached_.store(true, std::memory_order_relaxed);
       return r;
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::kRedisUnavailable &&
-          e.code() != ErrorCode::kRedisTimeout)
+      const bool retry =
+          tries == 1 &&
+          (e.code() == ErrorCode::kRedisUnavailable ||
+           e.code() == ErrorCode::kRedisTimeout) &&
+          (!bounded || options_.clock->Now() < deadline);  // not past it
+      if (!retry) {
+        if (observer()) observer()->OnError(e.code());
         throw;
-      if (deadline != Clock::TimePoint::max() &&
-          options_.clock->Now() >= deadline)
-        throw;  // no retry past the deadline
+      }
     }
-    if (retried) *retried = true;
-    Reply r = redis_->Eval(script, keys, args, budget());
-    reached_.store(true, std::memory_order_relaxed);
-    return r;
-  } catch (const Error& e) {
-    if (observer()) observer()->OnError(e.code());
-    throw;
   }
 }
 
-LockCore::Attempt LockCore::TryOnce(
-    const std::string& name, const std::string& owner, milliseconds lease,
-    bool renew, const AcquireOptions& options, const std::string& waiter_id,
-    bool enqueue, Clock::TimePoint deadline, std::string* hold_id_out) {
+Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
+                            int64_t fence, const std::string& hold_id,
+                            Clock::TimePoint deadline) {
+  // The hold id is the release's request id: a retry after a lost reply
+  // finds the first try's reply latched under it. Fence 0 sends "": the hold
+  // id alone names the grant (ids are unique).
+  return EvalRetryOnce(
+      ReleaseScript(), KeysWithLatch(name, hold_id),
+      {owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
+       std::to_string(options_.claim_window.count()),
+       std::to_string(options_.retry_latch.count())},
+      deadline);
+}
+
+LockCore::Attempt LockCore::TryOnce(const std::string& name,
+                                    const std::string& owner,
+                                    milliseconds lease, bool renew,
+                                    const AcquireOptions& options,
+                                    const std::string& waiter_id, bool enqueue,
+                                    Clock::TimePoint deadline) {
   Clock::TimePoint sent = options_.clock->Now();
   const std::string hold_id = NextRequestId();
-  if (hold_id_out) *hold_id_out = hold_id;
   Reply r;
   try {
     r = waiter_id.empty()
@@ -267,26 +280,55 @@ void LockCore::RememberOrphan(const std::string& name, const std::string& owner,
 }
 
 void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
-                              int64_t fence,
-                              std::vector<std::string> hold_ids) {
-  // The hold just granted keeps the lock ours, so this only drops the stale
-  // holds' fields (the script checks owner and fence; a hold that is not in
-  // this grant — already gone, or never granted — is a no-op). If Redis
-  // fails again, they wait for the next re-grant.
-  for (size_t i = 0; i < hold_ids.size(); ++i) {
-    try {
-      EvalRetryOnce(ReleaseScript(), KeysWithLatch(name, hold_ids[i]),
-                    {owner, std::to_string(fence), hold_ids[i],
-                     std::to_string(options_.claim_window.count()),
-                     std::to_string(options_.retry_latch.count())});
-    } catch (...) {
-      std::lock_guard lock(mu_);
-      std::vector<OrphanHold>& left = orphans_[{name, owner}];
-      for (size_t j = i; j < hold_ids.size(); ++j) {
-        left.push_back({fence, std::move(hold_ids[j])});
-      }
-      return;
+                              int64_t fence, std::vector<std::string> hold_ids,
+                              Clock::TimePoint deadline) noexcept {
+  // On a re-grant (`fence` is the new grant's), the hold just granted keeps
+  // the lock ours, so this only drops the stale holds' fields; a hold that
+  // is not in the grant — already gone, or never granted — is a no-op. On a
+  // give-up (`fence` 0) a hold that was granted may free the lock: it is
+  // handed on and announced. If Redis fails again, or the deadline passes,
+  // the rest wait for the next re-grant.
+  size_t i = 0;
+  try {
+    for (; i < hold_ids.size(); ++i) {
+      if (deadline != Clock::TimePoint::max() &&
+          options_.clock->Now() >= deadline)
+        break;
+      Reply r = ReleaseHold(name, owner, fence, hold_ids[i], deadline);
+      const long long status = Element(r, 0, "release").integer;
+      if (status == 1 || status == 3)
+        Freed(name, owner, fence, UnlockCause::kRelease, r, 1);
     }
+  } catch (...) {
+  }
+  if (i == hold_ids.size()) return;
+  try {
+    std::lock_guard lock(mu_);
+    std::vector<OrphanHold>& left = orphans_[{name, owner}];
+    for (; i < hold_ids.size(); ++i) left.push_back({fence, hold_ids[i]});
+  } catch (...) {  // allocation failure: they expire with their lease
+  }
+}
+
+void LockCore::GiveBackLostHolds(const std::string& name,
+                                 const std::string& owner) noexcept {
+  std::vector<std::string> lost;
+  try {
+    std::lock_guard lock(mu_);
+    auto it = orphans_.find({name, owner});
+    if (it == orphans_.end()) return;
+    std::erase_if(it->second, [&](const OrphanHold& orphan) {
+      if (orphan.fence != 0) return false;  // a failed release: not ours here
+      lost.push_back(orphan.hold_id);
+      return true;
+    });
+    if (it->second.empty()) orphans_.erase(it);
+  } catch (...) {
+    return;
+  }
+  if (!lost.empty()) {
+    ReleaseOrphans(name, owner, 0, std::move(lost),
+                   options_.clock->Now() + kGiveUpBudget);
   }
 }
 
@@ -345,7 +387,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
 
   if (!wait) {
     Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, false,
-                        Clock::TimePoint::max(), nullptr);
+                        Clock::TimePoint::max());
     if (!finish(a)) result.status = AcquireStatus::kTimedOut;
     return result;
   }
@@ -356,55 +398,52 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnWaiting(+1);
-  // Holds whose acquire reply was lost to a Redis fault in this call: the
-  // script may have granted them. Given back if the call ends without the
-  // lock (else a watchdog lease nobody renews would block the lock for its
-  // whole lease).
-  std::vector<std::string> unknown_holds;
   struct Leave {
     LockCore* core;
     const std::string& name;
     const std::string& owner;
     WaitTable::Slot* slot;
     const AcquireResult& result;
-    const std::vector<std::string>& unknown_holds;
     ~Leave() {
       bool acquired = result.status == AcquireStatus::kAcquired;
       // A fair waiter that gives up must leave the queue (and pass on a
       // grant that may have reached it since its last attempt).
       if (!acquired && !slot->waiter_id.empty())
         core->Abandon(name, slot->waiter_id);
-      if (!acquired && !unknown_holds.empty())
-        core->DropUnknownHolds(name, owner, unknown_holds);
+      // A try whose reply a Redis fault lost may have granted a hold nobody
+      // renews (it would block the lock for its whole lease): give it back.
+      if (!acquired && !result.last_error.empty())
+        core->GiveBackLostHolds(name, owner);
       core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
       if (core->observer()) core->observer()->OnWaiting(-1);
     }
-  } leave{this, name, owner, &slot, result, unknown_holds};
+  } leave{this, name, owner, &slot, result};
 
   WakeCause last_wake = WakeCause::kNone;
+  // We were woken for a free lock but cannot use it: let the next local
+  // waiter try instead of sleeping out its bound.
+  auto pass_wake_on = [&] {
+    if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
+      waits_.WakeOne(name, last_wake);
+    last_wake = WakeCause::kNone;
+  };
   bool in_outage = false;
   Clock::TimePoint outage_since;
   milliseconds backoff(0);
   for (;;) {
     Attempt a;
-    std::string hold_id;
     bool failed = false;
     try {
-      a = TryOnce(name, owner, lease, renew, options, waiter_id, true, deadline,
-                  &hold_id);
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, true,
+                  deadline);
       in_outage = false;
       backoff = milliseconds(0);
     } catch (const Error& e) {
-      // We were woken for a free lock but cannot use it: let the next local
-      // waiter try instead of sleeping out its bound.
-      if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent) {
-        waits_.WakeOne(name, last_wake);
-        last_wake = WakeCause::kNone;
-      }
+      pass_wake_on();
       if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
         throw;
-      if (e.code() != ErrorCode::kRedisBusy) unknown_holds.push_back(hold_id);
+      result.last_error = e.what();
       const Clock::TimePoint now = options_.clock->Now();
       if (!in_outage) {
         in_outage = true;
@@ -414,25 +453,17 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         // Out of time during an outage: a timeout, with its cause.
         timeouts_.fetch_add(1, std::memory_order_relaxed);
         result.status = AcquireStatus::kTimedOut;
-        result.last_error = e.what();
         return result;
       }
       if (now - outage_since >= options_.outage_grace) throw;
-      result.last_error = e.what();
       failed = true;
     } catch (...) {
-      if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
-        waits_.WakeOne(name, last_wake);
+      pass_wake_on();
       throw;
     }
-    if (!failed && finish(a)) return result;
-    if (!failed && has_hook_.load(std::memory_order_acquire)) {
-      std::function<void(std::string_view)> hook;
-      {
-        std::lock_guard lock(hook_mu_);
-        hook = hook_;
-      }
-      if (hook) hook(name);
+    if (!failed) {
+      if (finish(a)) return result;
+      RunHook(name);
     }
     if (options.stop.stop_requested()) {
       cancellations_.fetch_add(1, std::memory_order_relaxed);
@@ -505,16 +536,9 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
       Forget(held);
     }
   }
-  // The hold id is this release's request id: a retry after a lost reply
-  // finds the first try's reply latched under it.
-  const std::vector<std::string> keys = KeysWithLatch(held->name, hold_id);
-  const std::vector<std::string> args{
-      held->owner, std::to_string(held->fence), hold_id,
-      std::to_string(options_.claim_window.count()),
-      std::to_string(options_.retry_latch.count())};
   Reply r;
   try {
-    r = EvalRetryOnce(ReleaseScript(), keys, args);
+    r = ReleaseHold(held->name, held->owner, held->fence, hold_id);
   } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     RememberOrphan(held->name, held->owner, held->fence, hold_id);
@@ -574,47 +598,18 @@ void LockCore::Abandon(const std::string& name,
                        const std::string& waiter_id) noexcept {
   try {
     Reply r =
-        redis_->Eval(AbandonScript(), KeysWithLatch(name, waiter_id),
-                     {waiter_id, std::to_string(options_.claim_window.count()),
-                      std::to_string(options_.retry_latch.count())},
-                     kGiveUpBudget);
+        EvalRetryOnce(AbandonScript(), KeysWithLatch(name, waiter_id),
+                      {waiter_id, std::to_string(options_.claim_window.count()),
+                       std::to_string(options_.retry_latch.count())},
+                      options_.clock->Now() + kGiveUpBudget);
     if (Element(r, 0, "abandon").integer != 0) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
     }
-  } catch (const Error& e) {
-    // Redis unreachable or slow: our queue entry lapses after
+  } catch (...) {
+    // Redis unreachable or slow (counted): our queue entry lapses after
     // presence_window, and a grant to us after claim_window. Bounded either
     // way.
-    if (observer()) observer()->OnError(e.code());
-  } catch (...) {
-  }
-}
-
-void LockCore::DropUnknownHolds(
-    const std::string& name, const std::string& owner,
-    const std::vector<std::string>& hold_ids) noexcept {
-  for (const std::string& hold_id : hold_ids) {
-    try {
-      // Fence "": the hold id alone names the grant (ids are unique), so
-      // this gives back exactly our hold if the lost try granted it.
-      Reply r = redis_->Eval(
-          ReleaseScript(), KeysWithLatch(name, hold_id),
-          {owner, "", hold_id, std::to_string(options_.claim_window.count()),
-           std::to_string(options_.retry_latch.count())},
-          kGiveUpBudget);
-      const long long status = Element(r, 0, "release").integer;
-      if (status == 1 || status == 3) {
-        Freed(name, owner, 0, UnlockCause::kRelease, r, 1);
-      }
-    } catch (const Error& e) {
-      // Still unreachable: the hold frees with its lease (or on the next
-      // re-grant to this owner, see orphans_).
-      if (observer()) observer()->OnError(e.code());
-      return;
-    } catch (...) {
-      return;
-    }
   }
 }
 
@@ -777,6 +772,16 @@ LockStats LockCore::Stats() const {
   s.outage_waits = get(outage_waits_);
   s.waiting = waiting_.load(std::memory_order_relaxed);
   return s;
+}
+
+void LockCore::RunHook(std::string_view name) {
+  if (!has_hook_.load(std::memory_order_acquire)) return;
+  std::function<void(std::string_view)> hook;
+  {
+    std::lock_guard lock(hook_mu_);
+    hook = hook_;
+  }
+  if (hook) hook(name);
 }
 
 void LockCore::SetHook(std::function<void(std::string_view)> hook) {

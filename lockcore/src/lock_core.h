@@ -111,20 +111,22 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   };
   // One acquire script. `waiter_id` empty: barging; else fair, queueing up
   // when refused if `enqueue`.
-  // `hold_id`: out, the hold id the attempt used (set before sending).
+  // One acquire script, each try bounded by `deadline` (see EvalRetryOnce).
+  // `waiter_id` empty: barging; else fair, queueing up when refused if
+  // `enqueue`. A try whose reply was lost is remembered in orphans_.
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
-                  bool enqueue, Clock::TimePoint deadline,
-                  std::string* hold_id);
+                  bool enqueue, Clock::TimePoint deadline);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
-  // Bounded by kGiveUpBudget, never retried: if Redis does not answer, the
-  // queue entry lapses after presence_window and a grant after claim_window.
+  // Bounded by kGiveUpBudget: if Redis does not answer, the queue entry
+  // lapses after presence_window and a grant after claim_window.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
-  // Gives back holds whose acquire reply was lost in this call (the script
-  // may have granted them), by hold id alone. Bounded like Abandon.
-  void DropUnknownHolds(const std::string& name, const std::string& owner,
-                        const std::vector<std::string>& hold_ids) noexcept;
+  // A call gives up after a Redis fault: gives back, within kGiveUpBudget,
+  // the holds of `owner` whose acquire reply was lost (orphans_ with fence
+  // 0): the script may have granted them.
+  void GiveBackLostHolds(const std::string& name,
+                         const std::string& owner) noexcept;
   // The four keys of a lock: hash, the slot's fence counter, queue, waiters.
   std::vector<std::string> Keys(std::string_view name) const;
   // The four, plus the reply latch of `request_id` (see scripts.h).
@@ -134,13 +136,17 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // failed on the connection (the first may have run: every script sent
   // through here is retry-safe, see scripts.h). With a `deadline` (on
   // options_.clock) each try is bounded by the time left (at least
-  // kMinAttemptBudget) and no retry starts past it. `retried` (optional)
-  // tells whether the script was sent again.
+  // kMinAttemptBudget) and no retry starts past it. Errors are counted.
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args,
-                      Clock::TimePoint deadline = Clock::TimePoint::max(),
-                      bool* retried = nullptr);
+                      Clock::TimePoint deadline = Clock::TimePoint::max());
+  // The release script for one hold (fence 0: whichever grant carries it).
+  Reply ReleaseHold(const std::string& name, const std::string& owner,
+                    int64_t fence, const std::string& hold_id,
+                    Clock::TimePoint deadline = Clock::TimePoint::max());
+  // Runs the test hook, if one is set (cheap when none is).
+  void RunHook(std::string_view name);
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
                             const std::string& hold_id);
   std::string LockKey(std::string_view name) const;
@@ -197,8 +203,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // same owner is granted the same grant again (reentrant), the acquire script
   // keeps such a stale hold — and, each time, the lock's TTL — alive, so an
   // owner that keeps coming back would keep the lock from everyone else for
-  // ever. TryOnce gives them back on that re-grant. Keyed like held_; bounded
-  // (kMaxOrphans).
+  // ever. TryOnce gives them back on that re-grant, and a waiting call that
+  // gives up after a fault gives back its lost acquires (GiveBackLostHolds).
+  // Keyed like held_; bounded (kMaxOrphans).
   struct OrphanHold {
     int64_t fence = 0;  // of the grant; 0: unknown (a failed acquire)
     std::string hold_id;
@@ -207,8 +214,12 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       orphans_;  // mu_
   void RememberOrphan(const std::string& name, const std::string& owner,
                       int64_t fence, const std::string& hold_id);
-  void ReleaseOrphans(const std::string& name, const std::string& owner,
-                      int64_t fence, std::vector<std::string> hold_ids);
+  // Gives back `hold_ids` of `owner` (see ReleaseOrphans in lock_client.cc);
+  // what Redis did not answer for, or what the deadline left, is kept.
+  void ReleaseOrphans(
+      const std::string& name, const std::string& owner, int64_t fence,
+      std::vector<std::string> hold_ids,
+      Clock::TimePoint deadline = Clock::TimePoint::max()) noexcept;
 
   std::atomic<bool> has_hook_{false};  // fast path: no hook, no lock
   std::mutex hook_mu_;

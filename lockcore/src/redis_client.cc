@@ -103,18 +103,21 @@ RedisClient::Impl::Lent::~Lent() {
 std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
     std::chrono::milliseconds timeout) {
-  // A call's budget shortens the command timeout, never lengthens it.
-  if (timeout > options.command_timeout) timeout = options.command_timeout;
+  if (timeout.count() <= 0) {  // the usual case: the options' timeouts
+    Lent conn = Borrow();
+    round_trips.fetch_add(1, std::memory_order_relaxed);
+    return conn->Run(commands);
+  }
+  // A call's budget shortens the command timeout, never lengthens it, and
+  // covers the pool wait and connect too.
+  timeout = std::min(timeout, options.command_timeout);
   const auto start = std::chrono::steady_clock::now();
   Lent conn = Borrow(timeout);
   round_trips.fetch_add(1, std::memory_order_relaxed);
-  if (timeout.count() > 0) {
-    // What is left of the call's budget after the pool wait and connect.
-    auto left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - start);
-    timeout = std::max(left, std::chrono::milliseconds(1));
-  }
-  return conn->Run(commands, timeout);
+  const auto left =
+      timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - start);
+  return conn->Run(commands, std::max(left, std::chrono::milliseconds(1)));
 }
 
 std::string RedisClient::Impl::ShaOf(const Script& script,

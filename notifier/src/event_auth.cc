@@ -6,8 +6,10 @@
 
 #include <array>
 #include <climits>
+#include <optional>
 #include <utility>
 
+#include "hex.h"
 #include "lockfleet/lockcore/error.h"
 
 namespace lockfleet::notifier {
@@ -27,33 +29,8 @@ bool ComputeMac(const std::string& key, const std::string& data, Mac& out) {
   return result != nullptr && length == kMacBytes;
 }
 
-std::string Hex(const Mac& mac) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * mac.size());
-  for (unsigned char c : mac) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool Unhex(std::string_view hex, Mac& out) {
-  if (hex.size() != 2 * out.size()) return false;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int hi = HexDigit(hex[2 * i]);
-    const int lo = HexDigit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<unsigned char>(hi * 16 + lo);
-  }
-  return true;
+std::string_view Bytes(const Mac& mac) {
+  return {reinterpret_cast<const char*>(mac.data()), mac.size()};
 }
 
 // What EncodeUnlockEvent carries, hence what a receiver decodes and checks.
@@ -94,7 +71,7 @@ std::string EventAuthenticator::Sign(const UnlockEvent& event) const {
   if (!ComputeMac(keys_.front(), CanonicalUnlockEvent(AsEncoded(event)), mac)) {
     throw Error(ErrorCode::kInternal, "HMAC-SHA256 failed");
   }
-  return std::string(kSignaturePrefix) + Hex(mac);
+  return std::string(kSignaturePrefix) + internal::Hex(Bytes(mac));
 }
 
 DecodeError EventAuthenticator::Verify(const UnlockEvent& event,
@@ -117,8 +94,12 @@ DecodeError EventAuthenticator::Verify(const UnlockEvent& event,
     return fail(DecodeError::kBadSignature,
                 "'sig' is not an hmac-sha256-v1 signature");
   }
-  Mac claimed;
-  if (!Unhex(signature.substr(kSignaturePrefix.size()), claimed)) {
+  std::optional<std::string> claimed;
+  try {
+    claimed = internal::Unhex(signature.substr(kSignaturePrefix.size()));
+  } catch (...) {  // allocation failure: not verified
+  }
+  if (!claimed || claimed->size() != kMacBytes) {
     return fail(DecodeError::kBadSignature, "'sig' is not 64 hex digits");
   }
   try {
@@ -126,7 +107,7 @@ DecodeError EventAuthenticator::Verify(const UnlockEvent& event,
     for (const std::string& key : keys_) {
       Mac expected;
       if (ComputeMac(key, canonical, expected) &&
-          CRYPTO_memcmp(expected.data(), claimed.data(), kMacBytes) == 0) {
+          CRYPTO_memcmp(expected.data(), claimed->data(), kMacBytes) == 0) {
         return DecodeError::kNone;
       }
     }

@@ -3,9 +3,13 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "hex.h"
+
 namespace lockfleet::notifier {
 namespace {
 
+using internal::Hex;
+using internal::Unhex;
 using nlohmann::json;
 
 // Domain separation: these bytes are MACed for nothing else.
@@ -20,34 +24,6 @@ bool IsValidUtf8(const std::string& s) {
   } catch (const json::type_error&) {
     return false;
   }
-}
-
-std::string Hex(std::string_view s) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() * 2);
-  for (unsigned char c : s) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
-
-std::optional<std::string> Unhex(std::string_view s) {
-  if (s.size() % 2 != 0) return std::nullopt;
-  auto val = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < s.size(); i += 2) {
-    int hi = val(s[i]), lo = val(s[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-  }
-  return out;
 }
 
 void PutText(json& j, const char* field, const std::string& value) {

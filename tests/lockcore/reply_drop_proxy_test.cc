@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
-#include "support/redis_server.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -22,18 +22,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
 
-class ReplyDropProxyTest : public ::testing::Test {
+// LockTest's server_ and redis_ (the client around the proxy).
+class ReplyDropProxyTest : public LockTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    direct_ =
-        std::make_shared<RedisClient>(RedisOptions{.url = server_->url()});
-    direct_->Execute({"FLUSHALL"});
-  }
   static std::unique_ptr<RedisClient> Through(
       const ReplyDropProxy& proxy,
       milliseconds command_timeout = milliseconds(2000)) {
@@ -51,12 +42,7 @@ class ReplyDropProxyTest : public ::testing::Test {
     }
     return ErrorCode::kInternal;
   }
-
-  static RedisServer* server_;
-  std::shared_ptr<RedisClient> direct_;  // around the proxy
 };
-
-RedisServer* ReplyDropProxyTest::server_ = nullptr;
 
 TEST_F(ReplyDropProxyTest, ForwardsBothWays) {
   ReplyDropProxy proxy(server_->url());
@@ -71,7 +57,7 @@ TEST_F(ReplyDropProxyTest, ForwardsBothWays) {
   std::vector<Reply> replies = client->Pipeline(pipeline);
   ASSERT_EQ(replies.size(), 1000u);
   EXPECT_EQ(replies.back().integer, 1000);
-  EXPECT_EQ(direct_->Execute({"GET", "n"}).str, "1000");
+  EXPECT_EQ(redis_->Execute({"GET", "n"}).str, "1000");
   EXPECT_EQ(proxy.accepted(), 1);
   EXPECT_EQ(proxy.dropped(), 0);
 }
@@ -92,7 +78,7 @@ TEST_F(ReplyDropProxyTest, DroppedReplyRanOnTheServerAndTheNextCommandPasses) {
   EXPECT_EQ(proxy.armed(), 1);
   EXPECT_EQ(CodeOf(*client, {"INCR", "drop:counter"}),
             ErrorCode::kRedisUnavailable);
-  EXPECT_EQ(direct_->Execute({"GET", "drop:counter"}).str, "1");  // it ran
+  EXPECT_EQ(redis_->Execute({"GET", "drop:counter"}).str, "1");  // it ran
   EXPECT_EQ(proxy.dropped(), 1);
   EXPECT_EQ(proxy.armed(), 0);
   // A rule is used once: the same command on a fresh connection passes.
@@ -111,8 +97,8 @@ TEST_F(ReplyDropProxyTest, RulesMatchInOrderOnlyCommandsCarryingTheirMarker) {
   EXPECT_EQ(proxy.armed(), 1);
   EXPECT_EQ(CodeOf(*client, {"INCR", "second"}), ErrorCode::kRedisUnavailable);
   EXPECT_EQ(proxy.dropped(), 2);
-  EXPECT_EQ(direct_->Execute({"GET", "first"}).str, "1");
-  EXPECT_EQ(direct_->Execute({"GET", "second"}).str, "1");
+  EXPECT_EQ(redis_->Execute({"GET", "first"}).str, "1");
+  EXPECT_EQ(redis_->Execute({"GET", "second"}).str, "1");
 }
 
 // Held past the client's command timeout: the client times out, and the
@@ -125,7 +111,7 @@ TEST_F(ReplyDropProxyTest, StalledReplyTimesTheClientOut) {
   auto start = Steady::now();
   EXPECT_EQ(CodeOf(*client, {"INCR", "stall:counter"}),
             ErrorCode::kRedisTimeout);
-  EXPECT_EQ(direct_->Execute({"GET", "stall:counter"}).str, "1");
+  EXPECT_EQ(redis_->Execute({"GET", "stall:counter"}).str, "1");
   EXPECT_EQ(client->Execute({"INCR", "stall:counter"}).integer, 2);
   EXPECT_LT(Steady::now() - start, seconds(30));  // not the 60 s hold
   EXPECT_EQ(proxy.dropped(), 1);
@@ -141,7 +127,7 @@ TEST_F(ReplyDropProxyTest, StalledReplyIsHeldForItsDurationThenDropped) {
   EXPECT_EQ(CodeOf(*client, {"INCR", "held:counter"}),
             ErrorCode::kRedisUnavailable);
   EXPECT_GE(Steady::now() - start, milliseconds(300));
-  EXPECT_EQ(direct_->Execute({"GET", "held:counter"}).str, "1");
+  EXPECT_EQ(redis_->Execute({"GET", "held:counter"}).str, "1");
   EXPECT_EQ(proxy.dropped(), 1);
 }
 
@@ -152,7 +138,7 @@ TEST_F(ReplyDropProxyTest, NoScriptReplyPassesAndTheRuleWaitsForTheEval) {
   auto client = Through(proxy);
   Script incr("return redis.call('INCR', KEYS[1])");
   ASSERT_EQ(client->Eval(incr, {"script:counter"}, {}).integer, 1);
-  direct_->Execute({"SCRIPT", "FLUSH"});
+  redis_->Execute({"SCRIPT", "FLUSH"});
   proxy.DropNextReply("script:counter");
   try {
     client->Eval(incr, {"script:counter"}, {});
@@ -160,7 +146,7 @@ TEST_F(ReplyDropProxyTest, NoScriptReplyPassesAndTheRuleWaitsForTheEval) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable);
   }
-  EXPECT_EQ(direct_->Execute({"GET", "script:counter"}).str, "2");
+  EXPECT_EQ(redis_->Execute({"GET", "script:counter"}).str, "2");
   EXPECT_EQ(proxy.dropped(), 1);
   EXPECT_EQ(proxy.armed(), 0);
 }

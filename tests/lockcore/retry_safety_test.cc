@@ -26,6 +26,7 @@
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "scripts.h"
 #include "support/loopback_bus.h"
 #include "support/reply_drop_proxy.h"
 #include "support/wait_until.h"
@@ -106,6 +107,30 @@ TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
   EXPECT_EQ(a->stats().releases, 1u);
   EXPECT_EQ(a->stats().release_failures, 0u);
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
+// A waiting call whose acquire tries were granted on the server but lost
+// their replies, and that then gives up, gives those holds back: the lock
+// is free at once, not blocked for a whole lease by holds nobody renews.
+TEST_F(RetrySafety, GiveUpAfterLostAcquireRepliesFreesTheLock) {
+  auto waiter = NewProxiedClient();
+  auto other = NewClient();
+  ASSERT_FALSE(waiter->Inspect("lost").locked);  // it has reached Redis
+  // Every fair acquire the waiter sends (its EVALSHA names the script's
+  // SHA1; nothing else it sends does) runs, and its reply is lost.
+  const std::string sha =
+      redis_
+          ->Execute({"SCRIPT", "LOAD", internal::AcquireFairScript().source()})
+          .str;
+  for (int i = 0; i < 64; ++i) proxy_->DropNextReply(sha);
+  AcquireResult r = waiter->AcquireFor("lost", milliseconds(500));
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_FALSE(r.last_error.empty());
+  EXPECT_GE(proxy_->dropped(), 2) << "no try ran with its reply lost";
+  LockInfo info = other->Inspect("lost");
+  EXPECT_FALSE(info.locked)
+      << "held by " << info.owner << " for " << info.ttl.count() << " ms";
+  EXPECT_TRUE(other->TryAcquire("lost"));
 }
 
 }  // namespace

@@ -2,13 +2,13 @@
 // and a real redis-server: with an event key, records that anyone else
 // writes to the unlock topic are counted and never reach a LockClient.
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafkacpp.h>
 
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kafka_process.h"
 #include "lockfleet/notifier/embedded_broker.h"
 #include "lockfleet/notifier/event_auth.h"
 #include "lockfleet/notifier/kafka_notifier.h"
@@ -18,85 +18,22 @@
 namespace lockfleet::notifier {
 namespace {
 
-using lockfleet::testing::RedisServer;
 using lockfleet::testing::WaitUntil;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::Forge;
+using testing::Process;
+using testing::Quiet;
 
-constexpr milliseconds kNoCap{600000};  // parks end by wake-up or TTL only
 const std::string kKey = "signed-events-test-key-0001";
 const std::string kOtherKey = "signed-events-test-key-0002";
 
-void Quiet(LogLevel, std::string_view) {}
-
-// One simulated process: its own Redis connections, lock client and notifier.
-struct Process {
-  Process(const std::string& redis_url, const std::string& bootstrap,
-          std::vector<std::string> keys) {
-    KafkaOptions k;
-    k.bootstrap = bootstrap;
-    k.event_keys = std::move(keys);
-    k.log = Quiet;
-    notifier = std::make_shared<KafkaNotifier>(k);
-    locks = std::make_unique<LockClient>(
-        std::make_shared<RedisClient>(RedisOptions{.url = redis_url}),
-        LockClientOptions{.park_cap = kNoCap, .publisher = notifier});
-    notifier->Subscribe(locks.get());
-    EXPECT_TRUE(notifier->WaitUntilReady(seconds(30)));
-  }
-  ~Process() { notifier->Unsubscribe(locks.get()); }
-
-  uint64_t Dropped(const std::string& reason) const {
-    const NotifierStats s = notifier->stats();
-    const auto it = s.malformed_by_reason.find(reason);
-    return it == s.malformed_by_reason.end() ? 0 : it->second;
-  }
-
-  std::shared_ptr<KafkaNotifier> notifier;
-  std::unique_ptr<LockClient> locks;
-};
-
-// Writes `values` to the unlock topic with a producer of its own: someone
-// who can write to the topic but is no lockfleet process.
-void Forge(const std::string& bootstrap,
-           const std::vector<std::string>& values) {
-  std::string err;
-  std::unique_ptr<RdKafka::Conf> conf(
-      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  conf->set("bootstrap.servers", bootstrap, err);
-  conf->set("linger.ms", "0", err);
-  std::unique_ptr<RdKafka::Producer> producer(
-      RdKafka::Producer::create(conf.get(), err));
-  ASSERT_TRUE(producer) << err;
-  for (const std::string& v : values) {
-    ASSERT_EQ(producer->produce(
-                  "lockfleet.unlock", RdKafka::Topic::PARTITION_UA,
-                  RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(v.data()),
-                  v.size(), nullptr, 0, 0, nullptr),
-              RdKafka::ERR_NO_ERROR);
-  }
-  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
-}
-
-class SignedEvents : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    redis_ = new RedisServer();
-    broker_ = new EmbeddedBroker();
-  }
-  static void TearDownTestSuite() {
-    delete broker_;
-    delete redis_;
-  }
-  static RedisServer* redis_;
-  static EmbeddedBroker* broker_;
-};
-RedisServer* SignedEvents::redis_ = nullptr;
-EmbeddedBroker* SignedEvents::broker_ = nullptr;
+class SignedEvents : public testing::KafkaRedisTest {};
 
 TEST_F(SignedEvents, ReleaseWakesAWaiterInAnotherProcess) {
-  Process holder(redis_->url(), broker_->bootstrap(), {kKey});
-  Process waiter(redis_->url(), broker_->bootstrap(), {kOtherKey, kKey});
+  Process holder(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
+  Process waiter(redis_->url(), broker_->bootstrap(),
+                 {.event_keys = {kOtherKey, kKey}});
   ASSERT_TRUE(holder.notifier->authenticates_events());
   EXPECT_TRUE(holder.notifier->options().event_keys.empty())
       << "the keys are not handed back out";
@@ -117,8 +54,8 @@ TEST_F(SignedEvents, ReleaseWakesAWaiterInAnotherProcess) {
 // The threat without a key: a forged event reaches the client and wakes a
 // waiter (an extra Redis attempt; it finds the lock still held).
 TEST_F(SignedEvents, WithoutAKeyAForgedEventWakesAWaiter) {
-  Process holder(redis_->url(), broker_->bootstrap(), {});
-  Process waiter(redis_->url(), broker_->bootstrap(), {});
+  Process holder(redis_->url(), broker_->bootstrap());
+  Process waiter(redis_->url(), broker_->bootstrap());
   AcquireResult held = holder.locks->TryAcquire("unsigned:1");
   ASSERT_TRUE(held);
   auto fut = std::async(std::launch::async, [&] {
@@ -138,8 +75,8 @@ TEST_F(SignedEvents, WithoutAKeyAForgedEventWakesAWaiter) {
 }
 
 TEST_F(SignedEvents, ForgedEventsAreCountedAndWakeNobody) {
-  Process holder(redis_->url(), broker_->bootstrap(), {kKey});
-  Process waiter(redis_->url(), broker_->bootstrap(), {kKey});
+  Process holder(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
+  Process waiter(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
   AcquireResult held = holder.locks->TryAcquire("forged:1");  // 30 s lease
   ASSERT_TRUE(held);
   auto fut = std::async(std::launch::async, [&] {
@@ -191,9 +128,10 @@ TEST_F(SignedEvents, ForgedEventsAreCountedAndWakeNobody) {
 }
 
 TEST_F(SignedEvents, ProcessesWithoutTheKeyAreNotHeard) {
-  Process keyed(redis_->url(), broker_->bootstrap(), {kKey});
-  Process unkeyed(redis_->url(), broker_->bootstrap(), {});
-  Process other_key(redis_->url(), broker_->bootstrap(), {kOtherKey});
+  Process keyed(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
+  Process unkeyed(redis_->url(), broker_->bootstrap());
+  Process other_key(redis_->url(), broker_->bootstrap(),
+                    {.event_keys = {kOtherKey}});
   ASSERT_TRUE(unkeyed.locks->TryAcquire("mixed:1"));    // publishes unsigned
   ASSERT_TRUE(other_key.locks->TryAcquire("mixed:2"));  // signed, other key
   EXPECT_TRUE(WaitUntil([&] {

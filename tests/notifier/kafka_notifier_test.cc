@@ -4,13 +4,13 @@
 #include "lockfleet/notifier/kafka_notifier.h"
 
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafkacpp.h>
 
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "kafka_process.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/embedded_broker.h"
 #include "support/redis_server.h"
@@ -19,61 +19,15 @@
 namespace lockfleet::notifier {
 namespace {
 
-using lockfleet::testing::RedisServer;
 using lockfleet::testing::WaitUntil;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::Forge;
+using testing::Process;
+using testing::Quiet;
 using Steady = std::chrono::steady_clock;
 
-constexpr milliseconds kNoCap{600000};  // parks end by wake-up or TTL only
-// Presence windows so long that a fair waiter's presence refresh (every
-// presence_window / 3) comes after 30 s: with kNoCap and the 30 s default
-// lease, no park ends by a bound within a test's time scale, so "woken by
-// the event, not by a bound" does not depend on how fast the machine is.
-constexpr milliseconds kLongWindow{90000};
-
-void Quiet(LogLevel, std::string_view) {}
-
-// One simulated process: its own Redis connections, lock client and notifier.
-struct Process {
-  Process(const std::string& redis_url, const std::string& bootstrap,
-          milliseconds park_cap = kNoCap) {
-    KafkaOptions k;
-    k.bootstrap = bootstrap;
-    k.log = Quiet;
-    notifier = std::make_shared<KafkaNotifier>(k);
-    RedisOptions r;
-    r.url = redis_url;
-    locks = std::make_unique<LockClient>(
-        std::make_shared<RedisClient>(r),
-        LockClientOptions{.park_cap = park_cap,
-                          .presence_window = kLongWindow,
-                          .claim_window = kLongWindow,
-                          .publisher = notifier});
-    notifier->Subscribe(locks.get());
-    EXPECT_TRUE(notifier->WaitUntilReady(seconds(30)));
-  }
-  ~Process() { notifier->Unsubscribe(locks.get()); }
-
-  std::shared_ptr<KafkaNotifier> notifier;
-  std::unique_ptr<LockClient> locks;
-};
-
-class Notifier : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    redis_ = new RedisServer();
-    broker_ = new EmbeddedBroker();
-  }
-  static void TearDownTestSuite() {
-    delete broker_;
-    delete redis_;
-  }
-  static RedisServer* redis_;
-  static EmbeddedBroker* broker_;
-};
-RedisServer* Notifier::redis_ = nullptr;
-EmbeddedBroker* Notifier::broker_ = nullptr;
+class Notifier : public testing::KafkaRedisTest {};
 
 TEST_F(Notifier, ReleaseInOneProcessWakesAWaiterInAnother) {
   Process holder(redis_->url(), broker_->bootstrap());
@@ -153,8 +107,10 @@ TEST_F(Notifier, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
 }
 
 TEST_F(Notifier, BrokerOutageCostsLatencyNeverSafetyAndRecovers) {
-  Process a(redis_->url(), broker_->bootstrap(), milliseconds(100));
-  Process b(redis_->url(), broker_->bootstrap(), milliseconds(100));
+  Process a(redis_->url(), broker_->bootstrap(),
+            {.park_cap = milliseconds(100)});
+  Process b(redis_->url(), broker_->bootstrap(),
+            {.park_cap = milliseconds(100)});
   std::atomic<int> inside{0}, overlaps{0}, acquired{0};
   std::atomic<bool> stop{false};
   auto contend = [&](Process& p) {
@@ -200,26 +156,14 @@ TEST_F(Notifier, BrokerOutageCostsLatencyNeverSafetyAndRecovers) {
 TEST_F(Notifier, MalformedRecordsAreCountedAndDropped) {
   Process p(redis_->url(), broker_->bootstrap());
   // An independent producer writes junk to the unlock topic.
-  std::string err;
-  std::unique_ptr<RdKafka::Conf> conf(
-      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  conf->set("bootstrap.servers", broker_->bootstrap(), err);
-  conf->set("linger.ms", "0", err);
-  std::unique_ptr<RdKafka::Producer> junk(
-      RdKafka::Producer::create(conf.get(), err));
-  ASSERT_TRUE(junk) << err;
-  std::vector<std::string> values{"garbage",
-                                  "[1,2]",
-                                  R"({"v":99,"lock":"x"})",
-                                  R"({"v":1})",
-                                  std::string(kMaxUnlockEventBytes * 2, 'x'),
-                                  std::string("\0\1\2\xff", 4)};
-  for (std::string& v : values) {
-    junk->produce("lockfleet.unlock", RdKafka::Topic::PARTITION_UA,
-                  RdKafka::Producer::RK_MSG_COPY, v.data(), v.size(), nullptr,
-                  0, 0, nullptr);
-  }
-  junk->flush(10000);
+  const std::vector<std::string> values{
+      "garbage",
+      "[1,2]",
+      R"({"v":99,"lock":"x"})",
+      R"({"v":1})",
+      std::string(kMaxUnlockEventBytes * 2, 'x'),
+      std::string("\0\1\2\xff", 4)};
+  Forge(broker_->bootstrap(), values);
   ASSERT_TRUE(WaitUntil(
       [&] { return p.notifier->stats().malformed >= values.size(); }));
   NotifierStats s = p.notifier->stats();

@@ -27,9 +27,7 @@
 
 namespace lockfleet::config {
 
-// The least bytes per key. The notifier's own minimum
-// (notifier::kMinEventKeyBytes) is the same; the config module depends on no
-// other module, so a test keeps the two equal.
+// The least bytes per key; notifier::kMinEventKeyBytes is this constant.
 inline constexpr size_t kMinEventKeyBytes = 16;
 
 // Secret files larger than this are refused unread (a key is a line).

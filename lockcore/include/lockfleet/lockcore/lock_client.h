@@ -46,15 +46,15 @@
 // acquire reply was lost). So AcquireFor(t) / AcquireUntil return shortly
 // after the deadline whatever Redis does: by the deadline +
 // kMinAttemptBudget + kGiveUpBudget per give-up step, plus scheduling delay
-// (a new connection's AUTH/SELECT still runs under the command timeout). options.stop is checked between attempts and cancels
-// a park at once; an attempt in flight finishes within its bound.
-// A waiting acquisition rides out Redis failures (unreachable, timeouts,
-// LOADING/BUSY/READONLY) once this client has reached Redis: it backs off
-// (parked, so a wake-up or stop still ends the pause) and tries again, for
-// at most outage_grace per outage; when the deadline passes during an outage
-// the result is kTimedOut with last_error set. A client that has never
-// reached Redis, an outage longer than outage_grace, and TryAcquire throw
-// Error at once.
+// (a new connection's AUTH/SELECT still runs under the command timeout).
+// options.stop is checked between attempts and cancels a park at once; an
+// attempt in flight finishes within its bound. A waiting acquisition rides out
+// Redis failures (unreachable, timeouts, LOADING/BUSY/READONLY) once this
+// client has reached Redis: it backs off (parked, so a wake-up or stop still
+// ends the pause) and tries again, for at most outage_grace per outage; when
+// the deadline passes during an outage the result is kTimedOut with last_error
+// set. A client that has never reached Redis, an outage longer than
+// outage_grace, and TryAcquire throw Error at once.
 //
 // Owners. The default owner token is "<client_id>:<thread-number>", unique per
 // client and thread, so reentrancy is per thread. A caller may pass its own

@@ -29,15 +29,17 @@
 #include <string_view>
 #include <vector>
 
+#include "lockfleet/config/event_keys.h"
 #include "lockfleet/lockcore/unlock_event.h"
 #include "lockfleet/notifier/unlock_codec.h"
 
 namespace lockfleet::notifier {
 
-// Shorter keys are refused. 16 bytes of random text is plenty (an HMAC key
-// longer than SHA-256's 64-byte block is hashed first; nothing is gained past
-// 32 random bytes). `openssl rand -base64 32` makes a good one.
-inline constexpr size_t kMinEventKeyBytes = 16;
+// Shorter keys are refused (the config module's minimum, so a key the config
+// accepts is one the notifier accepts). 16 bytes of random text is plenty (an
+// HMAC key longer than SHA-256's 64-byte block is hashed first; nothing is
+// gained past 32 random bytes). `openssl rand -base64 32` makes a good one.
+inline constexpr size_t kMinEventKeyBytes = config::kMinEventKeyBytes;
 
 // The "sig" value's prefix: the MAC and the canonical layout, versioned
 // together.

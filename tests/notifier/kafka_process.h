@@ -1,0 +1,108 @@
+// Shared by the notifier's integration tests: one simulated lockfleet
+// process (its own Redis connections, LockClient and KafkaNotifier, wired as
+// `lockfleet worker` wires them), and a suite fixture with a private
+// redis-server and embedded broker.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/notifier/embedded_broker.h"
+#include "lockfleet/notifier/kafka_notifier.h"
+#include "support/redis_server.h"
+
+namespace lockfleet::notifier::testing {
+
+inline constexpr std::chrono::milliseconds kNoCap{600000};  // parks end by
+                                                            // wake-up or TTL
+// Presence windows so long that a fair waiter's presence refresh (every
+// presence_window / 3) comes after 30 s: with kNoCap and the 30 s default
+// lease, no park ends by a bound within a test's time scale, so "woken by
+// the event, not by a bound" does not depend on how fast the machine is.
+inline constexpr std::chrono::milliseconds kLongWindow{90000};
+
+inline void Quiet(LogLevel, std::string_view) {}
+
+struct ProcessOptions {
+  std::chrono::milliseconds park_cap = kNoCap;
+  std::vector<std::string> event_keys;  // Default: unsigned events
+};
+
+struct Process {
+  Process(const std::string& redis_url, const std::string& bootstrap,
+          ProcessOptions options = {}) {
+    KafkaOptions k;
+    k.bootstrap = bootstrap;
+    k.event_keys = std::move(options.event_keys);
+    k.log = Quiet;
+    notifier = std::make_shared<KafkaNotifier>(k);
+    locks = std::make_unique<LockClient>(
+        std::make_shared<RedisClient>(RedisOptions{.url = redis_url}),
+        LockClientOptions{.park_cap = options.park_cap,
+                          .presence_window = kLongWindow,
+                          .claim_window = kLongWindow,
+                          .publisher = notifier});
+    notifier->Subscribe(locks.get());
+    EXPECT_TRUE(notifier->WaitUntilReady(std::chrono::seconds(30)));
+  }
+  ~Process() { notifier->Unsubscribe(locks.get()); }
+
+  // Records dropped by this process's consumer for `reason`.
+  uint64_t Dropped(const std::string& reason) const {
+    const NotifierStats s = notifier->stats();
+    const auto it = s.malformed_by_reason.find(reason);
+    return it == s.malformed_by_reason.end() ? 0 : it->second;
+  }
+
+  std::shared_ptr<KafkaNotifier> notifier;
+  std::unique_ptr<LockClient> locks;
+};
+
+// Writes `values` to the unlock topic with a producer of its own: someone
+// who can write to the topic but is no lockfleet process.
+inline void Forge(const std::string& bootstrap,
+                  const std::vector<std::string>& values) {
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(
+      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", bootstrap, err);
+  conf->set("linger.ms", "0", err);
+  std::unique_ptr<RdKafka::Producer> producer(
+      RdKafka::Producer::create(conf.get(), err));
+  ASSERT_TRUE(producer) << err;
+  for (const std::string& v : values) {
+    ASSERT_EQ(producer->produce(
+                  "lockfleet.unlock", RdKafka::Topic::PARTITION_UA,
+                  RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(v.data()),
+                  v.size(), nullptr, 0, 0, nullptr),
+              RdKafka::ERR_NO_ERROR);
+  }
+  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+}
+
+// One redis-server and one embedded broker per test suite.
+class KafkaRedisTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    redis_ = new lockfleet::testing::RedisServer();
+    broker_ = new EmbeddedBroker();
+  }
+  static void TearDownTestSuite() {
+    delete broker_;
+    broker_ = nullptr;
+    delete redis_;
+    redis_ = nullptr;
+  }
+  inline static lockfleet::testing::RedisServer* redis_ = nullptr;
+  inline static EmbeddedBroker* broker_ = nullptr;
+};
+
+}  // namespace lockfleet::notifier::testing
