@@ -42,11 +42,12 @@
 // Time bounds and Redis faults. Every script call of a timed acquisition is
 // bounded by the time left (each try at least kMinAttemptBudget), and no
 // retry starts past the deadline; a waiter giving up spends at most
-// kGiveUpBudget leaving the queue (and as much giving back each hold whose
-// acquire reply was lost). So AcquireFor(t) / AcquireUntil return shortly
+// kGiveUpBudget leaving the queue, and as much giving back the holds whose
+// acquire reply was lost. So AcquireFor(t) / AcquireUntil return shortly
 // after the deadline whatever Redis does: by the deadline +
-// kMinAttemptBudget + kGiveUpBudget per give-up step, plus scheduling delay
-// (a new connection's AUTH/SELECT still runs under the command timeout).
+// kMinAttemptBudget + 2 x (kGiveUpBudget + kMinAttemptBudget), plus
+// scheduling delay (a new connection's AUTH/SELECT still runs under the
+// command timeout).
 // options.stop is checked between attempts and cancels a park at once; an
 // attempt in flight finishes within its bound. A waiting acquisition rides out
 // Redis failures (unreachable, timeouts, LOADING/BUSY/READONLY) once this
