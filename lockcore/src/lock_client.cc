@@ -136,7 +136,7 @@ std::string LockCore::DefaultOwner() const {
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
-                              Clock::TimePoint deadline) {
+                              Clock::TimePoint deadline, bool* may_have_run) {
   // Every script sent here is retry-safe (hold ids, waiter ids, owner+fence
   // checks, reply latches: see scripts.h), so one retry on a fresh
   // connection is safe and rides over a server restart or a killed
@@ -155,10 +155,13 @@ Reply LockCore::EvalRetryOnce(const Script& script,
         reached_.store(true, std::memory_order_relaxed);
       return r;
     } catch (const Error& e) {
+      // A broken connection or a timeout does not say whether the script
+      // ran; an error reply does (it did not).
+      const bool unknown = e.code() == ErrorCode::kRedisUnavailable ||
+                           e.code() == ErrorCode::kRedisTimeout;
+      if (unknown && may_have_run) *may_have_run = true;
       const bool retry =
-          tries == 1 &&
-          (e.code() == ErrorCode::kRedisUnavailable ||
-           e.code() == ErrorCode::kRedisTimeout) &&
+          tries == 1 && unknown &&
           (!bounded || options_.clock->Now() < deadline);  // not past it
       if (!retry) {
         if (observer()) observer()->OnError(e.code());
@@ -186,31 +189,21 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
                                     const std::string& owner,
                                     milliseconds lease, bool renew,
                                     const AcquireOptions& options,
-                                    const std::string& waiter_id, bool enqueue,
-                                    Clock::TimePoint deadline) {
+                                    const std::string& waiter_id,
+                                    const std::string& hold_id, bool enqueue,
+                                    Clock::TimePoint deadline, bool* may_hold) {
   Clock::TimePoint sent = options_.clock->Now();
-  const std::string hold_id = NextRequestId();
-  Reply r;
-  try {
-    r = waiter_id.empty()
-            ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                            {owner, std::to_string(lease.count()), hold_id},
-                            deadline)
-            : EvalRetryOnce(
-                  AcquireFairScript(), Keys(name),
-                  {owner, std::to_string(lease.count()), hold_id, waiter_id,
-                   std::to_string(options_.presence_window.count()),
-                   enqueue ? "1" : "0"},
-                  deadline);
-  } catch (const Error& e) {
-    // The script may have run with only its reply lost: the lock may now
-    // carry a hold of ours that we do not know about (any grant: fence 0).
-    if (e.code() == ErrorCode::kRedisUnavailable ||
-        e.code() == ErrorCode::kRedisTimeout) {
-      RememberOrphan(name, owner, 0, hold_id);
-    }
-    throw;
-  }
+  const Reply r =
+      waiter_id.empty()
+          ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                          {owner, std::to_string(lease.count()), hold_id},
+                          deadline, may_hold)
+          : EvalRetryOnce(
+                AcquireFairScript(), Keys(name),
+                {owner, std::to_string(lease.count()), hold_id, waiter_id,
+                 std::to_string(options_.presence_window.count()),
+                 enqueue ? "1" : "0"},
+                deadline, may_hold);
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -311,25 +304,26 @@ void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
 }
 
 void LockCore::GiveBackLostHolds(const std::string& name,
-                                 const std::string& owner) noexcept {
+                                 const std::string& owner,
+                                 const std::string& hold_id) noexcept {
   std::vector<std::string> lost;
   try {
+    lost.push_back(hold_id);
     std::lock_guard lock(mu_);
     auto it = orphans_.find({name, owner});
-    if (it == orphans_.end()) return;
-    std::erase_if(it->second, [&](const OrphanHold& orphan) {
-      if (orphan.fence != 0) return false;  // a failed release: not ours here
-      lost.push_back(orphan.hold_id);
-      return true;
-    });
-    if (it->second.empty()) orphans_.erase(it);
-  } catch (...) {
+    if (it != orphans_.end()) {
+      std::erase_if(it->second, [&](const OrphanHold& orphan) {
+        if (orphan.fence != 0) return false;  // a failed release: not here
+        lost.push_back(orphan.hold_id);
+        return true;
+      });
+      if (it->second.empty()) orphans_.erase(it);
+    }
+  } catch (...) {  // allocation failure: the hold expires with its lease
     return;
   }
-  if (!lost.empty()) {
-    ReleaseOrphans(name, owner, 0, std::move(lost),
-                   options_.clock->Now() + kGiveUpBudget);
-  }
+  ReleaseOrphans(name, owner, 0, std::move(lost),
+                 options_.clock->Now() + kGiveUpBudget);
 }
 
 AcquireResult LockCore::AcquireUntil(std::string_view name_view,
@@ -353,6 +347,10 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   // Fair mode queues under a wait id unique to this call; a try-only attempt
   // never queues.
   const std::string waiter_id = fair ? "w:" + NextRequestId() : std::string();
+  // One hold id for every try of this call (see TryOnce); true once a try
+  // may have granted it unseen.
+  const std::string hold_id = NextRequestId();
+  bool may_hold = false;
 
   AcquireResult result;
   bool contended = false;
@@ -386,8 +384,14 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   };
 
   if (!wait) {
-    Attempt a = TryOnce(name, owner, lease, renew, options, waiter_id, false,
-                        Clock::TimePoint::max());
+    Attempt a;
+    try {
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, false,
+                  Clock::TimePoint::max(), &may_hold);
+    } catch (const Error&) {
+      if (may_hold) GiveBackLostHolds(name, owner, hold_id);
+      throw;
+    }
     if (!finish(a)) result.status = AcquireStatus::kTimedOut;
     return result;
   }
@@ -402,6 +406,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     LockCore* core;
     const std::string& name;
     const std::string& owner;
+    const std::string& hold_id;
+    const bool& may_hold;
     WaitTable::Slot* slot;
     const AcquireResult& result;
     ~Leave() {
@@ -412,13 +418,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         core->Abandon(name, slot->waiter_id);
       // A try whose reply a Redis fault lost may have granted a hold nobody
       // renews (it would block the lock for its whole lease): give it back.
-      if (!acquired && !result.last_error.empty())
-        core->GiveBackLostHolds(name, owner);
+      if (!acquired && may_hold) core->GiveBackLostHolds(name, owner, hold_id);
       core->waits_.Unregister(name, slot, acquired);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
       if (core->observer()) core->observer()->OnWaiting(-1);
     }
-  } leave{this, name, owner, &slot, result};
+  } leave{this, name, owner, hold_id, may_hold, &slot, result};
 
   WakeCause last_wake = WakeCause::kNone;
   // We were woken for a free lock but cannot use it: let the next local
@@ -435,8 +440,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     Attempt a;
     bool failed = false;
     try {
-      a = TryOnce(name, owner, lease, renew, options, waiter_id, true,
-                  deadline);
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, true,
+                  deadline, &may_hold);
       in_outage = false;
       backoff = milliseconds(0);
     } catch (const Error& e) {

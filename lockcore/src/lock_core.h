@@ -109,24 +109,27 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     int64_t ttl_ms = 0;
     std::string holder;
   };
-  // One acquire script. `waiter_id` empty: barging; else fair, queueing up
-  // when refused if `enqueue`.
   // One acquire script, each try bounded by `deadline` (see EvalRetryOnce).
   // `waiter_id` empty: barging; else fair, queueing up when refused if
-  // `enqueue`. A try whose reply was lost is remembered in orphans_.
+  // `enqueue`. `hold_id` is the acquisition call's: every try of one call
+  // sends the same, so a try that ran with its reply lost and a later try
+  // are one hold, not two (the script adds a hold id once). When it throws,
+  // `*may_hold` tells whether a try may have granted `hold_id` unseen.
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
-                  bool enqueue, Clock::TimePoint deadline);
+                  const std::string& hold_id, bool enqueue,
+                  Clock::TimePoint deadline, bool* may_hold);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
   // Bounded by kGiveUpBudget: if Redis does not answer, the queue entry
   // lapses after presence_window and a grant after claim_window.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
-  // A call gives up after a Redis fault: gives back, within kGiveUpBudget,
-  // the holds of `owner` whose acquire reply was lost (orphans_ with fence
-  // 0): the script may have granted them.
-  void GiveBackLostHolds(const std::string& name,
-                         const std::string& owner) noexcept;
+  // A call ends without the lock after a try of it may have granted
+  // `hold_id` unseen: gives it back, with every other hold of `owner` whose
+  // acquire reply was lost (orphans_ with fence 0), within kGiveUpBudget.
+  // What Redis does not answer for stays in orphans_ for the next grant.
+  void GiveBackLostHolds(const std::string& name, const std::string& owner,
+                         const std::string& hold_id) noexcept;
   // The four keys of a lock: hash, the slot's fence counter, queue, waiters.
   std::vector<std::string> Keys(std::string_view name) const;
   // The four, plus the reply latch of `request_id` (see scripts.h).
@@ -137,10 +140,15 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // through here is retry-safe, see scripts.h). With a `deadline` (on
   // options_.clock) each try is bounded by the time left (at least
   // kMinAttemptBudget) and no retry starts past it. Errors are counted.
+  // When it throws, `*may_have_run` (if given) tells whether a try may have
+  // run on the server with its reply lost — also when the error thrown is
+  // a later try's (a retry refused with LOADING or OOM says nothing about
+  // the first try).
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args,
-                      Clock::TimePoint deadline = Clock::TimePoint::max());
+                      Clock::TimePoint deadline = Clock::TimePoint::max(),
+                      bool* may_have_run = nullptr);
   // The release script for one hold (fence 0: whichever grant carries it).
   Reply ReleaseHold(const std::string& name, const std::string& owner,
                     int64_t fence, const std::string& hold_id,
@@ -198,8 +206,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::condition_variable renewer_cv_;
   std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
   LostCalls deferred_calls_;                                        // mu_
-  // Holds whose release threw, or whose acquire threw after the script may
-  // have run (Redis down, timed out): the lock may still carry them. If the
+  // Holds whose release threw, or whose acquisition call ended without the
+  // lock after a try may have run (Redis down, timed out) and could not give
+  // them back: the lock may still carry them. If the
   // same owner is granted the same grant again (reentrant), the acquire script
   // keeps such a stale hold — and, each time, the lock's TTL — alive, so an
   // owner that keeps coming back would keep the lock from everyone else for

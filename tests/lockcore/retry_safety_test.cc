@@ -133,5 +133,59 @@ TEST_F(RetrySafety, GiveUpAfterLostAcquireRepliesFreesTheLock) {
   EXPECT_TRUE(other->TryAcquire("lost"));
 }
 
+// The first try of an acquire runs (granting a hold) but its reply is
+// held back; before the retry, Redis fills up, so the retry is refused
+// (OOM: kRedisBusy), not lost. That error says nothing about the first try,
+// so the client must still count its hold as possibly granted and give it
+// back. Else the lock keeps a hold nobody releases: it stays blocked for
+// the lease, and every later acquire of that owner re-enters it, so its
+// releases never free the lock (the chaos suite saw 4,976 such re-grants
+// after a durable Redis restart answered LOADING to the retries).
+TEST_F(RetrySafety, AcquireWhoseRetryIsRefusedStillGivesBackTheFirstTry) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  ASSERT_FALSE(a->Inspect("refused").locked);  // it has reached Redis
+  for (bool wait : {false, true}) {
+    SCOPED_TRACE(wait ? "AcquireFor" : "TryAcquire");
+    proxy_->StallNextReply("refused:a", seconds(3));
+    auto first = std::async(std::launch::async, [&] {
+      const AcquireOptions o{.lease = seconds(60), .owner = "refused:a"};
+      // A waiting call rides out the refusals until its deadline.
+      return wait ? a->AcquireFor("refused", seconds(2), o)
+                  : a->TryAcquire("refused", o);
+    });
+    // The first try ran: the lock is A's. Fill Redis before the reply is
+    // cut (at A's 1 s command timeout).
+    ASSERT_TRUE(
+        WaitUntil([&] { return inspector->Inspect("refused").locked; }));
+    redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});
+    if (wait) {
+      AcquireResult r = first.get();
+      EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+      EXPECT_NE(r.last_error.find("OOM"), std::string::npos) << r.last_error;
+    } else {
+      try {
+        first.get();
+        ADD_FAILURE() << "the retry was not refused";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kRedisBusy) << e.what();
+      }
+    }
+    redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+    LockInfo info = inspector->Inspect("refused");
+    EXPECT_FALSE(info.locked)
+        << "the lost hold was not given back: held by " << info.owner << " ("
+        << info.hold_count << " holds)";
+    // Re-granted to the same owner, one release frees it.
+    AcquireResult again =
+        a->TryAcquire("refused", {.lease = seconds(60), .owner = "refused:a"});
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased);
+    EXPECT_FALSE(inspector->Inspect("refused").locked);
+  }
+  EXPECT_EQ(proxy_->dropped(), 2);
+}
+
 }  // namespace
 }  // namespace lockfleet::testing
