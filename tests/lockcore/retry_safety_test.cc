@@ -27,6 +27,7 @@
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "scripts.h"
+#include "support/fake_clock.h"
 #include "support/loopback_bus.h"
 #include "support/reply_drop_proxy.h"
 #include "support/wait_until.h"
@@ -59,6 +60,24 @@ class RetrySafety : public LockTest {
   std::unique_ptr<LockClient> NewProxiedClient(LockClientOptions o = {}) {
     return std::make_unique<LockClient>(NewProxiedRedis(), std::move(o));
   }
+
+  // Claim and presence windows long enough that no hand-off or queue entry
+  // below lapses on a loaded machine while a test looks at it.
+  static LockClientOptions LongWindows(LockClientOptions o = {}) {
+    o.presence_window = seconds(60);
+    o.claim_window = seconds(30);
+    return o;
+  }
+
+  // The SHA1 of `script`, loaded into Redis: the marker of its EVALSHA (a
+  // loaded script is never answered NOSCRIPT, which the proxy would let
+  // through to an EVAL that does not carry the SHA).
+  std::string LoadedSha(const Script& script) {
+    return redis_->Execute({"SCRIPT", "LOAD", script.source()}).str;
+  }
+
+  void ForceUnlockWhoseReplyWasLost(bool expect_grant);
+  void AbandonWhoseReplyWasLost(bool handed_off);
 
   std::unique_ptr<ReplyDropProxy> proxy_;
 };
@@ -185,6 +204,219 @@ TEST_F(RetrySafety, AcquireWhoseRetryIsRefusedStillGivesBackTheFirstTry) {
     EXPECT_FALSE(inspector->Inspect("refused").locked);
   }
   EXPECT_EQ(proxy_->dropped(), 2);
+}
+
+// A force-unlock's first try frees A's grant and, in the same script, hands
+// the lock to the queued waiter B; its reply is lost. The retry must return
+// the first try's latched reply — A's grant removed — and leave B's grant
+// alone. Without the latch the retry removed B's grant as well (and named
+// B as the grant it removed; with an expected grant it reported a
+// mismatch instead of A's removal).
+void RetrySafety::ForceUnlockWhoseReplyWasLost(bool expect_grant) {
+  auto a = NewClient();
+  auto b = NewClient(LongWindows());
+  auto inspector = NewClient();
+  auto admin = NewProxiedClient(LongWindows());  // its hand-off's claim window
+  const std::string sha = LoadedSha(internal::ForceUnlockScript());
+
+  AcquireResult held =
+      a->TryAcquire("force", {.lease = seconds(60), .owner = "force:a"});
+  ASSERT_TRUE(held);
+  const int64_t a_fence = held.lease.fence();
+  auto waiter = std::async(std::launch::async, [&] {
+    return b->AcquireFor("force", seconds(60), {.owner = "force:b"});
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return inspector->Inspect("force").queue.size() == 1; }));
+
+  ForceUnlockOptions expect;
+  if (expect_grant)
+    expect = {.expect_owner = "force:a", .expect_fence = a_fence};
+  proxy_->DropNextReply(sha);
+  const ForceUnlockResult r = admin->ForceUnlock("force", expect);
+  EXPECT_EQ(proxy_->dropped(), 1);  // the first try ran, its reply lost
+  EXPECT_EQ(proxy_->armed(), 0);
+  // The first try's answer: A's grant was removed (and handed on).
+  EXPECT_TRUE(r.was_locked);
+  EXPECT_FALSE(r.mismatch);
+  EXPECT_EQ(r.previous_owner, "force:a");
+  EXPECT_EQ(r.previous_fence, a_fence);
+  EXPECT_EQ(admin->stats().force_unlocks, 1u);
+
+  // B's grant (pending, or claimed already) is the one the first try made,
+  // and the last one issued: the retry removed nothing and granted nothing.
+  LockInfo info = inspector->Inspect("force");
+  EXPECT_EQ(info.owner, "force:b");
+  EXPECT_GT(info.fence, a_fence);
+  EXPECT_EQ(info.fence, info.last_fence);
+  EXPECT_TRUE(info.queue.empty());
+  AcquireResult got = waiter.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got.lease.fence(), info.fence);
+  info = inspector->Inspect("force");
+  EXPECT_EQ(info.owner, "force:b");
+  EXPECT_EQ(info.fence, got.lease.fence());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kNotOwner);
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("force").locked);
+}
+
+TEST_F(RetrySafety, ForceUnlockWhoseReplyWasLostLeavesTheHandOffAlone) {
+  ForceUnlockWhoseReplyWasLost(false);
+}
+
+TEST_F(RetrySafety, ExpectingForceUnlockWhoseReplyWasLostReportsTheFirstTry) {
+  ForceUnlockWhoseReplyWasLost(true);
+}
+
+// A fair waiter W whose call times out while queued ahead of C — with the
+// lock handed to W and not yet claimed, or still A's — abandons through the
+// proxy: the abandon's first try runs (passing W's grant on to C, or only
+// leaving the queue) and its reply is lost. The retry must not act again: C
+// keeps the one grant made for it (no second hand-off, no freed lock), and
+// when a grant was passed on, W still announces it once — the latched reply
+// is the only record of that hand-off the retry can return (without the
+// latch it answered "nothing pending", and C was neither woken nor told).
+void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off) {
+  auto a = NewClient(LongWindows());
+  auto c = NewClient(LongWindows());
+  auto inspector = NewClient();
+  auto recorder = std::make_shared<RecordingPublisher>();
+  // W's clock stands still until the hook moves it past W's deadline: the
+  // call times out exactly there, and the abandon's retry is never out of
+  // time (its budget is kGiveUpBudget of W's clock).
+  auto clock = std::make_shared<FakeClock>();
+  LockClientOptions wo = LongWindows();
+  wo.clock = clock;
+  wo.publisher = recorder;
+  auto w = NewProxiedClient(wo);
+  ASSERT_FALSE(w->Inspect("abandon").locked);  // it has reached Redis
+  const std::string sha = LoadedSha(internal::AbandonScript());
+
+  AcquireResult held =
+      a->TryAcquire("abandon", {.lease = seconds(60), .owner = "abandon:a"});
+  ASSERT_TRUE(held);
+  const int64_t a_fence = held.lease.fence();
+  std::string w_wid, c_wid;
+  std::future<AcquireResult> waiter_c;
+  bool hooked = false;
+  w->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
+    if (hooked) return;  // W's first failed attempt only: W is queued
+    hooked = true;
+    waiter_c = std::async(std::launch::async, [&] {
+      return c->AcquireFor("abandon", seconds(60), {.owner = "abandon:c"});
+    });
+    LockInfo queued;
+    ASSERT_TRUE(WaitUntil([&] {
+      queued = inspector->Inspect("abandon");
+      return queued.queue.size() == 2;
+    }));
+    w_wid = queued.queue[0].waiter_id;
+    c_wid = queued.queue[1].waiter_id;
+    ASSERT_EQ(queued.queue[0].owner, "abandon:w");
+    if (handed_off) {
+      EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+      EXPECT_EQ(inspector->Inspect("abandon").pending_waiter, w_wid);
+    }
+    proxy_->DropNextReply(sha);
+    clock->Advance(seconds(120));  // past W's deadline
+  });
+  AcquireResult r =
+      w->AcquireFor("abandon", seconds(60), {.owner = "abandon:w"});
+  w->SetAfterFailedAttemptHookForTesting(nullptr);
+  ASSERT_TRUE(waiter_c.valid());
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(proxy_->dropped(), 1);  // the abandon's first try lost its reply
+  EXPECT_EQ(proxy_->armed(), 0);
+
+  LockInfo info = inspector->Inspect("abandon");
+  if (!handed_off) {
+    // A still holds; W left the queue, C is its only entry; no event.
+    EXPECT_EQ(info.owner, "abandon:a");
+    EXPECT_EQ(info.fence, a_fence);
+    EXPECT_EQ(info.fence, info.last_fence);
+    EXPECT_TRUE(info.pending_waiter.empty());
+    ASSERT_EQ(info.queue.size(), 1u);
+    EXPECT_EQ(info.queue[0].waiter_id, c_wid);
+    EXPECT_EQ(redis_->Execute({"HEXISTS", "lockfleet:{abandon}:waiters", w_wid})
+                  .integer,
+              0);
+    std::lock_guard lock(recorder->mu);
+    EXPECT_TRUE(recorder->events.empty());
+  } else {
+    // W's grant went to C, once: C's grant is the last fence issued (A's,
+    // W's, C's), the queue is empty, and the lock is not free.
+    EXPECT_EQ(info.owner, "abandon:c");
+    EXPECT_GT(info.fence, a_fence);
+    EXPECT_EQ(info.fence, info.last_fence);
+    EXPECT_TRUE(info.pending_waiter == c_wid || info.pending_waiter.empty())
+        << info.pending_waiter;
+    EXPECT_TRUE(info.queue.empty());
+    // The hand-off is announced once, naming C.
+    std::lock_guard lock(recorder->mu);
+    ASSERT_EQ(recorder->events.size(), 1u);
+    EXPECT_EQ(recorder->events[0].next_waiter, c_wid);
+    EXPECT_EQ(recorder->events[0].next_owner, "abandon:c");
+    EXPECT_EQ(recorder->events[0].next_fence, info.fence);
+  }
+  if (!handed_off) {
+    EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  }
+  AcquireResult got = waiter_c.get();
+  ASSERT_TRUE(got);
+  info = inspector->Inspect("abandon");
+  EXPECT_EQ(info.owner, "abandon:c");
+  EXPECT_EQ(info.fence, got.lease.fence());
+  EXPECT_EQ(info.fence, info.last_fence);
+  EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("abandon").locked);
+}
+
+TEST_F(RetrySafety, AbandonWhoseReplyWasLostPassesTheGrantOnOnce) {
+  AbandonWhoseReplyWasLost(true);
+}
+
+TEST_F(RetrySafety, AbandonOfAQueuedWaiterWhoseReplyWasLostLeavesTheQueue) {
+  AbandonWhoseReplyWasLost(false);
+}
+
+// Releasing one of two reentrant holds (count 2 -> 1) with the reply lost:
+// the retry must return the first try's answer (still held, one hold left)
+// and leave the count alone. The hold's own field keeps the count right;
+// without the reply latch the retry found that field gone and reported
+// kNotHeld for a hold it had just released.
+TEST_F(RetrySafety, ReentrantReleaseWhoseReplyWasLostDecrementsOnce) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  const AcquireOptions o{.lease = seconds(60), .owner = "re:a"};
+  AcquireResult outer = a->TryAcquire("reentrant", o);
+  AcquireResult inner = a->TryAcquire("reentrant", o);
+  ASSERT_TRUE(outer && inner);
+  ASSERT_EQ(inner.lease.fence(), outer.lease.fence());
+  ASSERT_EQ(inspector->Inspect("reentrant").hold_count, 2);
+
+  proxy_->DropNextReply("re:a");  // explicit leases: no renewal carries it
+  const ReleaseStatus status = inner.lease.Release();
+  EXPECT_EQ(status, ReleaseStatus::kStillHeld) << ReleaseStatusName(status);
+  EXPECT_EQ(proxy_->dropped(), 1);
+  EXPECT_EQ(proxy_->armed(), 0);
+  LockInfo info = inspector->Inspect("reentrant");
+  EXPECT_EQ(info.owner, "re:a");
+  EXPECT_EQ(info.fence, outer.lease.fence());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_GT(info.ttl, milliseconds(0));
+  EXPECT_EQ(a->stats().releases, 1u);
+  EXPECT_EQ(a->stats().releases_not_held, 0u);
+  EXPECT_EQ(a->stats().release_failures, 0u);
+  EXPECT_FALSE(outer.lease.lost());
+
+  EXPECT_EQ(outer.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("reentrant").locked);
+  EXPECT_EQ(proxy_->dropped(), 1);
 }
 
 }  // namespace

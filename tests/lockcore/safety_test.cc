@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <set>
 #include <stop_token>
 #include <thread>
@@ -61,9 +62,17 @@ TEST_F(Safety, ForgedForceEventDoesNotRevokeALiveHolder) {
       ASSERT_TRUE(
           WaitUntil([&] { return holder->stats().renewals > renewals; }));
     } else {
-      // The check of an explicit lease is not a renewal: wait until it is
-      // no longer in flight by sending a second event later (rate-limited).
-      std::this_thread::sleep_for(milliseconds(300));
+      // The check of an explicit lease is not a renewal, and forced_checks
+      // counts a check when it starts. A second event makes a second check,
+      // which the watchdog starts only once the first one's answer has been
+      // applied (a hold is never checked twice at once; the rate limit
+      // delays it further): when the count shows it, the first answer is in.
+      // A lease wrongly marked lost takes no second check: stop waiting
+      // then too, and let the expectations below say why.
+      holder->DeliverUnlockEvent(forged);
+      ASSERT_TRUE(WaitUntil([&] {
+        return holder->stats().forced_checks > checks + 1 || r.lease.lost();
+      }));
     }
     EXPECT_FALSE(r.lease.lost());
     EXPECT_FALSE(r.lease.stop_token().stop_requested());
@@ -449,6 +458,76 @@ TEST_F(Safety, FullRedisRefusesGrantsCleanlyAndStillReleases) {
   EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
   redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
   EXPECT_FALSE(client->Inspect("kept").locked);
+}
+
+// A full Redis lets a fair release finish its hand-off: the release frees
+// the lock and grants it to the queued waiter in one script, which grows
+// memory (a new fence, the grant hash) after it has deleted the old grant.
+// A script with a shebang but without `allow-oom` is refused on a full
+// Redis: the holder could not give the lock back, nor hand it on, and it
+// would block everyone for the rest of its lease. The grant must be
+// complete — the waiter's, pending, under a new fence — not a deleted lock
+// with the waiter dequeued and no grant. (A script without any shebang
+// also runs on: Redis refuses a deny-oom command only before a script's
+// first write, and the release writes first, with HDEL.)
+TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
+  // Long windows: neither the waiter's place nor its hand-off lapses while
+  // Redis is full and the waiter cannot refresh or claim.
+  const LockClientOptions windows{.presence_window = seconds(60),
+                                  .claim_window = seconds(30)};
+  auto holder = NewClient(windows);
+  auto waiter = NewClient(windows);
+  auto inspector = NewClient();
+  AcquireResult held = holder->TryAcquire(
+      "full-fair", {.lease = seconds(60), .owner = "full:holder"});
+  ASSERT_TRUE(held);
+  const int64_t holder_fence = held.lease.fence();
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("full-fair", seconds(60),
+                              {.owner = "full:waiter"});
+  });
+  std::string waiter_id;
+  ASSERT_TRUE(WaitUntil([&] {
+    LockInfo info = inspector->Inspect("full-fair");
+    if (info.queue.size() != 1) return false;
+    waiter_id = info.queue[0].waiter_id;
+    return true;
+  }));
+  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});  // full at once
+  struct Unfill {  // also when an assertion below returns early
+    RedisClient& redis;
+    ~Unfill() {
+      try {
+        redis.Execute({"CONFIG", "SET", "maxmemory", "0"});
+      } catch (...) {
+      }
+    }
+  } unfill{*redis_};
+  // Full indeed: a grant that grows memory is refused.
+  EXPECT_THROW(inspector->TryAcquire("probe"), Error);
+
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  // Handed off in full, while Redis is still full: the waiter cannot claim
+  // it yet (its fair acquire grows memory and is refused), so the grant is
+  // still pending for exactly that waiter, under a new fence.
+  LockInfo info = inspector->Inspect("full-fair");
+  EXPECT_TRUE(info.locked) << "the release freed the lock without a grant";
+  EXPECT_EQ(info.owner, "full:waiter");
+  EXPECT_EQ(info.pending_waiter, waiter_id);
+  EXPECT_GT(info.fence, holder_fence);
+  EXPECT_EQ(info.fence, info.last_fence);
+  EXPECT_EQ(info.hold_count, 0);
+  EXPECT_GT(info.ttl, milliseconds(0));
+  EXPECT_TRUE(info.queue.empty());
+
+  // Room again: the waiter claims the grant it was handed.
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+  AcquireResult got = waiting.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_EQ(got.lease.fence(), info.fence);
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("full-fair").locked);
 }
 
 }  // namespace
