@@ -48,10 +48,15 @@ if token > hi then
 end
 )lua";
 
+// Declared "#!lua" (may write, no allow-oom): a full Redis (maxmemory,
+// noeviction) refuses a fenced write before it runs, never half-way.
+constexpr std::string_view kShebang = "#!lua\n";
+
 // ARGV[3]: number of commands, then per command its argc and arguments.
 const Script& WriteScript() {
   static const Script script([] {
-    std::string s(kCheck);
+    std::string s(kShebang);
+    s += kCheck;
     s += R"lua(
 local results = {}
 local i = 4
@@ -76,7 +81,8 @@ end
 // (ours minus the fence key, the token and the owner). It is defined before
 // our locals, so it cannot see (or assign) them.
 std::string WrapBody(std::string_view body) {
-  std::string s = "local function body(KEYS, ARGV)\n";
+  std::string s(kShebang);
+  s += "local function body(KEYS, ARGV)\n";
   s += body;
   s += "\nend\n";
   s += kCheck;

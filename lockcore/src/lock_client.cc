@@ -61,6 +61,12 @@ LockClientOptions Validate(LockClientOptions o) {
 void ValidateName(std::string_view name) {
   if (name.empty())
     throw Error(ErrorCode::kInvalidArgument, "lock name must not be empty");
+  if (name.front() == '}') {
+    // Its keys' hash tag would be empty ("P:{}..."), so Redis would hash
+    // each key whole: the lock's keys would not share a Cluster slot.
+    throw Error(ErrorCode::kInvalidArgument,
+                "lock name must not start with '}'");
+  }
   if (name.size() > kMaxLockNameBytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "lock name is " + std::to_string(name.size()) +
@@ -218,6 +224,19 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
   std::vector<std::string> orphans;  // stale holds of this very grant
   {
     std::lock_guard lock(mu_);
+    if (auto it = held_.find({name, owner});
+        it != held_.end() && fence < it->second->fence && !Lost(*it->second)) {
+      // Another call sharing our owner token holds a newer grant (tokens
+      // only grow), so this reply's grant has ended since, and our hold with
+      // it: stale. Not granted — the caller tries again and re-enters the
+      // newer grant, which is not lost. (Were Redis rolled back below the
+      // newer grant, that one ends by its own validity: bounded.)
+      contended_.fetch_add(1, std::memory_order_relaxed);
+      Attempt stale;
+      stale.ttl_ms = 0;  // try again at once
+      stale.holder = owner;
+      return stale;
+    }
     if (auto it = orphans_.find({name, owner}); it != orphans_.end()) {
       for (const OrphanHold& orphan : it->second) {
         if (orphan.fence == fence || orphan.fence == 0)
@@ -258,7 +277,11 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
   acquisitions_.fetch_add(1, std::memory_order_relaxed);
   watchdog_cv_.notify_one();
   DeferCallbacks(std::move(lost_calls));
-  if (!orphans.empty()) ReleaseOrphans(name, owner, fence, std::move(orphans));
+  if (!orphans.empty()) {
+    // Bounded: what Redis does not answer for in time waits for a next grant.
+    ReleaseOrphans(name, owner, fence, std::move(orphans),
+                   options_.clock->Now() + kGiveUpBudget);
+  }
   return out;
 }
 

@@ -53,6 +53,7 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
   const std::chrono::milliseconds wait =
       timeout.count() > 0 ? std::min(timeout, options.command_timeout)
                           : options.command_timeout;
+  const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   if (!cv_.wait_for(lock, wait, [&] {
         return !idle_.empty() || open_ < options.pool_size;
@@ -69,11 +70,17 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
   ++open_;
   lock.unlock();
   try {
-    const std::chrono::milliseconds connect =
-        timeout.count() > 0 ? std::min(timeout, options.connect_timeout)
-                            : options.connect_timeout;
+    // A budgeted call's connect, AUTH and SELECT fit in what is left of it.
+    std::chrono::milliseconds budget(0);
+    if (timeout.count() > 0) {
+      budget =
+          std::max(std::chrono::milliseconds(1),
+                   wait - std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start));
+    }
     return Lent(this, std::make_unique<RedisConnection>(
-                          endpoint, connect, options.command_timeout));
+                          endpoint, options.connect_timeout,
+                          options.command_timeout, budget));
   } catch (...) {
     lock.lock();
     --open_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -72,10 +73,13 @@ void RedisConnection::ContextDeleter::operator()(redisContext* ctx) const {
 
 RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
                                  std::chrono::milliseconds connect_timeout,
-                                 std::chrono::milliseconds command_timeout)
+                                 std::chrono::milliseconds command_timeout,
+                                 std::chrono::milliseconds budget)
     : where_(endpoint.Redacted()),
       command_timeout_(command_timeout),
       set_timeout_(command_timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  if (budget.count() > 0) connect_timeout = std::min(connect_timeout, budget);
   redisContext* raw =
       endpoint.unix_path.empty()
           ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
@@ -97,12 +101,20 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
   // Child processes (lockfleet lock's COMMAND, say) must not inherit our
   // connections. hiredis 0.14 cannot open the socket with SOCK_CLOEXEC.
   ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
-  if (redisSetTimeout(ctx_.get(), ToTimeval(command_timeout)) != REDIS_OK)
+  // AUTH and SELECT get what is left of the budget (the next Run() sets the
+  // timeout it needs).
+  if (budget.count() > 0) {
+    set_timeout_ = std::clamp(
+        budget - std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start),
+        std::chrono::milliseconds(1), command_timeout);
+  }
+  if (redisSetTimeout(ctx_.get(), ToTimeval(set_timeout_)) != REDIS_OK)
     Fail("set timeout");
   if (endpoint.unix_path.empty()) redisEnableKeepAlive(ctx_.get());
 
   auto must_ok = [&](const Command& cmd, const char* what) {
-    Reply r = RunOne(cmd);
+    Reply r = std::move(Run({&cmd}, set_timeout_).front());
     if (r.is_error()) {
       broken_ = true;
       throw Error(CodeForErrorReply(r.str, ErrorCode::kRedisAuth),

@@ -16,10 +16,13 @@ namespace lockfleet::internal {
 
 class RedisConnection {
  public:
-  // Connects, authenticates and selects the db. Throws Error.
+  // Connects, authenticates and selects the db. Throws Error. `budget`, if
+  // positive, bounds the whole of it (connect, AUTH, SELECT) for a call
+  // with a deadline; the connection's commands later use command_timeout.
   RedisConnection(const RedisEndpoint& endpoint,
                   std::chrono::milliseconds connect_timeout,
-                  std::chrono::milliseconds command_timeout);
+                  std::chrono::milliseconds command_timeout,
+                  std::chrono::milliseconds budget = {});
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

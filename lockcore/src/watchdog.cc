@@ -61,6 +61,19 @@ void LockCore::StopWatchdog() {
       t->join();
     }
   }
+  // Nothing renews the holds still out there, nor tells them when they end:
+  // they count as lost now, and their stop tokens are requested (on_lost
+  // callbacks are not run: the client is going away).
+  std::vector<std::shared_ptr<HeldLock>> left;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, held] : held_) {
+      if (held->released || held->lost.exchange(true)) continue;
+      leases_lost_.fetch_add(1, std::memory_order_relaxed);
+      left.push_back(held);
+    }
+  }
+  for (const auto& held : left) held->lost_source.request_stop();
 }
 
 void LockCore::WatchdogLoop() {

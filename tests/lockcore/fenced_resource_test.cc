@@ -129,6 +129,39 @@ TEST_F(Fenced, BodyErrorThrowsAndDoesNotAdvanceTheFence) {
   EXPECT_THROW(res.Write(0, {}), Error);  // tokens are positive
 }
 
+// A full Redis (maxmemory, noeviction) refuses a fenced write as a whole
+// before it runs: never the commands that free memory (DEL) applied and the
+// rest refused half-way. Scripts without the "#!lua" declaration were
+// checked command by command, and did exactly that.
+TEST_F(Fenced, AFullRedisRefusesTheWholeWrite) {
+  FencedResource res(redis_, "full");
+  ASSERT_TRUE(res.Write(1, {{"SET", res.Key("old"), "1"}}).accepted);
+  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});  // full at once
+  auto try_write = [&](auto&& write) {
+    try {
+      write();
+      ADD_FAILURE() << "a full Redis ran the write";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("OOM"), std::string::npos)
+          << e.what();
+    }
+  };
+  try_write([&] {
+    res.Write(2, {{"DEL", res.Key("old")}, {"SET", res.Key("new"), "1"}});
+  });
+  try_write([&] {
+    res.Eval(2,
+             "redis.call('DEL', KEYS[1]) return redis.call('SET', KEYS[2], "
+             "'1')",
+             {res.Key("old"), res.Key("new")}, {});
+  });
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+  EXPECT_EQ(redis_->Execute({"GET", res.Key("old")}).str, "1");
+  EXPECT_TRUE(redis_->Execute({"GET", res.Key("new")}).is_nil());
+  EXPECT_EQ(res.HighestFence(), 1);
+}
+
 // --- grants (issue 13, item 3) ----------------------------------------------
 // These tests craft grants directly: a Redis rollback (failover to a lagging
 // replica, a restart without persistence) can hand the same token to two

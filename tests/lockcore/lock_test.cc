@@ -302,6 +302,11 @@ TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
   };
   EXPECT_EQ(code_of([&] { client->TryAcquire(""); }),
             ErrorCode::kInvalidArgument);
+  // An empty hash tag: the lock's keys would spread over Cluster slots.
+  EXPECT_EQ(code_of([&] { client->AcquireFor("}x", milliseconds(10)); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { client->ForceUnlock("}"); }),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] {
               client->TryAcquire(std::string(kMaxLockNameBytes + 1, 'x'));
             }),

@@ -155,5 +155,32 @@ TEST(RedisAuth, PasswordAndAclUser) {
   EXPECT_EQ(r.str.rfind("NOAUTH", 0), 0u);
 }
 
+// A call's budget covers a new connection's AUTH and SELECT too: against a
+// stalled server (SIGSTOP: the kernel still completes the TCP handshake),
+// a budgeted Eval on a password-protected, non-zero db gives up within its
+// budget instead of waiting out the 5 s command timeout in AUTH.
+TEST(RedisAuth, HandshakeKeepsTheCallBudget) {
+  RedisServer server({.tcp = true, .requirepass = "s3cret"});
+  RedisOptions o;
+  o.url = server.url() + "/2";
+  o.command_timeout = std::chrono::seconds(5);
+  RedisClient client(o);
+  const Script script("return 1");
+  server.Pause();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(CodeOf([&] {
+              client.Eval(script, {}, {}, std::chrono::milliseconds(200));
+            }),
+            ErrorCode::kRedisTimeout);
+  const auto took = std::chrono::steady_clock::now() - start;
+  server.Resume();
+  // 200 ms budget; the bound leaves a loaded machine plenty of slack and
+  // is still well under the 5 s a handshake without the budget took.
+  EXPECT_LT(took, std::chrono::milliseconds(2500))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms";
+  EXPECT_EQ(client.Eval(script, {}, {}).integer, 1);  // and it recovers
+}
+
 }  // namespace
 }  // namespace lockfleet::testing

@@ -190,6 +190,32 @@ TEST_F(Watchdog, LostCallbackMayDestroyTheClientAndTheLease) {
   ASSERT_TRUE(WaitUntil([&] { return state->done.load(); }));
 }
 
+// A Lease that outlives its client is renewed by nobody: it must not go on
+// looking valid, and work tied to its stop token must stop.
+TEST_F(Watchdog, DestroyingTheClientStopsItsLeasesTokens) {
+  auto client = NewClient();
+  AcquireResult renewed = client->TryAcquire("orphaned");
+  AcquireResult explicit_lease =
+      client->TryAcquire("timed", {.lease = seconds(60)});
+  ASSERT_TRUE(renewed);
+  ASSERT_TRUE(explicit_lease);
+  std::stop_token token = renewed.lease.stop_token();
+  std::atomic<bool> stopped{false};
+  std::stop_callback on_stop(token, [&] { stopped.store(true); });
+  EXPECT_FALSE(stopped.load());
+  client.reset();
+  EXPECT_TRUE(stopped.load());
+  EXPECT_TRUE(renewed.lease.lost());
+  EXPECT_TRUE(explicit_lease.lease.stop_token().stop_requested());
+  EXPECT_TRUE(explicit_lease.lease.lost());
+  // Still released in Redis (the core lives on with its leases).
+  EXPECT_EQ(renewed.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(explicit_lease.lease.Release(), ReleaseStatus::kReleased);
+  auto inspector = NewClient();
+  EXPECT_FALSE(inspector->Inspect("orphaned").locked);
+  EXPECT_FALSE(inspector->Inspect("timed").locked);
+}
+
 // Review finding: a throwing callback of a stale grant ran inline in
 // TryAcquire, after the new grant was registered, so no Lease was returned
 // and the new grant was renewed forever.

@@ -167,7 +167,9 @@ class FencedResource {
   // and ARGV are exactly `keys` and `args`; its return value lands in
   // FenceResult::reply. The fence check and the body run in one script, so
   // the check cannot go stale before the write. An error raised by the body
-  // throws Error(kRedisScript), and the fence is not advanced.
+  // throws Error(kRedisScript), and the fence is not advanced. A full Redis
+  // (maxmemory, noeviction) refuses a Write or Eval before it runs (an OOM
+  // error, kRedisBusy): none of its commands applied, the fence unchanged.
   FenceResult Eval(const Lease& lease, std::string_view body,
                    const std::vector<std::string>& keys,
                    const std::vector<std::string>& args);

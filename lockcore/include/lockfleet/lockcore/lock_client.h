@@ -82,7 +82,9 @@
 
 namespace lockfleet {
 
-// Longest accepted lock name, in bytes. Names are binary-safe otherwise.
+// Longest accepted lock name, in bytes. Names are binary-safe otherwise, but
+// must not be empty or start with '}' (the lock's keys share the hash tag
+// "{NAME", which a leading '}' would leave empty).
 inline constexpr size_t kMaxLockNameBytes = 1024;
 
 struct LockClientOptions {
@@ -228,8 +230,10 @@ class LockClient {
   // Throws Error(kInvalidArgument) for bad options.
   explicit LockClient(std::shared_ptr<RedisClient> redis,
                       LockClientOptions options = {});
-  // Stops the watchdog. Leases still held stay usable for Release() but are
-  // no longer renewed.
+  // Stops the watchdog. Leases still held stay usable for Release(), but
+  // nothing renews them any more or tells them when they end: they become
+  // lost() and their stop tokens are requested (their on_lost callbacks do
+  // not run).
   ~LockClient();
   LockClient(const LockClient&) = delete;
   LockClient& operator=(const LockClient&) = delete;
