@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "support/wait_until.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -129,6 +131,32 @@ TEST_F(ReplyDropProxyTest, StalledReplyIsHeldForItsDurationThenDropped) {
   EXPECT_GE(Steady::now() - start, milliseconds(300));
   EXPECT_EQ(redis_->Execute({"GET", "held:counter"}).str, "1");
   EXPECT_EQ(proxy.dropped(), 1);
+}
+
+// Delayed: the command runs at once, other connections are answered
+// meanwhile, and the reply arrives after the hold on a connection that
+// goes on working.
+TEST_F(ReplyDropProxyTest, DelayedReplyArrivesLateAndTheConnectionGoesOn) {
+  ReplyDropProxy proxy(server_->url());
+  auto client = Through(proxy, milliseconds(20000));
+  auto other = Through(proxy, milliseconds(20000));
+  ASSERT_EQ(client->Execute({"PING"}).str, "PONG");
+  ASSERT_EQ(other->Execute({"PING"}).str, "PONG");
+  proxy.DelayNextReply("late:counter", milliseconds(300));
+  auto start = Steady::now();
+  auto late = std::async(std::launch::async, [&] {
+    return client->Execute({"INCR", "late:counter"}).integer;
+  });
+  // The command ran at once; another connection's reply overtakes it.
+  ASSERT_TRUE(WaitUntil([&] {
+    return !redis_->Execute({"GET", "late:counter"}).is_nil();
+  }));
+  EXPECT_EQ(other->Execute({"INCR", "late:counter"}).integer, 2);
+  EXPECT_EQ(late.get(), 1);
+  EXPECT_GE(Steady::now() - start, milliseconds(300));
+  EXPECT_EQ(client->Execute({"INCR", "late:counter"}).integer, 3);
+  EXPECT_EQ(proxy.delayed(), 1);
+  EXPECT_EQ(proxy.dropped(), 0);
 }
 
 // EVALSHA answered NOSCRIPT did not run: that reply passes and the rule

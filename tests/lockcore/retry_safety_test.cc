@@ -419,5 +419,44 @@ TEST_F(RetrySafety, ReentrantReleaseWhoseReplyWasLostDecrementsOnce) {
   EXPECT_EQ(proxy_->dropped(), 1);
 }
 
+// A reply that arrives late, for a grant that has ended since, must not
+// revoke the newer grant the same owner token holds now. Call 1 of owner
+// "shared" is granted fence F1, its reply delayed; the operator force-
+// unlocks F1; call 2 of the same client and owner is granted F2 > F1. When
+// call 1's reply finally arrives, the client used to take F2 for "an older
+// grant that is gone" and mark it lost (a false revocation: Redis still
+// shows F2 as the owner's), and return a Lease for the dead F1.
+TEST_F(RetrySafety, LateReplyForAnEndedGrantLeavesTheNewerGrantAlone) {
+  RedisOptions o;
+  o.url = proxy_->url();
+  o.command_timeout = seconds(20);  // the delayed reply is not a timeout
+  LockClient a(std::make_shared<RedisClient>(o));
+  auto admin = NewClient();
+  ASSERT_FALSE(a.Inspect("late").locked);  // it has reached Redis
+  const AcquireOptions shared{.lease = seconds(60), .owner = "late:shared"};
+  proxy_->DelayNextReply("late:shared", seconds(3));
+  auto first = std::async(std::launch::async,
+                          [&] { return a.TryAcquire("late", shared); });
+  ASSERT_TRUE(WaitUntil([&] { return admin->Inspect("late").locked; }));
+  const ForceUnlockResult forced = admin->ForceUnlock("late");
+  ASSERT_TRUE(forced.was_locked);
+  AcquireResult second = a.TryAcquire("late", shared);
+  ASSERT_TRUE(second);
+  ASSERT_GT(second.lease.fence(), forced.previous_fence);
+
+  AcquireResult late = first.get();  // the reply for F1, after F2
+  EXPECT_EQ(proxy_->delayed(), 1) << "the reply was not delivered late";
+  EXPECT_FALSE(late) << "a Lease for the force-unlocked grant "
+                     << late.lease.fence();
+  EXPECT_FALSE(second.lease.lost()) << "the newer grant was revoked";
+  EXPECT_EQ(a.stats().leases_lost, 0u);
+  LockInfo info = admin->Inspect("late");
+  EXPECT_EQ(info.owner, "late:shared");
+  EXPECT_EQ(info.fence, second.lease.fence());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(second.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(admin->Inspect("late").locked);
+}
+
 }  // namespace
 }  // namespace lockfleet::testing

@@ -91,7 +91,8 @@ struct ReplyDropProxy::Conn {
   int upstream = -1;
   std::string to_upstream;  // read from the client, not yet written
   std::string to_client;    // read from the server, not yet written
-  std::string seen;  // the client's last bytes: a marker split across reads
+  std::string seen;      // the client's last bytes: a marker split across reads
+  std::string withheld;  // a delayed reply, until its hold ran out
   bool client_eof = false;
   bool upstream_eof = false;
   State state = State::kForward;
@@ -204,6 +205,11 @@ void ReplyDropProxy::DropNextReply(std::string marker) {
 void ReplyDropProxy::StallNextReply(std::string marker,
                                     std::chrono::milliseconds hold) {
   Arm({std::move(marker), true, hold});
+}
+
+void ReplyDropProxy::DelayNextReply(std::string marker,
+                                    std::chrono::milliseconds hold) {
+  Arm({std::move(marker), true, hold, true});
 }
 
 int ReplyDropProxy::armed() const {
@@ -347,7 +353,8 @@ void ReplyDropProxy::Loop() {
             PutBack(std::move(c.rule));
             c.state = Conn::State::kForward;
           } else if (n > 0) {
-            c.reply_seen = true;  // withheld, never forwarded
+            c.reply_seen = true;  // withheld: dropped, or delivered late
+            if (c.rule.deliver) c.withheld += reply;
           }
         } else {
           ssize_t n = ReadSome(fd, &c.to_client);
@@ -368,6 +375,16 @@ void ReplyDropProxy::Loop() {
       if (c->state == Conn::State::kAwaitReply) {
         if (c->upstream_eof) c->reply_seen = true;
         if (now >= c->CutAt()) {
+          if (c->rule.deliver && c->reply_seen && c->client >= 0 &&
+              !c->upstream_eof) {
+            // Late, but delivered: the connection goes on as usual.
+            delayed_.fetch_add(1);
+            c->to_client += c->withheld;
+            c->withheld.clear();
+            c->state = Conn::State::kForward;
+            if (!WriteSome(c->client, &c->to_client)) c->Close();
+            continue;
+          }
           dropped_.fetch_add(1);  // counted before the client can see EOF
           c->Close();
         }

@@ -70,7 +70,14 @@ class ReplyDropProxy {
   // server has answered (bounded by 5 s).
   void StallNextReply(std::string marker, std::chrono::milliseconds hold);
 
+  // As StallNextReply, but the reply is then delivered, late, and the
+  // connection goes on: a reply that arrives after later commands of other
+  // connections were answered. The client's command timeout must be longer
+  // than `hold` (else it gives up first and the connection is closed).
+  void DelayNextReply(std::string marker, std::chrono::milliseconds hold);
+
   int dropped() const { return dropped_.load(); }  // connections cut by a rule
+  int delayed() const { return delayed_.load(); }  // replies delivered late
   int accepted() const {
     return accepted_.load();
   }                   // client connections so far
@@ -81,6 +88,7 @@ class ReplyDropProxy {
     std::string marker;
     bool stall = false;
     std::chrono::milliseconds hold{0};
+    bool deliver = false;  // DelayNextReply: forward the reply after `hold`
   };
   struct Conn;
 
@@ -100,6 +108,7 @@ class ReplyDropProxy {
   mutable std::mutex mu_;
   std::deque<Rule> rules_;  // guarded by mu_
   std::atomic<int> dropped_{0};
+  std::atomic<int> delayed_{0};
   std::atomic<int> accepted_{0};
   std::atomic<bool> stopping_{false};
   std::vector<std::unique_ptr<Conn>> conns_;  // the loop thread's only
