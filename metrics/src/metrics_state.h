@@ -39,7 +39,8 @@ inline constexpr WakeCause kWakeCauses[] = {
 inline constexpr worker::JobResult kJobResults[] = {
     worker::JobResult::kOk,        worker::JobResult::kRejected,
     worker::JobResult::kFailed,    worker::JobResult::kDuplicate,
-    worker::JobResult::kCancelled, worker::JobResult::kTimeout};
+    worker::JobResult::kCancelled, worker::JobResult::kTimeout,
+    worker::JobResult::kLeaseLost};
 inline constexpr worker::JobSource kJobSources[] = {
     worker::JobSource::kKafka, worker::JobSource::kSchedule};
 

@@ -41,6 +41,9 @@ std::string ProductKey(std::string_view prefix, std::string_view lock,
 JobResult Purchase(JobContext& context) {
   const std::string buyer =
       GetString(context.job.payload, "buyer").value_or(context.job.id);
+  // Its one check point: the sale is a single fenced script, so once it has
+  // started it either applies whole (the done marker with it) or not at all.
+  if (context.stop.stop_requested()) throw JobCancelled();
   const FenceResult result = context.resource.Eval(
       context.lease, kPurchase,
       {context.resource.Key({"stock"}), context.resource.Key({"sales"}),

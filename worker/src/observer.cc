@@ -16,6 +16,8 @@ const char* JobResultName(JobResult result) noexcept {
       return "cancelled";
     case JobResult::kTimeout:
       return "timeout";
+    case JobResult::kLeaseLost:
+      return "lease_lost";
   }
   return "unknown";
 }

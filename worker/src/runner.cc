@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "any_stop.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 
@@ -235,9 +236,26 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
   std::string last_error;
   int attempt = 0;        // handler failures so far
   int redis_outages = 0;  // transient Redis failures so far (cost no attempt)
+  int leases_lost = 0;    // runs ended by a lost lease (cost no attempt)
+  // A run whose lease was lost and that is not recorded done: counted as
+  // lease_lost and run again from the top (acquire, done marker, handler),
+  // as a redelivery would, without waiting for the group to redeliver it (a
+  // record not marked done would hold up its partition's commits).
+  const auto lease_lost = [&](const Lease& lost, std::string_view what) {
+    ++leases_lost;
+    Report(source, job.type, JobResult::kLeaseLost, started);
+    if (options_.log) {
+      options_.log(LogLevel::kWarning,
+                   "job " + job.id + " (" + job.type + "): lease on lock '" +
+                       job.lock + "' (fence " + std::to_string(lost.fence()) +
+                       ") lost while it ran; " + std::string(what) +
+                       ": not marked done, running it again under a new "
+                       "hold");
+    }
+  };
   while (attempt < options_.max_attempts) {
-    if ((attempt > 0 || redis_outages > 0) &&
-        !Backoff(std::min(attempt + redis_outages, 6), stop)) {
+    if ((attempt > 0 || redis_outages > 0 || leases_lost > 0) &&
+        !Backoff(std::min(attempt + redis_outages + leases_lost, 6), stop)) {
       return finish(JobResult::kCancelled);
     }
     Lease lease;
@@ -264,6 +282,8 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
         return finish(JobResult::kDuplicate);
       }
       FencedResource resource(redis_, job.lock, options_.key_prefix);
+      // The handler's token: shutdown's, or the loss of the job's lease.
+      const internal::AnyStop handler_stop({stop, lease.stop_token()});
       JobContext context{.job = job,
                          .source = source,
                          .lease = lease,
@@ -272,7 +292,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                          .settings = settings,
                          .done_key = done_key,
                          .dedup_ttl = options_.dedup_ttl,
-                         .stop = stop};
+                         .stop = handler_stop.token()};
       result = spec->run(context);
       if (result != JobResult::kOk && result != JobResult::kRejected &&
           result != JobResult::kDuplicate) {
@@ -280,11 +300,46 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                                JobResultName(result) +
                                " (only ok, rejected or duplicate are allowed)");
       }
+      // It finished, but its lease is gone: the done marker goes through
+      // the fence, so the job counts as done only if no newer grant has
+      // written to the resource since (its fenced effect, if any, then stands
+      // unopposed). Refused: not done; run it again.
+      if (result != JobResult::kDuplicate && lease.lost()) {
+        bool accepted = false;
+        if (!RetryWhileRedisDown(
+                [&] {
+                  accepted =
+                      resource
+                          .Write(lease,
+                                 {{"SET", done_key, JobResultName(result), "PX",
+                                   std::to_string(options_.dedup_ttl.count())}})
+                          .accepted;
+                },
+                "writing the done marker of job " + job.id, stop)) {
+          return finish(JobResult::kCancelled);  // shutting down: handed back
+        }
+        if (!accepted) {
+          lease_lost(lease, "a newer grant wrote to its resource");
+          continue;
+        }
+        try {
+          lease.Release();
+        } catch (const std::exception&) {  // lost anyway: nothing to free
+        }
+        return finish(result);
+      }
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
       // Only shutdown cancels: a handler's own JobCancelled without it is a
       // failure like any other (or its record would never be committed).
       if (stop.stop_requested()) return finish(JobResult::kCancelled);
+      // A handler that stopped because its lease was lost (or failed once it
+      // was: a refused fenced write, say) did not finish: not its fault, so
+      // it costs no attempt.
+      if (lease.held() && lease.lost()) {
+        lease_lost(lease, "the handler stopped (" + Describe(error) + ")");
+        continue;
+      }
       last_error = Describe(error);
       if (IsTransientRedis(error)) {
         ++redis_outages;
@@ -407,6 +462,26 @@ OccurrenceResult JobRunner::RunOccurrence(
                   .type = schedule.handler,
                   .payload = schedule.payload};
     const std::string done_key = DoneKey(job.lock, job.id);
+    // A run whose lease was lost is not recorded (its record would be
+    // refused anyway once a newer grant claimed the resource): counted as
+    // lease_lost and tried again like an occurrence held elsewhere — the
+    // retry finds it done by a newer holder, or runs it.
+    const auto lease_lost = [&](std::string_view what) {
+      if (options_.log) {
+        options_.log(LogLevel::kWarning,
+                     "schedule " + schedule.name + " at " +
+                         std::to_string(due_ms) + ": lease (fence " +
+                         std::to_string(lease.fence()) +
+                         ") lost while running; " + std::string(what) +
+                         ": not recorded, trying again");
+      }
+      Report(JobSource::kSchedule, schedule.handler, JobResult::kLeaseLost,
+             started);
+      out.retry_after = milliseconds(1000);  // as after an error: no spin
+      return out;
+    };
+    // The handler's token: shutdown's, or the loss of the lease.
+    const internal::AnyStop handler_stop({stop, lease.stop_token()});
     JobContext context{.job = job,
                        .source = JobSource::kSchedule,
                        .lease = lease,
@@ -415,7 +490,7 @@ OccurrenceResult JobRunner::RunOccurrence(
                        .settings = SettingsFor(schedule.handler),
                        .done_key = done_key,
                        .dedup_ttl = options_.dedup_ttl,
-                       .stop = stop};
+                       .stop = handler_stop.token()};
     JobResult result = JobResult::kOk;
     std::string error;
     try {
@@ -424,6 +499,9 @@ OccurrenceResult JobRunner::RunOccurrence(
       const std::exception_ptr thrown = std::current_exception();
       if (stop.stop_requested()) {
         return finish(JobResult::kCancelled);  // not recorded: retried
+      }
+      if (lease.lost()) {
+        return lease_lost("the handler stopped (" + Describe(thrown) + ")");
       }
       error = Describe(thrown);
       result = JobResult::kFailed;
@@ -441,22 +519,25 @@ OccurrenceResult JobRunner::RunOccurrence(
     // The handler ran: record it, waiting out a Redis outage, so that no
     // other worker runs this occurrence again.
     FenceResult recorded;
+    bool refused = false;  // by the fence: a newer grant claimed the resource
     if (!RetryWhileRedisDown(
             [&] {
               recorded = resource.Eval(lease, kRecordOccurrence,
                                        {marker, ScheduleHistoryKey(schedule)},
                                        {std::to_string(due_ms), entry,
                                         std::to_string(kHistoryKeep)});
+              refused = !recorded.accepted;
             },
             "recording schedule " + schedule.name, stop)) {
       recorded.accepted = false;
     }
+    if (refused) return lease_lost("its record was refused");
     if (!recorded.accepted && options_.log) {
       options_.log(LogLevel::kWarning,
                    "schedule " + schedule.name + " at " +
                        std::to_string(due_ms) +
-                       ": lease lost while running; not recorded (a newer "
-                       "holder may run it again)");
+                       ": shutting down before it was recorded (another "
+                       "worker may run it again)");
     } else if (recorded.reply.integer == 0 && options_.log) {
       options_.log(LogLevel::kError, "schedule " + schedule.name + " at " +
                                          std::to_string(due_ms) +

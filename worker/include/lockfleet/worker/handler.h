@@ -26,10 +26,31 @@
 // can set done_key in the same script (see builtin_handlers.cc) and then never
 // applies its effect twice.
 //
-// Cancellation. `context.stop` is requested when shutdown's grace period
-// ends: stop promptly (throw JobCancelled) and the job is handed back to the
-// fleet rather than counted as failed. (Throwing JobCancelled without a stop
-// request is an ordinary failure.)
+// Stopping. `context.stop` is requested when shutdown's grace period ends
+// *or* when the job's lease is lost (Lease::stop_token(): Redis says the lock
+// is no longer ours, its validity ran out, or the LockClient went away) —
+// from then on another worker may hold the lock and run the same job. Check
+// it at your natural check points (before each step, before a fenced write,
+// in every wait: std::condition_variable_any::wait takes it) and stop
+// promptly by throwing JobCancelled; write nothing more. The token may fire
+// from another thread at any moment (the watchdog's or shutdown's); register
+// a std::stop_callback on it for work that cannot poll.
+//   - On shutdown the job is handed back to the fleet (kCancelled).
+//   - On a lost lease the run counts as kLeaseLost, the job is not marked
+//     done, and the runner runs it again from the top under a new hold
+//     (acquire, done marker, handler) — a redelivery; the stopped run costs
+//     none of worker.max_attempts. Any exception a handler throws once its
+//     lease is lost is treated so.
+// Throwing JobCancelled without a stop request is an ordinary failure.
+//
+// The fencing rule. A run whose lease was lost is recorded done only if its
+// fenced effect was accepted: if the handler returns normally although its
+// lease is lost (it did not check, or finished just then), the runner writes
+// the done marker through context.resource with the lost lease; the fence
+// accepts it only if no newer grant has written to the resource since, and
+// otherwise the job is not done and runs again (kLeaseLost). A handler whose
+// effect and done marker are one fenced script (see "Exactly-once effects")
+// is thus never applied twice; one with unfenced effects may be.
 //
 //   HandlerRegistry handlers;
 //   RegisterBuiltinHandlers(handlers);
@@ -65,13 +86,16 @@ struct JobContext {
   const Settings& settings;     // worker.handlers[<name>] from the config
   const std::string& done_key;  // the job's done marker (resource's slot)
   std::chrono::milliseconds dedup_ttl;  // how long done_key should live
-  std::stop_token stop;                 // requested when grace runs out
+  // Requested when shutdown's grace runs out or the job's lease is lost
+  // (see "Stopping" above). Valid for the call only.
+  std::stop_token stop;
 };
 
 // Thrown by a handler that stopped because context.stop was requested.
 class JobCancelled : public std::runtime_error {
  public:
-  JobCancelled() : std::runtime_error("cancelled by shutdown") {}
+  JobCancelled()
+      : std::runtime_error("stopped (shutdown, or the job's lease was lost)") {}
 };
 
 using HandlerFn = std::function<JobResult(JobContext& context)>;

@@ -24,9 +24,13 @@ enum class JobResult {
                // another worker ran): skipped
   kCancelled,  // shutdown cancelled it before it finished: handed back
   kTimeout,    // its lock could not be acquired within locks.wait
+  kLeaseLost,  // its lease was lost while it ran and it was not recorded
+               // done (its fenced effect, if any, was not accepted): not
+               // final, the job runs again under a new hold (a redelivery)
 };
 
-// "ok", "rejected", "failed", "duplicate", "cancelled", "timeout".
+// "ok", "rejected", "failed", "duplicate", "cancelled", "timeout",
+// "lease_lost".
 const char* JobResultName(JobResult result) noexcept;
 
 // Where a job came from.

@@ -6,6 +6,13 @@
 //   3. run the handler; on an exception release the lock, back off and
 //      go to 1, up to max_attempts in all;
 //   4. set the done marker (it lives dedup_ttl), release the lock.
+// The handler's stop token fires on shutdown or when the job's lease is lost
+// (handler.h, "Stopping"). A run whose lease was lost is reported as
+// kLeaseLost and, unless its done marker written through the fence is
+// accepted (handler.h, "The fencing rule"), is not marked done: the job goes
+// back to 1 (a redelivery in this process, costing no attempt; a record not
+// marked done would hold up its partition's commits), so Run itself never
+// returns kLeaseLost.
 // Jobs that fail for good, time out on their lock or are malformed are
 // recorded on the dead-letter list "<prefix>:jobs:dead" (newest first, the
 // last 10000 kept) with the reason, so no job silently disappears. Each entry
@@ -26,8 +33,11 @@
 // cannot record it). The others get `retry_after` (the holder's remaining
 // TTL) and try again then: if the runner crashed, its lock expires and a
 // retry runs the occurrence; if it finished, the retry finds it done and
-// reports kDuplicate. An occurrence thus runs at least once while any worker
-// lives, and — unless its runner loses its lease mid-run — exactly once.
+// reports kDuplicate. A runner whose lease is lost mid-run (the handler's
+// token fires) records nothing, reports kLeaseLost and returns retry_after,
+// like an occurrence held elsewhere. An occurrence thus runs at least once
+// while any worker lives, and — unless its runner loses its lease mid-run
+// and its handler does not stop — exactly once.
 //
 // Thread-safety: Run and RunOccurrence may be called from any number of
 // threads concurrently.
@@ -74,7 +84,8 @@ struct RunnerOptions {
 
 struct OccurrenceResult {
   // The outcome here: kOk / kRejected / kFailed (ran here), kDuplicate (done
-  // already), kCancelled; std::nullopt while another worker holds the lock.
+  // already), kCancelled; std::nullopt while another worker holds the lock,
+  // or when this run lost its lease (reported as kLeaseLost, not recorded).
   std::optional<JobResult> result;
   // With result == nullopt: when to try again.
   std::chrono::milliseconds retry_after{0};
