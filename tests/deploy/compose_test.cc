@@ -104,7 +104,7 @@ TEST_F(ComposeTest, HealthcheckProbesHealthListen) {
   EXPECT_NE(test.find("/dev/tcp/127.0.0.1/" + std::to_string(port) + " "),
             std::string::npos)
       << test;
-  EXPECT_NE(test.find("GET /healthz "), std::string::npos) << test;
+  EXPECT_NE(test.find("GET /readyz "), std::string::npos) << test;
 }
 
 TEST_F(ComposeTest, EveryConfigVariableIsProvided) {

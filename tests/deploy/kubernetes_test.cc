@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deploy_test_util.h"
@@ -196,18 +197,21 @@ TEST_F(KubernetesTest, ProbesPointAtHealthListen) {
   EXPECT_TRUE(host == "0.0.0.0" || host.empty())
       << "health_listen " << config_.worker.health_listen
       << " is not reachable on the pod IP";
-  for (const char* probe : {"readinessProbe", "livenessProbe"}) {
+  // Liveness checks no dependency (/livez); readiness does (/readyz).
+  for (const auto& [probe, path] : {std::pair{"readinessProbe", "/readyz"},
+                                    std::pair{"livenessProbe", "/livez"}}) {
     SCOPED_TRACE(probe);
     const YAML::Node get = container_[probe]["httpGet"];
     ASSERT_TRUE(get) << "no httpGet probe";
-    EXPECT_EQ(get["path"].as<std::string>(), "/healthz");
+    EXPECT_EQ(get["path"].as<std::string>(), path);
     EXPECT_EQ(ContainerPort(container_, get["port"]),
               ListenPort(config_.worker.health_listen));
   }
 }
 
-// /healthz also fails while Redis does not answer; a Redis failover must not
-// restart every worker (a restarted worker exits 69 until Redis is back).
+// A Redis failover must not restart every worker (a restarted worker exits
+// 69 until Redis is back): liveness is slow even though /livez checks no
+// dependency.
 TEST_F(KubernetesTest, LivenessOutlastsARedisFailover) {
   const YAML::Node probe = container_["livenessProbe"];
   const int window =

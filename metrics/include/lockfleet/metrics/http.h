@@ -1,16 +1,21 @@
-// HTTP endpoints: the Prometheus scrape endpoint, a health endpoint, and the
-// small client the CLI scrapes its workers with.
+// HTTP endpoints: the Prometheus scrape endpoint, the health endpoints, and
+// the small client the CLI scrapes its workers with.
 //
-// Both servers run on civetweb (its C library stays out of this header):
-// a few worker threads of their own, started by the constructor and joined
-// by the destructor, which returns only once no request is in flight (so a
-// handler never runs after its server is gone).
+// Both servers run one serving thread that polls every connection (so no
+// client can hold it: idle, slow and numerous clients cost a descriptor
+// each) and two handler threads for the answers that take time (a scrape,
+// a readiness check), all started by the constructor and joined by the
+// destructor, which returns only once no handler runs (so a handler never
+// runs after its server is gone). One request per connection (no
+// keep-alive). Limits: 128 open connections per server, and a new one
+// past that drops the oldest one still sending its request head; 5 s from
+// the connect to the end of the request head; 8 KiB of request head; 30 s
+// to send a reply; 16 requests waiting for a handler thread, more get 503.
 //
 // Listen addresses are "HOST:PORT": an IPv4 address or a host name
 // ("127.0.0.1:9464", "0.0.0.0:9464" for every interface, "localhost:0"), or
 // an IPv6 address in brackets ("[::1]:9464"). Port 0 picks a free port (see
-// port()). IPv6 needs a civetweb built with IPv6 support; Debian 12's is
-// not, and then an IPv6 address is refused with a message saying so.
+// port()).
 #pragma once
 
 #include <chrono>
@@ -28,8 +33,8 @@ namespace internal {
 class HttpServer;
 }  // namespace internal
 
-// Serves GET (and HEAD) /metrics: Metrics::Exposition(), rendered on the
-// requesting thread at each scrape. Other paths answer 404, other methods
+// Serves GET (and HEAD) /metrics: Metrics::Exposition(), rendered on a
+// handler thread at each scrape. Other paths answer 404, other methods
 // 405.
 //
 // Thread-safety: all methods may be called from any thread concurrently.
@@ -57,22 +62,28 @@ struct HealthReport {
   std::string detail;  // the response body (text/plain), e.g. "ok"
 };
 
-// Serves GET (and HEAD) /healthz: 200 when the check reports healthy, 503
-// otherwise (also when the check throws), with the detail as the body.
+// Serves GET (and HEAD) the health endpoints:
+//   /livez   200 "ok\n" whenever the server's serving thread answers; runs
+//            no check (a failing dependency is no reason to restart).
+//   /readyz  the check: 200 when it reports healthy, 503 otherwise (also
+//            when it throws), with the detail as the body.
+//   /healthz the same as /readyz (the endpoint before the split).
+// Other paths answer 404, other methods 405.
 //
 // Thread-safety: all methods may be called from any thread concurrently.
 class HealthServer {
  public:
-  // `check` runs on a server thread at every request: it must be
-  // thread-safe and quick (load balancers time out). Listen rules and errors
-  // as for MetricsServer.
+  // `check` runs on a handler thread at every /readyz or /healthz request:
+  // it must be thread-safe and should be quick (probes time out; while two
+  // checks hang, further readiness requests wait, /livez does not). Listen
+  // rules and errors as for MetricsServer.
   HealthServer(std::function<HealthReport()> check, std::string_view listen);
   ~HealthServer();
   HealthServer(const HealthServer&) = delete;
   HealthServer& operator=(const HealthServer&) = delete;
 
   uint16_t port() const;
-  // "http://HOST:PORT/healthz".
+  // "http://HOST:PORT/healthz" (/livez and /readyz on the same port).
   std::string url() const;
 
  private:
