@@ -56,7 +56,7 @@ class CountingObserver : public WorkerObserver {
   std::map<std::string, int> counts_;
 };
 
-class LeaseLossTest : public testing::LockTest {
+class RunnerLeaseLossTest : public testing::LockTest {
  protected:
   void SetUp() override {
     LockTest::SetUp();
@@ -114,7 +114,8 @@ class LeaseLossTest : public testing::LockTest {
 
 // Fails before lease loss reached handlers: the token never fired, the run
 // finished "ok" on a lock another client held, and the job was marked done.
-TEST_F(LeaseLossTest, ALostLeaseStopsTheHandlerAndTheJobRunsOnceElsewhere) {
+TEST_F(RunnerLeaseLossTest,
+       ALostLeaseStopsTheHandlerAndTheJobRunsOnceElsewhere) {
   // The first run waits for its token and stops; later runs finish at once.
   handlers_->Register("hold", {.run = [this](JobContext& c) -> JobResult {
                         if (++runs_ == 1) {
@@ -166,7 +167,7 @@ TEST_F(LeaseLossTest, ALostLeaseStopsTheHandlerAndTheJobRunsOnceElsewhere) {
 // A handler that ignores its token and returns ok after a newer grant wrote
 // to the resource is not recorded done: the runner writes the marker through
 // the fence, which refuses it. Fails before: marked done (unfenced), ok.
-TEST_F(LeaseLossTest, AFinishedRunWhoseMarkerIsRefusedIsNotMarkedDone) {
+TEST_F(RunnerLeaseLossTest, AFinishedRunWhoseMarkerIsRefusedIsNotMarkedDone) {
   handlers_->Register("ignore", {.run = [this](JobContext& c) -> JobResult {
                         if (++runs_ == 1) {
                           started_ = true;
@@ -208,7 +209,7 @@ TEST_F(LeaseLossTest, AFinishedRunWhoseMarkerIsRefusedIsNotMarkedDone) {
 // With no newer grant in between, a run that finished after its lease was
 // lost stands: its fenced done marker is accepted. Fails before: the token
 // never fired.
-TEST_F(LeaseLossTest, AFinishedRunWithNoNewerGrantStaysDone) {
+TEST_F(RunnerLeaseLossTest, AFinishedRunWithNoNewerGrantStaysDone) {
   handlers_->Register("ignore", {.run = [this](JobContext& c) -> JobResult {
                         ++runs_;
                         started_ = true;
@@ -234,7 +235,7 @@ TEST_F(LeaseLossTest, AFinishedRunWithNoNewerGrantStaysDone) {
 // The built-in handlers honour the token. `sleep` ends at once; shutdown
 // then hands the job back. Fails before: the sleep ran on (the test stops it
 // by shutdown after waiting for the lease_lost report in vain).
-TEST_F(LeaseLossTest, BuiltinSleepStopsWhenItsLeaseIsLost) {
+TEST_F(RunnerLeaseLossTest, BuiltinSleepStopsWhenItsLeaseIsLost) {
   handlers_->Register("watched.sleep", {.run = [this](JobContext& c) {
                         ++runs_;
                         started_ = true;
@@ -263,7 +264,7 @@ TEST_F(LeaseLossTest, BuiltinSleepStopsWhenItsLeaseIsLost) {
 // `inventory.purchase` checks its token before its one fenced script: a
 // purchase told to stop sells nothing, and its redelivery sells once. Fails
 // before: no token, no lease_lost (it sold on the lost lease's run).
-TEST_F(LeaseLossTest, BuiltinPurchaseDoesNotStartOnALostLease) {
+TEST_F(RunnerLeaseLossTest, BuiltinPurchaseDoesNotStartOnALostLease) {
   SeedStock(*redis_, "lockfleet", "product:1", 5);
   handlers_->Register("late.purchase", {.run = [this](JobContext& c) {
                         if (++runs_ == 1) {
@@ -291,7 +292,8 @@ TEST_F(LeaseLossTest, BuiltinPurchaseDoesNotStartOnALostLease) {
 // A scheduled occurrence whose lease is lost is neither recorded (marker,
 // history) nor reported as run: it is tried again, and the retry runs it
 // once. Fails before: the stopped run was recorded (as ok or failed).
-TEST_F(LeaseLossTest, AnOccurrenceWhoseLeaseIsLostIsNotRecordedAndRunsAgain) {
+TEST_F(RunnerLeaseLossTest,
+       AnOccurrenceWhoseLeaseIsLostIsNotRecordedAndRunsAgain) {
   handlers_->Register("hold", {.run = [this](JobContext& c) -> JobResult {
                         if (++runs_ == 1) {
                           started_ = true;
