@@ -69,7 +69,9 @@ worker:
       group: lockfleet-workers
     # Jobs on a timetable; one worker of the fleet runs each firing, under
     # `lock` (default: the name). Give `every` (>= 1s) or `cron` (five
-    # fields, UTC). Default: none.
+    # fields, UTC). `catch_up`: how many occurrences run when a worker finds
+    # several due at once or one overdue (after a suspend or clock step): the
+    # latest N, the rest skipped; 0 skips them all. 0..1000. Default: 1.
     schedules:
       - name: nightly-report
         lock: report:nightly
@@ -78,6 +80,7 @@ worker:
         payload: {ms: 100}
       - name: heartbeat
         every: 1m
+        catch_up: 1
         handler: sleep
         payload: {ms: 1}
   # Settings per handler: strings, numbers or booleans. Default: none.

@@ -22,6 +22,7 @@ using std::chrono::seconds;
 
 constexpr size_t kMaxLockNameBytes = 1024;  // lockcore's limit
 constexpr size_t kMaxScheduleNameBytes = 128;
+constexpr int kMaxCatchUp = 1000;
 
 std::string CheckScheduleName(std::string_view text) {
   if (text.empty()) return "it is empty";
@@ -97,6 +98,7 @@ ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
                   "missing required key; expected 'every' (an interval such "
                   "as 1h) or 'cron' (such as \"0 3 * * *\")");
   }
+  map.Read("catch_up", schedule.catch_up, Int(0, kMaxCatchUp));
   if (std::optional<Value> handler =
           map.Require("handler", "the name of the handler that runs the job")) {
     auto parse = Checked("a handler name", CheckNonEmpty);

@@ -76,6 +76,23 @@ TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
                 "'command_timeout'?\n");
 }
 
+TEST_F(ConfigCliTest, CheckRejectsABadCatchUp) {
+  const std::string path = Write("catch_up.yaml",
+                                 "redis: {url: redis://h:1}\n"
+                                 "worker:\n"
+                                 "  sources:\n"
+                                 "    schedules:\n"
+                                 "      - name: tick\n"
+                                 "        every: 1s\n"
+                                 "        catch_up: -2\n"
+                                 "        handler: sleep\n");
+  const Result result = Run("config check '" + path + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err, path +
+                            ":7:19: worker.sources.schedules[0].catch_up: "
+                            "expected an integer from 0 to 1000, found '-2'\n");
+}
+
 TEST_F(ConfigCliTest, CheckUsesTheEnvironment) {
   const std::string path = Write("env.yaml", "redis: {url: \"${URL}\"}\n");
   EXPECT_EQ(Run("config check '" + path + "'", "URL=redis://h").status, 0);

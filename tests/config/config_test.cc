@@ -67,7 +67,7 @@ worker:
   sources:
     kafka_jobs: {enabled: true, group: g}
     schedules:
-      - {name: a, lock: "report:a", every: 1h, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}}
+      - {name: a, lock: "report:a", every: 1h, catch_up: 3, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}}
       - {name: b, cron: "@daily", handler: h2}
   handlers:
     inventory.purchase: {stock_prefix: stock, limit: 3}
@@ -110,6 +110,7 @@ logging: {level: debug, format: json}
   EXPECT_EQ(a.every, milliseconds(3600000));
   EXPECT_FALSE(a.cron.has_value());
   EXPECT_EQ(a.handler, "h");
+  EXPECT_EQ(a.catch_up, 3);
   const Settings payload = {{"ms", {Scalar::Type::kInteger, "100"}},
                             {"f", {Scalar::Type::kNumber, "1.5"}},
                             {"b", {Scalar::Type::kBool, "true"}},
@@ -122,6 +123,7 @@ logging: {level: debug, format: json}
   ASSERT_TRUE(b.cron.has_value());
   EXPECT_EQ(*b.cron, CronSchedule::Parse("0 0 * * *"));
   EXPECT_TRUE(b.payload.empty());
+  EXPECT_EQ(b.catch_up, 1) << "by default only the latest missed one runs";
   const Settings purchase = {{"stock_prefix", {Scalar::Type::kString, "stock"}},
                              {"limit", {Scalar::Type::kInteger, "3"}}};
   EXPECT_EQ(config.worker.handlers.at("inventory.purchase"), purchase);
@@ -462,6 +464,31 @@ TEST(ConfigErrorTest, ScheduleProblems) {
       "string, number or boolean, found a list",
       "c.yaml:11:9: worker.sources.schedules[5]: expected a schedule: a "
       "mapping with name, every or cron, handler; found '5'",
+  };
+  EXPECT_EQ(lines, expected);
+}
+
+TEST(ConfigErrorTest, CatchUpIsACountFrom0To1000) {
+  const std::vector<std::string> lines =
+      ErrorLines(std::string(kMinimal) + R"(worker:
+  sources:
+    schedules:
+      - {name: a, every: 1h, handler: h, catch_up: -1}
+      - {name: b, every: 1h, handler: h, catch_up: 1001}
+      - {name: c, every: 1h, handler: h, catch_up: all}
+      - {name: d, every: 1h, handler: h, catch_up: 1.5}
+      - {name: e, every: 1h, handler: h, catch_up: 0}
+      - {name: f, every: 1h, handler: h, catch_up: 1000}
+)");
+  const std::vector<std::string> expected = {
+      "c.yaml:6:52: worker.sources.schedules[0].catch_up: expected an "
+      "integer from 0 to 1000, found '-1'",
+      "c.yaml:7:52: worker.sources.schedules[1].catch_up: expected an "
+      "integer from 0 to 1000, found '1001'",
+      "c.yaml:8:52: worker.sources.schedules[2].catch_up: expected an "
+      "integer from 0 to 1000, found 'all'",
+      "c.yaml:9:52: worker.sources.schedules[3].catch_up: expected an "
+      "integer from 0 to 1000, found '1.5'",
   };
   EXPECT_EQ(lines, expected);
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,10 +22,19 @@ using std::chrono::time_point_cast;
 constexpr milliseconds kPollTimeout{100};
 constexpr milliseconds kLagInterval{1000};
 constexpr milliseconds kPauseAfter{1000};
+// The scheduler reads the wall clock at least this often: a stepped clock
+// (or a fake one in a test) is noticed without waiting for a far deadline.
+constexpr milliseconds kScheduleRecheck{1000};
+// An occurrence seen at most this late (and at most half the gap to the next
+// one) is on time; later, it is a backlog that catch_up coalesces.
+constexpr milliseconds kOnTimeLimit{5000};
 
-SysMillis NowMillis() {
-  return time_point_cast<milliseconds>(system_clock::now());
-}
+class SystemWall final : public WallClock {
+ public:
+  SysMillis Now() const override {
+    return time_point_cast<milliseconds>(system_clock::now());
+  }
+};
 
 // The first occurrence of `schedule` strictly after `after`.
 SysMillis NextOccurrence(const config::ScheduleConfig& schedule,
@@ -38,7 +48,56 @@ SysMillis NextOccurrence(const config::ScheduleConfig& schedule,
   return time_point_cast<milliseconds>(schedule.cron->Next(seconds));
 }
 
+// The occurrences of `schedule` due at `now`, from `first` (the first one
+// not yet handled, <= now) on.
+struct DueOccurrences {
+  uint64_t count = 0;          // due: first .. the latest <= now
+  std::vector<SysMillis> run;  // the ones to run, oldest first
+  SysMillis following;         // the first occurrence after now
+};
+
+// Which of the due occurrences run: the only one, if it is on time; of a
+// backlog, the latest `catch_up`. Depends only on the schedule, `first` and
+// `now`, so workers that fell behind together agree.
+DueOccurrences TakeDue(const config::ScheduleConfig& schedule, SysMillis first,
+                       SysMillis now) {
+  DueOccurrences out;
+  const auto keep = static_cast<uint64_t>(std::max(schedule.catch_up, 0));
+  if (schedule.every) {
+    // Arithmetic: a long step must not enumerate millions of occurrences.
+    const milliseconds every = *schedule.every;
+    const SysMillis last = first + (now - first) / every * every;
+    out.count = static_cast<uint64_t>((last - first) / every) + 1;
+    const uint64_t runs = std::min(keep, out.count);
+    for (uint64_t k = runs; k > 0; --k) {
+      out.run.push_back(last - static_cast<int64_t>(k - 1) * every);
+    }
+    out.following = last + every;
+  } else {
+    std::deque<SysMillis> latest;
+    SysMillis t = first;
+    while (t <= now) {
+      ++out.count;
+      latest.push_back(t);
+      if (latest.size() > keep) latest.pop_front();
+      t = NextOccurrence(schedule, t);
+    }
+    out.run.assign(latest.begin(), latest.end());
+    out.following = t;
+  }
+  const milliseconds tolerance =
+      std::min(kOnTimeLimit, (out.following - first) / 2);
+  if (out.count == 1 && now - first <= tolerance) out.run = {first};
+  return out;
+}
+
 }  // namespace
+
+std::shared_ptr<WallClock> SystemWallClock() {
+  static const auto* clock = new std::shared_ptr<WallClock>(
+      std::make_shared<SystemWall>());  // never destroyed: no exit order
+  return *clock;
+}
 
 class Worker::Impl {
  public:
@@ -46,6 +105,7 @@ class Worker::Impl {
        std::unique_ptr<notifier::JobConsumer> jobs)
       : runner_(std::move(runner)),
         options_(std::move(options)),
+        wall_(options_.wall_clock ? options_.wall_clock : SystemWallClock()),
         consumer_(std::move(jobs)) {
     if (!runner_) throw std::invalid_argument("Worker needs a JobRunner");
     if (options_.threads < 1 || options_.threads > 1024) {
@@ -63,6 +123,10 @@ class Worker::Impl {
         throw std::invalid_argument("schedule " + schedule.name +
                                     ": every must be > 0");
       }
+      if (schedule.catch_up < 0) {
+        throw std::invalid_argument("schedule " + schedule.name +
+                                    ": catch_up must be >= 0");
+      }
     }
   }
 
@@ -75,7 +139,9 @@ class Worker::Impl {
     }
     if (consumer_) poller_ = std::thread([this] { PollLoop(); });
     if (!options_.schedules.empty()) {
-      scheduler_ = std::thread([this] { ScheduleLoop(); });
+      // Read here, not in the thread: occurrences count from Start().
+      const SysMillis start = wall_->Now();
+      scheduler_ = std::thread([this, start] { ScheduleLoop(start); });
     }
   }
 
@@ -124,6 +190,7 @@ class Worker::Impl {
     std::lock_guard lock(mu_);
     WorkerStats out = stats_;
     out.running = running_;
+    out.schedule_pending = static_cast<int>(pending_.size());
     out.draining = draining_;
     return out;
   }
@@ -139,7 +206,9 @@ class Worker::Impl {
   struct Pending {
     size_t schedule;
     SysMillis due;
-    SysMillis next_due;  // the schedule's occurrence after `due`
+    // The first occurrence after the batch `due` came in (the next one, or
+    // the one after a backlog): retries of `due` end just before it.
+    SysMillis next_due;
     SysMillis try_at;
     bool in_flight = false;
     bool last_try = false;  // try_at was pulled in to just before next_due
@@ -211,7 +280,7 @@ class Worker::Impl {
         pending_.erase(pending);
       } else {
         pending->in_flight = false;
-        pending->try_at = NowMillis() + result.retry_after;
+        pending->try_at = wall_->Now() + result.retry_after;
         if (pending->try_at >= limit) {
           pending->try_at = limit;
           pending->last_try = true;
@@ -292,25 +361,30 @@ class Worker::Impl {
     consumer_->Close();
   }
 
-  void ScheduleLoop() {
+  void ScheduleLoop(SysMillis start) {
     std::vector<SysMillis> next(options_.schedules.size());
-    const SysMillis start = NowMillis();
     for (size_t i = 0; i < next.size(); ++i) {
       next[i] = NextOccurrence(options_.schedules[i], start);
     }
     std::unique_lock lock(mu_);
     while (!draining_) {
-      const SysMillis now = NowMillis();
+      const SysMillis now = wall_->Now();
       for (size_t i = 0; i < next.size(); ++i) {
-        while (next[i] <= now) {
-          const SysMillis following =
-              NextOccurrence(options_.schedules[i], next[i]);
+        if (next[i] > now) continue;
+        const config::ScheduleConfig& schedule = options_.schedules[i];
+        const DueOccurrences due = TakeDue(schedule, next[i], now);
+        for (const SysMillis t : due.run) {
           pending_.push_back({.schedule = i,
-                              .due = next[i],
-                              .next_due = following,
-                              .try_at = next[i]});
-          next[i] = following;
+                              .due = t,
+                              .next_due = due.following,
+                              .try_at = t});
         }
+        const uint64_t skipped = due.count - due.run.size();
+        if (skipped > 0) {
+          stats_.skipped += skipped;
+          LogSkipped(schedule, next[i], now, due, skipped);
+        }
+        next[i] = due.following;
       }
       SysMillis wake = SysMillis::max();
       for (auto it = pending_.begin(); it != pending_.end();) {
@@ -329,14 +403,32 @@ class Worker::Impl {
         ++it;
       }
       for (const SysMillis& t : next) wake = std::min(wake, t);
-      wake = std::min(wake, now + std::chrono::minutes(1));  // no overflow
-      cv_.wait_until(lock, system_clock::time_point(wake),
-                     [this] { return draining_; });
+      // Relative and bounded: the wall clock may be stepped (or fake).
+      const milliseconds sleep =
+          std::clamp(wake - now, milliseconds(1), kScheduleRecheck);
+      cv_.wait_for(lock, sleep, [this] { return draining_; });
     }
+  }
+
+  void LogSkipped(const config::ScheduleConfig& schedule, SysMillis first,
+                  SysMillis now, const DueOccurrences& due, uint64_t skipped) {
+    const auto& log = runner_->options().log;
+    if (!log) return;
+    const auto ms = [](SysMillis t) {
+      return std::to_string(t.time_since_epoch().count());
+    };
+    log(config::LogLevel::kWarning,
+        "schedule " + schedule.name + ": " + std::to_string(due.count) +
+            " occurrence(s) due at once or overdue (the first at " + ms(first) +
+            " ms, now " + ms(now) + " ms); catch_up " +
+            std::to_string(schedule.catch_up) + ": running " +
+            std::to_string(due.run.size()) + ", skipped " +
+            std::to_string(skipped));
   }
 
   const std::shared_ptr<JobRunner> runner_;
   const WorkerOptions options_;
+  const std::shared_ptr<WallClock> wall_;
   const std::unique_ptr<notifier::JobConsumer> consumer_;
 
   mutable std::mutex mu_;

@@ -172,6 +172,11 @@ struct ScheduleConfig {
   std::optional<CronSchedule> cron;                // 5-field, UTC (see cron.h)
   std::string handler;  // required, non-empty: the handler that runs it
   Settings payload;     // handed to the handler. Default: empty
+  // How many occurrences a worker runs when it finds several due at once or
+  // one overdue (after a suspend, SIGSTOP or a clock step): the latest
+  // `catch_up` of them, oldest first; the others are skipped. 0: none, wait
+  // for the next occurrence. 0..1000. Default: 1 (only the latest).
+  int catch_up = 1;
 
   bool operator==(const ScheduleConfig&) const = default;
 };

@@ -17,9 +17,22 @@
 //
 // Schedules. One scheduler thread computes each schedule's occurrences (for
 // `every`: multiples of the interval since the Unix epoch; for `cron`: its
-// UTC firings) from the moment the worker starts, and hands each due
-// occurrence to the pool (JobRunner::RunOccurrence; retried while another
-// worker holds the lock, until the next occurrence is due).
+// UTC firings) from the moment the worker starts, reading the wall clock
+// WorkerOptions::wall_clock, and hands each due occurrence to the pool
+// (JobRunner::RunOccurrence; retried while another worker holds the lock,
+// until the first occurrence still to come is due).
+//
+// Catch-up. When the scheduler finds an occurrence on time (it is the only
+// one due and at most min(5 s, half the gap to the next) late), it runs it.
+// When it finds a backlog instead — several due at once, or one later than
+// that (the process was suspended or SIGSTOPped, the wall clock was stepped,
+// the machine stalled) — it runs only the latest `catch_up` of them
+// (ScheduleConfig::catch_up; oldest first) and skips the rest, counting them
+// in WorkerStats::skipped and logging one warning line per backlog. Which
+// occurrences run depends only on the schedule, catch_up and the time the
+// backlog is seen, so workers that fell behind together pick the same ones,
+// and each still runs at most once fleet-wide (RunOccurrence's marker: an
+// occurrence older than one done is never run).
 //
 // Shutdown (Shutdown(), e.g. on SIGTERM): stop taking jobs; jobs queued but
 // not started are handed back (not committed: redelivered to the group);
@@ -44,10 +57,28 @@
 
 namespace lockfleet::worker {
 
+// The wall clock the scheduler reads: schedules are wall-clock (`every`
+// counts from the Unix epoch, cron fires in UTC), so a steady Clock does not
+// fit. A test substitutes one it can step.
+//
+// Thread-safety: implementations must be safe to call from any thread.
+class WallClock {
+ public:
+  virtual ~WallClock() = default;
+  virtual SysMillis Now() const = 0;
+};
+
+// std::chrono::system_clock. Never null; lives forever.
+std::shared_ptr<WallClock> SystemWallClock();
+
 struct WorkerOptions {
   int threads = 4;                                // 1..1024
   std::chrono::milliseconds grace_period{20000};  // see Shutdown
   std::vector<config::ScheduleConfig> schedules;  // Default: none
+  // Read by the scheduler; it sleeps in real time for at most 1 s between
+  // readings, so a stepped clock is noticed within about a second.
+  // Default (null): SystemWallClock().
+  std::shared_ptr<WallClock> wall_clock;
 };
 
 struct HealthReport {
@@ -60,7 +91,11 @@ struct WorkerStats {
   uint64_t taken = 0;        // jobs handed to the pool (topic + schedules)
   uint64_t finished = 0;     // ... that ended (any result but kCancelled)
   uint64_t handed_back = 0;  // cancelled or never started at shutdown
+  uint64_t skipped = 0;      // schedule occurrences skipped by catch-up
   int running = 0;
+  // Schedule occurrences taken and not yet ended: queued, running or
+  // waiting to try the lock again.
+  int schedule_pending = 0;
   bool draining = false;
 };
 
