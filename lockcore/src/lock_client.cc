@@ -6,6 +6,7 @@
 #include "key_slot.h"
 #include "lock_core.h"
 #include "lockfleet/lockcore/error.h"
+#include "redis_connection.h"
 #include "scripts.h"
 
 namespace lockfleet {
@@ -162,12 +163,16 @@ Reply LockCore::EvalRetryOnce(const Script& script,
       return r;
     } catch (const Error& e) {
       // A broken connection or a timeout does not say whether the script
-      // ran; an error reply does (it did not).
-      const bool unknown = e.code() == ErrorCode::kRedisUnavailable ||
-                           e.code() == ErrorCode::kRedisTimeout;
-      if (unknown && may_have_run) *may_have_run = true;
+      // ran, unless it failed before sending; an error reply does (it did
+      // not).
+      const bool connection = e.code() == ErrorCode::kRedisUnavailable ||
+                              e.code() == ErrorCode::kRedisTimeout;
+      if (connection && may_have_run &&
+          dynamic_cast<const NotSentError*>(&e) == nullptr) {
+        *may_have_run = true;
+      }
       const bool retry =
-          tries == 1 && unknown &&
+          tries == 1 && connection &&
           (!bounded || options_.clock->Now() < deadline);  // not past it
       if (!retry) {
         if (observer()) observer()->OnError(e.code());
@@ -288,10 +293,26 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
 void LockCore::RememberOrphan(const std::string& name, const std::string& owner,
                               int64_t fence, const std::string& hold_id) {
   constexpr size_t kMaxOrphans = 4096;  // names x owners remembered
+  constexpr size_t kMaxHolds = 64;      // per name and owner
   std::lock_guard lock(mu_);
-  if (orphans_.size() >= kMaxOrphans) orphans_.erase(orphans_.begin());
-  std::vector<OrphanHold>& holds = orphans_[{name, owner}];
-  if (holds.size() >= 64) holds.erase(holds.begin());  // oldest first
+  auto it = orphans_.find({name, owner});
+  if (it == orphans_.end()) {
+    if (orphans_.size() >= kMaxOrphans) orphans_.erase(orphans_.begin());
+    it = orphans_.try_emplace({name, owner}).first;
+  }
+  std::vector<OrphanHold>& holds = it->second;
+  for (const OrphanHold& h : holds) {
+    if (h.hold_id == hold_id) return;  // remembered already
+  }
+  if (holds.size() >= kMaxHolds) {
+    // Make room: the oldest hold that may never have been granted (a lost
+    // acquire, fence 0) goes before any failed release of a known grant —
+    // that one is surely in the lock.
+    auto victim =
+        std::find_if(holds.begin(), holds.end(),
+                     [](const OrphanHold& h) { return h.fence == 0; });
+    holds.erase(victim != holds.end() ? victim : holds.begin());
+  }
   holds.push_back({fence, hold_id});
 }
 
@@ -303,7 +324,12 @@ void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
   // is not in the grant — already gone, or never granted — is a no-op. On a
   // give-up (`fence` 0) a hold that was granted may free the lock: it is
   // handed on and announced. If Redis fails again, or the deadline passes,
-  // the rest wait for the next re-grant.
+  // the rest wait for the next re-grant. So does every hold a give-up sent,
+  // answered or not: another try of the call may still be queued on a
+  // stalled server and grant the hold again after this (see lockcore.md,
+  // Limits), and the owner's next grants of the lock would then re-enter it
+  // for ever. Releasing it there again is a no-op if it never came back.
+  std::vector<std::string> keep;
   size_t i = 0;
   try {
     for (; i < hold_ids.size(); ++i) {
@@ -314,34 +340,27 @@ void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
       const long long status = Element(r, 0, "release").integer;
       if (status == 1 || status == 3)
         Freed(name, owner, fence, UnlockCause::kRelease, r, 1);
+      if (fence == 0) keep.push_back(hold_ids[i]);
     }
   } catch (...) {
   }
-  if (i == hold_ids.size()) return;
-  try {
-    std::lock_guard lock(mu_);
-    std::vector<OrphanHold>& left = orphans_[{name, owner}];
-    for (; i < hold_ids.size(); ++i) left.push_back({fence, hold_ids[i]});
-  } catch (...) {  // allocation failure: they expire with their lease
+  for (; i < hold_ids.size(); ++i) keep.push_back(std::move(hold_ids[i]));
+  for (const std::string& hold_id : keep) {
+    try {
+      RememberOrphan(name, owner, fence, hold_id);
+    } catch (...) {  // allocation failure: it expires with its lease
+    }
   }
 }
 
 void LockCore::GiveBackLostHolds(const std::string& name,
                                  const std::string& owner,
                                  const std::string& hold_id) noexcept {
+  // Earlier calls' holds were given back by their own give-ups and wait
+  // (remembered) for the owner's next grant: only this call's is sent now.
   std::vector<std::string> lost;
   try {
     lost.push_back(hold_id);
-    std::lock_guard lock(mu_);
-    auto it = orphans_.find({name, owner});
-    if (it != orphans_.end()) {
-      std::erase_if(it->second, [&](const OrphanHold& orphan) {
-        if (orphan.fence != 0) return false;  // a failed release: not here
-        lost.push_back(orphan.hold_id);
-        return true;
-      });
-      if (it->second.empty()) orphans_.erase(it);
-    }
   } catch (...) {  // allocation failure: the hold expires with its lease
     return;
   }
@@ -468,9 +487,14 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       in_outage = false;
       backoff = milliseconds(0);
     } catch (const Error& e) {
-      pass_wake_on();
-      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+      // Leaving: a wake this call used goes on to the next local waiter.
+      // Riding the outage out: it is kept — this call tries again after its
+      // back-off, whereas passed on it would make every local waiter fail
+      // in turn at once, a busy loop for as long as Redis is down.
+      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed)) {
+        pass_wake_on();
         throw;
+      }
       result.last_error = e.what();
       const Clock::TimePoint now = options_.clock->Now();
       if (!in_outage) {
@@ -479,11 +503,15 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       }
       if (now >= deadline) {
         // Out of time during an outage: a timeout, with its cause.
+        pass_wake_on();
         timeouts_.fetch_add(1, std::memory_order_relaxed);
         result.status = AcquireStatus::kTimedOut;
         return result;
       }
-      if (now - outage_since >= options_.outage_grace) throw;
+      if (now - outage_since >= options_.outage_grace) {
+        pass_wake_on();
+        throw;
+      }
       failed = true;
     } catch (...) {
       pass_wake_on();

@@ -125,9 +125,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // lapses after presence_window and a grant after claim_window.
   void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
   // A call ends without the lock after a try of it may have granted
-  // `hold_id` unseen: gives it back, with every other hold of `owner` whose
-  // acquire reply was lost (orphans_ with fence 0), within kGiveUpBudget.
-  // What Redis does not answer for stays in orphans_ for the next grant.
+  // `hold_id` unseen: gives it back within kGiveUpBudget, and remembers it
+  // in orphans_ either way (a try still queued on a stalled server may
+  // grant it after the give-back) for the owner's next grant of the lock.
   void GiveBackLostHolds(const std::string& name, const std::string& owner,
                          const std::string& hold_id) noexcept;
   // The four keys of a lock: hash, the slot's fence counter, queue, waiters.
@@ -212,9 +212,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // same owner is granted the same grant again (reentrant), the acquire script
   // keeps such a stale hold — and, each time, the lock's TTL — alive, so an
   // owner that keeps coming back would keep the lock from everyone else for
-  // ever. TryOnce gives them back on that re-grant, and a waiting call that
-  // gives up after a fault gives back its lost acquires (GiveBackLostHolds).
-  // Keyed like held_; bounded (kMaxOrphans).
+  // ever. TryOnce gives them back on that re-grant, and a call that gives
+  // up after a fault gives back its own lost acquire (GiveBackLostHolds).
+  // Keyed like held_; bounded (RememberOrphan: 4096 keys, 64 holds each,
+  // lost acquires evicted before failed releases).
   struct OrphanHold {
     int64_t fence = 0;  // of the grant; 0: unknown (a failed acquire)
     std::string hold_id;

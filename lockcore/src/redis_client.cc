@@ -107,11 +107,28 @@ RedisClient::Impl::Lent::~Lent() {
   if (conn_) pool_->Return(std::move(conn_));
 }
 
+namespace {
+
+// Runs `step` (a step before anything is sent); its Error becomes a
+// NotSentError.
+template <typename Step>
+auto BeforeSending(Step step) {
+  try {
+    return step();
+  } catch (const internal::NotSentError&) {
+    throw;
+  } catch (const Error& e) {
+    throw internal::NotSentError(e);
+  }
+}
+
+}  // namespace
+
 std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
     std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {  // the usual case: the options' timeouts
-    Lent conn = Borrow();
+    Lent conn = BeforeSending([&] { return Borrow(); });
     round_trips.fetch_add(1, std::memory_order_relaxed);
     return conn->Run(commands);
   }
@@ -119,7 +136,7 @@ std::vector<Reply> RedisClient::Impl::Run(
   // covers the pool wait and connect too.
   timeout = std::min(timeout, options.command_timeout);
   const auto start = std::chrono::steady_clock::now();
-  Lent conn = Borrow(timeout);
+  Lent conn = BeforeSending([&] { return Borrow(timeout); });
   round_trips.fetch_add(1, std::memory_order_relaxed);
   const auto left =
       timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -195,8 +212,10 @@ std::vector<Reply> RedisClient::EvalPipeline(
   std::vector<Command> commands;
   commands.reserve(calls.size());
   for (const EvalCall& call : calls) {
-    commands.push_back(EvalCommand(
-        "EVALSHA", impl_->ShaOf(*call.script, timeout), call.keys, call.args));
+    commands.push_back(EvalCommand("EVALSHA", BeforeSending([&] {
+                                     return impl_->ShaOf(*call.script, timeout);
+                                   }),
+                                   call.keys, call.args));
   }
   std::vector<Reply> replies = pipeline(commands);
   // The server lost its script cache (restart, SCRIPT FLUSH): send the bodies.

@@ -58,4 +58,13 @@ class RedisConnection {
 // Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode.
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise);
 
+// A failure before the command left the client — no free connection, the
+// connect, AUTH or SELECT failed, the script could not be loaded — so it
+// certainly did not run. RedisClient throws it for those; callers that must
+// know whether a failed command may have run (EvalRetryOnce) tell it apart.
+class NotSentError : public Error {
+ public:
+  explicit NotSentError(const Error& e) : Error(e.code(), e.what()) {}
+};
+
 }  // namespace lockfleet::internal

@@ -159,6 +159,22 @@ TEST_F(ReplyDropProxyTest, DelayedReplyArrivesLateAndTheConnectionGoesOn) {
   EXPECT_EQ(proxy.dropped(), 0);
 }
 
+// A held-back request runs after what the client did next elsewhere, even
+// though the client gave up on it and left.
+TEST_F(ReplyDropProxyTest, DelayedRequestRunsLateAfterTheClientLeft) {
+  ReplyDropProxy proxy(server_->url());
+  auto client = Through(proxy, milliseconds(200));
+  ASSERT_EQ(client->Execute({"PING"}).str, "PONG");
+  proxy.DelayNextRequest("late:request", milliseconds(500));
+  EXPECT_EQ(CodeOf(*client, {"INCR", "late:request"}),
+            ErrorCode::kRedisTimeout);
+  EXPECT_TRUE(redis_->Execute({"GET", "late:request"}).is_nil());
+  redis_->Execute({"SET", "late:request", "10"});
+  ASSERT_TRUE(WaitUntil([&] { return proxy.dropped() == 1; }));
+  EXPECT_EQ(redis_->Execute({"GET", "late:request"}).str, "11");
+  EXPECT_EQ(client->Execute({"INCR", "late:request"}).integer, 12);
+}
+
 // EVALSHA answered NOSCRIPT did not run: that reply passes and the rule
 // waits for the EVAL the client sends next, which runs and loses its reply.
 TEST_F(ReplyDropProxyTest, NoScriptReplyPassesAndTheRuleWaitsForTheEval) {

@@ -458,5 +458,70 @@ TEST_F(RetrySafety, LateReplyForAnEndedGrantLeavesTheNewerGrantAlone) {
   EXPECT_FALSE(admin->Inspect("late").locked);
 }
 
+// Both tries of an acquire time out before they even reach Redis; the
+// call gives its hold back at once, which finds nothing; then the tries run
+// and grant the hold to nobody who knows of it. The client must keep
+// counting that hold as possibly granted: else the owner's next grant of
+// the lock re-enters it, one release never frees the lock, and an owner
+// that keeps coming back keeps it from everyone for ever (its re-entries
+// extend the lease).
+TEST_F(RetrySafety, TryThatRunsAfterItsGiveBackIsGivenBackAtTheNextGrant) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  ASSERT_FALSE(a->Inspect("after").locked);  // it has reached Redis
+  const std::string sha =
+      redis_
+          ->Execute({"SCRIPT", "LOAD", internal::AcquireFairScript().source()})
+          .str;
+  const AcquireOptions o{.lease = seconds(60), .owner = "after:a"};
+  // Each held back 3 s: both time out (1 s each) and the give-back (at
+  // about 2 s) runs before either.
+  proxy_->DelayNextRequest(sha, seconds(3));  // the first try ...
+  proxy_->DelayNextRequest(sha, seconds(3));  // ... and its retry
+  try {
+    a->TryAcquire("after", o);
+    ADD_FAILURE() << "the delayed tries did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisTimeout) << e.what();
+  }
+  EXPECT_FALSE(inspector->Inspect("after").locked);  // nothing ran yet
+  // The tries run now, late: the lock is the owner's, with a hold nobody
+  // knows of.
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 2; }));
+  LockInfo late = inspector->Inspect("after");
+  ASSERT_TRUE(late.locked);
+  EXPECT_EQ(late.owner, "after:a");
+  EXPECT_EQ(late.hold_count, 1);
+
+  AcquireResult again = a->TryAcquire("after", o);  // re-enters that grant
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again.lease.fence(), late.fence);
+  EXPECT_EQ(inspector->Inspect("after").hold_count, 1)
+      << "the late hold was not given back";
+  EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("after").locked);
+}
+
+// Calls that fail before their script leaves the client (Redis down: the
+// connect is refused) certainly granted nothing: they must not pile up
+// holds to give back, which the next grant would then send one by one (a
+// review measured 3,001 scripts for one grant after 3,000 such calls).
+TEST_F(LockTest, CallsThatNeverReachedRedisLeaveNothingToGiveBack) {
+  auto redis = NewRedis(1);
+  LockClient client(redis);
+  ASSERT_FALSE(client.Inspect("down").locked);  // the script cache is warm
+  server_->Stop();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_THROW(client.TryAcquire("down", {.owner = "down:a"}), Error);
+  }
+  server_->Start();
+  const uint64_t before = redis->round_trips();
+  AcquireResult r = client.TryAcquire("down", {.owner = "down:a"});
+  ASSERT_TRUE(r);
+  // EVALSHA, NOSCRIPT after the restart, then EVAL: nothing else.
+  EXPECT_LE(redis->round_trips() - before, 2u);
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+}
+
 }  // namespace
 }  // namespace lockfleet::testing

@@ -83,9 +83,10 @@ bool WriteSome(int fd, std::string* pending) {
 
 struct ReplyDropProxy::Conn {
   enum class State {
-    kForward,     // bytes both ways
-    kArmed,       // a rule matched: its chunk is being written to the server
-    kAwaitReply,  // chunk forwarded: the reply is withheld, then dropped
+    kForward,      // bytes both ways
+    kHoldRequest,  // a DelayNextRequest chunk waits until release_at
+    kArmed,        // a rule matched: its chunk is being written to the server
+    kAwaitReply,   // chunk forwarded: the reply is withheld, then dropped
   };
   int client = -1;
   int upstream = -1;
@@ -98,6 +99,7 @@ struct ReplyDropProxy::Conn {
   State state = State::kForward;
   Rule rule;
   Steady::time_point forwarded_at;
+  Steady::time_point release_at;  // kHoldRequest
   bool reply_seen = false;
   bool done = false;  // closed: removed after this round
 
@@ -212,6 +214,11 @@ void ReplyDropProxy::DelayNextReply(std::string marker,
   Arm({std::move(marker), true, hold, true});
 }
 
+void ReplyDropProxy::DelayNextRequest(std::string marker,
+                                      std::chrono::milliseconds hold) {
+  Arm({std::move(marker), true, hold, false, true});
+}
+
 int ReplyDropProxy::armed() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(rules_.size());
@@ -282,7 +289,10 @@ void ReplyDropProxy::Loop() {
     Steady::time_point next = Steady::time_point::max();
     for (const auto& c : conns_) {
       const bool forward = c->state == Conn::State::kForward;
-      const bool awaiting = c->state == Conn::State::kAwaitReply;
+      // Awaiting a reply or holding a request back: the client is only
+      // watched for leaving.
+      const bool holding = c->state == Conn::State::kHoldRequest;
+      const bool awaiting = c->state == Conn::State::kAwaitReply || holding;
       if (c->client >= 0) {
         short ev = 0;
         // While armed, the client is only watched for leaving (a stall).
@@ -294,13 +304,18 @@ void ReplyDropProxy::Loop() {
       }
       if (c->upstream >= 0) {
         short ev = 0;
-        if ((forward && c->to_client.empty() && !c->upstream_eof) || awaiting)
+        if ((forward && c->to_client.empty() && !c->upstream_eof) ||
+            (awaiting && !holding))
           ev |= POLLIN;
-        if (!c->to_upstream.empty()) ev |= POLLOUT;
+        if (!c->to_upstream.empty() && !holding) ev |= POLLOUT;
         fds.push_back({c->upstream, ev, 0});
         owners.emplace_back(c.get(), false);
       }
-      if (awaiting) next = std::min(next, c->CutAt());
+      if (holding) {
+        next = std::min(next, c->release_at);
+      } else if (awaiting) {
+        next = std::min(next, c->CutAt());
+      }
     }
     int timeout_ms = -1;
     if (next != Steady::time_point::max()) {
@@ -319,7 +334,8 @@ void ReplyDropProxy::Loop() {
       if (client_side ? fd != c.client : fd != c.upstream) continue;
       const short rev = fds[i].revents;
       if (rev & (POLLIN | POLLHUP | POLLERR)) {
-        if (client_side && c.state == Conn::State::kAwaitReply) {
+        if (client_side && (c.state == Conn::State::kAwaitReply ||
+                            c.state == Conn::State::kHoldRequest)) {
           std::string ignored;  // a stalled client gave up (or more bytes)
           if (ReadSome(fd, &ignored) == 0) CloseFd(c.client);
         } else if (client_side && c.state == Conn::State::kArmed) {
@@ -335,6 +351,11 @@ void ReplyDropProxy::Loop() {
             if (TakeRule(c.seen, new_from, &rule)) {
               c.rule = std::move(rule);
               c.state = Conn::State::kArmed;
+              if (c.rule.hold_request) {
+                c.state = Conn::State::kHoldRequest;
+                c.release_at = Steady::now() + c.rule.hold;
+                c.rule.hold = std::chrono::milliseconds(0);  // then: a drop
+              }
             }
             if (c.seen.size() > kMaxMarker)
               c.seen.erase(0, c.seen.size() - kMaxMarker);
@@ -362,7 +383,8 @@ void ReplyDropProxy::Loop() {
         }
       }
       if (c.client >= 0 && !WriteSome(c.client, &c.to_client)) c.Close();
-      if (c.upstream >= 0 && !c.done && !WriteSome(c.upstream, &c.to_upstream))
+      if (c.upstream >= 0 && !c.done && c.state != Conn::State::kHoldRequest &&
+          !WriteSome(c.upstream, &c.to_upstream))
         c.Close();
       if (c.state == Conn::State::kArmed && c.to_upstream.empty() && !c.done) {
         c.state = Conn::State::kAwaitReply;
@@ -372,6 +394,20 @@ void ReplyDropProxy::Loop() {
     const Steady::time_point now = Steady::now();
     for (auto& c : conns_) {
       if (c->done) continue;
+      if (c->state == Conn::State::kHoldRequest) {
+        if (now < c->release_at) continue;
+        // Sent now, client or not; the reply is then dropped.
+        c->state = Conn::State::kArmed;
+        if (!WriteSome(c->upstream, &c->to_upstream)) {
+          c->Close();
+          continue;
+        }
+        if (c->to_upstream.empty()) {
+          c->state = Conn::State::kAwaitReply;
+          c->forwarded_at = now;
+        }
+        continue;
+      }
       if (c->state == Conn::State::kAwaitReply) {
         if (c->upstream_eof) c->reply_seen = true;
         if (now >= c->CutAt()) {

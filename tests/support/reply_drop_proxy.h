@@ -76,6 +76,13 @@ class ReplyDropProxy {
   // than `hold` (else it gives up first and the connection is closed).
   void DelayNextReply(std::string marker, std::chrono::milliseconds hold);
 
+  // The next client chunk containing `marker` is held back from the server
+  // for `hold`, then sent — even if the client has given up and left
+  // meanwhile — and its reply is dropped (the connection closed once the
+  // server answered). A command that runs late, after whatever the client
+  // did next on other connections.
+  void DelayNextRequest(std::string marker, std::chrono::milliseconds hold);
+
   int dropped() const { return dropped_.load(); }  // connections cut by a rule
   int delayed() const { return delayed_.load(); }  // replies delivered late
   int accepted() const {
@@ -89,6 +96,7 @@ class ReplyDropProxy {
     bool stall = false;
     std::chrono::milliseconds hold{0};
     bool deliver = false;  // DelayNextReply: forward the reply after `hold`
+    bool hold_request = false;  // DelayNextRequest: send the chunk late
   };
   struct Conn;
 

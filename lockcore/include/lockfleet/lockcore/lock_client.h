@@ -46,8 +46,8 @@
 // acquire reply was lost. So AcquireFor(t) / AcquireUntil return shortly
 // after the deadline whatever Redis does: by the deadline +
 // kMinAttemptBudget + 2 x (kGiveUpBudget + kMinAttemptBudget), plus
-// scheduling delay (a new connection's AUTH/SELECT still runs under the
-// command timeout).
+// scheduling delay (a new connection's connect, AUTH and SELECT count
+// against the same budget).
 // options.stop is checked between attempts and cancels a park at once; an
 // attempt in flight finishes within its bound. A waiting acquisition rides out
 // Redis failures (unreachable, timeouts, LOADING/BUSY/READONLY) once this
@@ -55,7 +55,9 @@
 // ends the pause) and tries again, for at most outage_grace per outage; when
 // the deadline passes during an outage the result is kTimedOut with last_error
 // set. A client that has never reached Redis, an outage longer than
-// outage_grace, and TryAcquire throw Error at once.
+// outage_grace, and TryAcquire throw Error without waiting — after at most
+// kGiveUpBudget giving back the call's hold if a try's reply was lost (the
+// script may have granted it).
 //
 // Owners. The default owner token is "<client_id>:<thread-number>", unique per
 // client and thread, so reentrancy is per thread. A caller may pass its own
