@@ -1,13 +1,16 @@
 #include "child_process.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -38,7 +41,152 @@ std::string_view KeyOf(std::string_view entry) {
   return entry.substr(0, entry.find('='));
 }
 
+// Where execvp(3) would look for `command`: itself if it names a path, else
+// each $PATH entry (an empty one is the current directory).
+std::vector<std::string> ExecCandidates(const std::string& command) {
+  if (command.find('/') != std::string::npos) return {command};
+  const char* path = std::getenv("PATH");
+  const std::string dirs =
+      path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(
+        start, colon == std::string::npos ? std::string::npos : colon - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + command);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
+}
+
+void CloseRangeExcept(unsigned from, int keep) {
+  const unsigned k = static_cast<unsigned>(keep);
+  if (keep < 0 || k < from) {
+    ::close_range(from, ~0U, 0);
+    return;
+  }
+  if (k > from) ::close_range(from, k - 1, 0);
+  ::close_range(k + 1, ~0U, 0);
+}
+
 }  // namespace
+
+SpawnResult SpawnInNewGroup(const std::vector<std::string>& argv,
+                            const std::vector<std::string>& env,
+                            const ChildDescriptors& fds,
+                            const sigset_t& reset_to_default,
+                            const GroupSpawn& group) {
+  // Everything the child needs is prepared before fork(): between fork and
+  // exec only async-signal-safe calls are allowed (we have threads).
+  const std::vector<std::string> candidates = ExecCandidates(argv[0]);
+  std::vector<const char*> paths;
+  for (const std::string& candidate : candidates) {
+    paths.push_back(candidate.c_str());
+  }
+  std::vector<char*> c_argv = CStrings(argv);
+  std::vector<char*> c_env = CStrings(env);
+  int error_pipe[2] = {-1, -1};
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  sigset_t ttou;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int report = error_pipe[1];
+    auto fail = [report](int error) {
+      while (::write(report, &error, sizeof(error)) < 0 && errno == EINTR) {
+      }
+      ::_exit(kExitCannotExecute);
+    };
+    if (::setpgid(0, 0) != 0) fail(errno);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kExitCannotExecute);  // parent gone
+    if (group.report_fd >= 0) {
+      const int32_t self = static_cast<int32_t>(::getpid());
+      while (::write(group.report_fd, &self, sizeof(self)) < 0 &&
+             errno == EINTR) {
+      }
+    }
+    if (group.terminal_fd >= 0) {
+      // A background group may take the terminal only with SIGTTOU blocked.
+      ::sigprocmask(SIG_BLOCK, &ttou, nullptr);
+      ::tcsetpgrp(group.terminal_fd, ::getpid());
+    }
+    struct sigaction default_action = {};
+    default_action.sa_handler = SIG_DFL;
+    for (int signal = 1; signal < NSIG; ++signal) {
+      if (sigismember(&reset_to_default, signal) == 1) {
+        ::sigaction(signal, &default_action, nullptr);
+      }
+    }
+    for (int fd : fds.close) {
+      if (fd != report) ::close(fd);
+    }
+    if (fds.close_from >= 0) {
+      CloseRangeExcept(static_cast<unsigned>(fds.close_from), report);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int error = ENOENT;
+    bool denied = false;
+    for (const char* path : paths) {
+      ::execve(path, c_argv.data(), c_env.data());
+      error = errno;
+      if (error == EACCES) {
+        denied = true;
+      } else if (error != ENOENT && error != ENOTDIR) {
+        break;
+      }
+    }
+    fail(denied && (error == ENOENT || error == ENOTDIR) ? EACCES : error);
+    ::_exit(kExitCannotExecute);  // not reached: fail() exits
+  }
+  const int fork_errno = errno;
+  ::close(error_pipe[1]);
+  SpawnResult result;
+  if (pid < 0) {
+    ::close(error_pipe[0]);
+    result.error = fork_errno;
+    return result;
+  }
+  int error = 0;
+  ssize_t n = 0;
+  while ((n = ::read(error_pipe[0], &error, sizeof(error))) < 0 &&
+         errno == EINTR) {
+  }
+  ::close(error_pipe[0]);
+  if (n == sizeof(error)) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    result.error = error;
+    return result;
+  }
+  result.pid = pid;
+  return result;
+}
+
+bool WaitForExitOrStop(pid_t pid) {
+  siginfo_t info;
+  while (true) {
+    info.si_pid = 0;
+    if (waitid(P_PID, static_cast<id_t>(pid), &info,
+               WEXITED | WSTOPPED | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      return true;  // ECHILD: already reaped
+    }
+    if (info.si_code != CLD_STOPPED) return true;
+    // Consume the stop report; WNOHANG in case it continued and exited.
+    waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOHANG);
+    return false;
+  }
+}
 
 SpawnResult Spawn(const std::vector<std::string>& argv,
                   const std::vector<std::string>& env,

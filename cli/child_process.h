@@ -60,6 +60,38 @@ SpawnResult Spawn(const std::vector<std::string>& argv,
                   const ChildDescriptors& fds,
                   const sigset_t& reset_to_default);
 
+// How SpawnInNewGroup ties the child to its process group and parent.
+struct GroupSpawn {
+  // The child writes its pid (int32_t) here before it execs: DeathGuard's
+  // pipe (see lock_process_group.h). < 0: none.
+  int report_fd = -1;
+  // Terminal whose foreground group the child becomes before it execs
+  // (ForegroundTerminal()); < 0: none.
+  int terminal_fd = -1;
+};
+
+// Like Spawn, except that the child
+//   - leads a new process group (its pgid is its pid), so that a signal to
+//     -pid reaches every process it starts that does not leave the group;
+//   - gets PR_SET_PDEATHSIG(SIGKILL) and checks that its parent is still the
+//     caller, so it never runs on after the caller died (the death signal is
+//     tied to the calling *thread*: call it from a thread that lives as long
+//     as the child matters, e.g. the main thread);
+//   - reports its pid to `group.report_fd` and takes `group.terminal_fd`.
+// Exec errors are reported in the result as with Spawn (through a
+// close-on-exec pipe); when it returns ok the child has exec'd.
+// REQUIRES: !argv.empty(); SIGTTOU blocked in the calling thread if
+// group.terminal_fd >= 0.
+SpawnResult SpawnInNewGroup(const std::vector<std::string>& argv,
+                            const std::vector<std::string>& env,
+                            const ChildDescriptors& fds,
+                            const sigset_t& reset_to_default,
+                            const GroupSpawn& group);
+
+// Blocks until child `pid` has exited (as WaitForExit) or stopped. Returns
+// true for an exit (the child stays unreaped), false for a stop (consumed).
+bool WaitForExitOrStop(pid_t pid);
+
 // Of the signals a command-runner cares about (SIGINT, SIGTERM, SIGHUP,
 // SIGQUIT, SIGPIPE), those whose disposition is SIG_DFL right now. Call it
 // first thing in main().

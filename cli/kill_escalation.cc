@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include "lock_process_group.h"
+
 namespace lockfleet::cli {
 
 KillEscalation::KillEscalation(std::chrono::milliseconds grace)
@@ -9,10 +11,10 @@ KillEscalation::KillEscalation(std::chrono::milliseconds grace)
 
 KillEscalation::~KillEscalation() { Untrack(); }
 
-void KillEscalation::Track(pid_t pid) {
+void KillEscalation::Track(pid_t pgid) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pid_ = pid;
+    pgid_ = pgid;
     deadline_.reset();
   }
   // No thread when disabled: Arm() is then a no-op.
@@ -23,7 +25,7 @@ void KillEscalation::Track(pid_t pid) {
 
 void KillEscalation::Arm() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (grace_ <= std::chrono::milliseconds(0) || pid_ <= 0 || deadline_) {
+  if (grace_ <= std::chrono::milliseconds(0) || pgid_ <= 0 || deadline_) {
     return;
   }
   deadline_ = std::chrono::steady_clock::now() + grace_;
@@ -33,7 +35,7 @@ void KillEscalation::Arm() {
 void KillEscalation::Untrack() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pid_ = 0;
+    pgid_ = 0;
     changed_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
@@ -44,18 +46,28 @@ bool KillEscalation::killed() const {
   return killed_;
 }
 
+size_t KillEscalation::killed_processes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return killed_processes_;
+}
+
 void KillEscalation::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (pid_ > 0) {
+  while (pgid_ > 0) {
     if (!deadline_) {
       changed_.wait(lock);
     } else if (std::chrono::steady_clock::now() < *deadline_) {
       changed_.wait_until(lock, *deadline_);
     } else {
-      // pid_ is still ours: Untrack() (which runs before the reap) has not
-      // cleared it.
-      ::kill(pid_, SIGKILL);
-      killed_ = true;
+      // pgid_ is still ours: Untrack() (which runs before the leader is
+      // reaped) has not cleared it. Count first: a zombie leader is not a
+      // process to report as killed.
+      const size_t live = LiveProcessesInGroup(pgid_).size();
+      if (live > 0) {
+        ::kill(-pgid_, SIGKILL);
+        killed_ = true;
+        killed_processes_ = live;
+      }
       return;
     }
   }

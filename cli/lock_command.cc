@@ -30,12 +30,19 @@ increase per lock name, so a resource can reject writes from a stale holder).
 While COMMAND runs, the lease is renewed in the background every lease/3, so
 COMMAND may run far longer than the lease.
 
+COMMAND runs in a process group of its own, and no process of that group
+outlives the lock: signals go to the whole group; processes COMMAND leaves
+behind when it exits get SIGTERM (then SIGKILL after --kill-after) before the
+lock is released; if lockfleet itself dies (even by SIGKILL), the group is
+killed. Only processes that leave the group (setsid, as daemons do) escape.
+
 Signals: SIGINT, SIGTERM or SIGHUP while waiting cancel the wait (nothing is
-left locked); while COMMAND runs they are forwarded to COMMAND, and lockfleet
-waits for it, releases the lock and exits with COMMAND's status. A COMMAND
-still running --kill-after after a forwarded SIGINT or SIGTERM, or after the
-SIGTERM sent when the lock is lost, gets SIGKILL (COMMAND itself, not the
-processes it started).
+left locked); while COMMAND runs they are forwarded to COMMAND's group, once,
+and lockfleet waits for it, releases the lock and exits with COMMAND's status.
+A group still running --kill-after after a forwarded SIGINT or SIGTERM, or
+after the SIGTERM sent when the lock is lost, gets SIGKILL. In the foreground
+of a terminal, COMMAND's group gets the terminal: it can read it, and Ctrl-C
+reaches COMMAND directly, not lockfleet.
 
 Kafka (optional): with --kafka, releasing the lock publishes an unlock event
 and lockfleet processes waiting for it elsewhere wake at once; without Kafka
@@ -54,7 +61,7 @@ Exit status:
   69       Redis unreachable, timed out or refused authentication
   75       lock not acquired within --wait; the message names the holder
   76       lock lost while COMMAND ran (lease expired or force-unlocked);
-           COMMAND was sent SIGTERM, and SIGKILL after --kill-after
+           COMMAND's group was sent SIGTERM, and SIGKILL after --kill-after
   126/127  COMMAND could not be executed / was not found
   128+S    signal S (SIGINT 130, SIGTERM 143) arrived while waiting
 
@@ -206,9 +213,10 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   args->kill_after_option =
       app->add_option(
              "--kill-after", args->kill_after,
-             "Send COMMAND SIGKILL if it still runs this long after it was "
-             "asked to stop (a forwarded SIGINT/SIGTERM, or SIGTERM for a lost "
-             "lock); 0 never kills. Default: " +
+             "Send COMMAND's process group SIGKILL if it still runs this long "
+             "after it was asked to stop (a forwarded SIGINT/SIGTERM, SIGTERM "
+             "for a lost lock or for processes left behind by COMMAND); 0 "
+             "never kills. Default: " +
                  config::FormatDuration(LockRequest{}.kill_after))
           ->type_name("DURATION");
   app->add_flag("--no-fair", args->no_fair,

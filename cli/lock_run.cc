@@ -1,5 +1,6 @@
 #include "lock_run.h"
 
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,14 +11,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "child_process.h"
 #include "kafka_wakeups.h"
 #include "kill_escalation.h"
 #include "lock_acquire.h"
+#include "lock_process_group.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/lock_client.h"
@@ -33,6 +37,9 @@ using Steady = std::chrono::steady_clock;
 // How long lockfleet waits for the Kafka client to shut down (it flushes the
 // unlock event for up to 1 s) before exiting anyway.
 constexpr milliseconds kKafkaShutdown{3000};
+
+// How often lockfleet looks for processes COMMAND left in its group.
+constexpr milliseconds kLeftoverPoll{20};
 
 std::string SignalName(int signal) {
   switch (signal) {
@@ -89,6 +96,16 @@ class LockRun {
                 const std::shared_ptr<notifier::KafkaNotifier>& kafka);
   int Hold(LockClient& client, notifier::KafkaNotifier* kafka);
   int RunCommand(Lease lease);
+  // Waits for COMMAND (the leader of group `pid`) to exit, without reaping
+  // it; with a terminal (tty >= 0) follows Ctrl-Z.
+  void WaitForCommand(pid_t pid, int tty);
+  // After COMMAND exited: stops what it left in its group (unless the group
+  // was already told to stop) and waits until the group is empty. Returns
+  // how many processes it found left behind and sent SIGTERM.
+  size_t TerminateLeftovers(pid_t pgid);
+  // SIGTERM (and SIGCONT) to COMMAND's group; starts the escalation.
+  // REQUIRES: mu_ held, group_ > 0.
+  void StopGroupLocked();
   int ReportRedisError(const Error& error, const RedisClient& redis) const;
 
   // On the signal watcher thread.
@@ -103,10 +120,12 @@ class LockRun {
   KillEscalation escalation_;       // SIGKILL after --kill-after
 
   std::mutex mu_;
-  pid_t child_ = 0;          // guarded by mu_; > 0 while COMMAND is signalable
+  // COMMAND's process group (= its pid); guarded by mu_; > 0 from the spawn
+  // until the group is empty (COMMAND is reaped only after).
+  pid_t group_ = 0;
   int signal_ = 0;           // guarded by mu_; first signal received, or 0
   bool lost_ = false;        // guarded by mu_; on_lost fired
-  bool terminated_ = false;  // guarded by mu_; OnLost sent COMMAND SIGTERM
+  bool terminated_ = false;  // guarded by mu_; OnLost sent the group SIGTERM
   int stop_signal_ = 0;      // guarded by mu_; first SIGINT/SIGTERM forwarded
 };
 
@@ -245,6 +264,15 @@ int LockRun::RunCommand(Lease lease) {
   // pipes) are ours, not COMMAND's; whatever lockfleet inherited is passed
   // on, as flock(1) does.
   const ChildDescriptors close_fds = DescriptorsToCloseExcept(inherited_fds_);
+  std::optional<DeathGuard> guard;
+  try {
+    guard.emplace();
+  } catch (const std::runtime_error& e) {
+    ReleaseOrWarn(lease, request_.name);
+    PrintError(std::string("cannot start COMMAND: ") + e.what());
+    return kExitCannotExecute;
+  }
+  const int tty = ForegroundTerminal();
 
   // Spawning under mu_ makes "a signal arrived before COMMAND existed" and
   // "COMMAND exists and gets the signal" the only two cases.
@@ -259,10 +287,11 @@ int LockRun::RunCommand(Lease lease) {
     } else if (lost_) {
       next = Next::kLost;
     } else {
-      spawned =
-          Spawn(request_.command, env, close_fds, context_.signals_at_default);
+      spawned = SpawnInNewGroup(
+          request_.command, env, close_fds, context_.signals_at_default,
+          GroupSpawn{.report_fd = guard->report_fd(), .terminal_fd = tty});
       if (spawned.ok()) {
-        child_ = spawned.pid;
+        group_ = spawned.pid;
         escalation_.Track(spawned.pid);
       }
     }
@@ -286,23 +315,28 @@ int LockRun::RunCommand(Lease lease) {
     return SpawnFailureStatus(spawned);
   }
 
-  // Stop signalling the pid after COMMAND exits and before the pid is
-  // reaped (and may be reused).
-  WaitForExit(spawned.pid);
+  WaitForCommand(spawned.pid, tty);
+  // COMMAND has exited and stays unreaped (a zombie) until its group is
+  // empty, so the group id cannot be reused while it may be signalled.
+  const size_t left_behind = TerminateLeftovers(spawned.pid);
   bool lost = false;
   bool terminated = false;
   int stop_signal = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    child_ = 0;
+    group_ = 0;
     lost = lost_;
     terminated = terminated_;
     stop_signal = stop_signal_;
   }
   escalation_.Untrack();
+  guard->Stand();
   const bool killed = escalation_.killed();
+  const std::string killed_count =
+      CountProcesses(escalation_.killed_processes());
   const int status = Reap(spawned.pid);
 
+  // Only now, with no process of COMMAND's group left, may the lock go.
   lost = lost || lease.lost();
   const std::optional<ReleaseStatus> released =
       ReleaseOrWarn(lease, request_.name);
@@ -311,13 +345,19 @@ int LockRun::RunCommand(Lease lease) {
     lost = true;
   }
   const std::string grace = config::FormatDuration(request_.kill_after);
+  std::string done;
+  if (terminated) {
+    done = "; sent SIGTERM to COMMAND's process group";
+    if (killed) done += ", then SIGKILL to " + killed_count + " after " + grace;
+  } else if (left_behind > 0) {
+    done = "; COMMAND exited but left " + CountProcesses(left_behind) +
+           " in its process group: sent them SIGTERM";
+    if (killed) done += ", then SIGKILL to " + killed_count + " after " + grace;
+  } else if (killed) {
+    done = "; COMMAND's process group still ran " + grace + " after " +
+           SignalName(stop_signal) + ": sent SIGKILL to " + killed_count;
+  }
   if (lost) {
-    std::string done = terminated ? "; sent COMMAND SIGTERM" : "";
-    if (killed) {
-      done += terminated ? ", then SIGKILL after " + grace
-                         : "; sent COMMAND SIGKILL " + grace + " after " +
-                               SignalName(stop_signal);
-    }
     PrintError("lost lock " + Quoted(request_.name) + " (fence " +
                std::to_string(fence) +
                ") while COMMAND ran: its lease expired or it was "
@@ -325,11 +365,52 @@ int LockRun::RunCommand(Lease lease) {
                done);
     return kExitLockLost;
   }
-  if (killed) {
-    PrintError("COMMAND was still running " + grace + " after " +
-               SignalName(stop_signal) + "; sent it SIGKILL");
-  }
+  if (!done.empty()) PrintError(done.substr(2));
   return status;
+}
+
+void LockRun::WaitForCommand(pid_t pid, int tty) {
+  if (tty < 0) {
+    WaitForExit(pid);
+    return;
+  }
+  // COMMAND's group has the terminal. Ctrl-Z stops that group only: stop
+  // lockfleet too, so that the shell sees its job stopped and takes the
+  // terminal back; when the shell continues us, hand it on again.
+  while (!WaitForExitOrStop(pid)) {
+    TakeTerminalBack(tty, pid);
+    ::kill(::getpid(), SIGSTOP);
+    GiveTerminalTo(tty, pid);
+    ::kill(-pid, SIGCONT);
+  }
+  TakeTerminalBack(tty, pid);
+}
+
+size_t LockRun::TerminateLeftovers(pid_t pgid) {
+  std::vector<pid_t> alive = LiveProcessesInGroup(pgid);
+  if (alive.empty()) return 0;
+  size_t left_behind = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // After a lost lock or a forwarded stop signal the group was already
+    // told to stop, and the escalation runs.
+    if (!terminated_ && stop_signal_ == 0) {
+      left_behind = alive.size();
+      StopGroupLocked();
+    }
+  }
+  // Bounded by --kill-after (then SIGKILL); with --kill-after 0, by the
+  // processes themselves: the lock is held (and renewed) until they exit.
+  while (!LiveProcessesInGroup(pgid).empty()) {
+    std::this_thread::sleep_for(kLeftoverPoll);
+  }
+  return left_behind;
+}
+
+void LockRun::StopGroupLocked() {
+  ::kill(-group_, SIGTERM);
+  ::kill(-group_, SIGCONT);  // a stopped process acts on SIGTERM only then
+  escalation_.Arm();
 }
 
 int LockRun::ReportRedisError(const Error& error,
@@ -371,8 +452,10 @@ void LockRun::OnSignal(int signal) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (signal_ == 0) signal_ = signal;
-    if (child_ > 0) {
-      kill(child_, signal);
+    if (group_ > 0) {
+      // The whole group, once: COMMAND is not in lockfleet's process group,
+      // so a terminal's Ctrl-C did not reach it directly.
+      ::kill(-group_, signal);
       // SIGHUP may mean "reload" to COMMAND; only a stop request escalates.
       if ((signal == SIGINT || signal == SIGTERM) && stop_signal_ == 0) {
         stop_signal_ = signal;
@@ -390,10 +473,9 @@ void LockRun::OnSignal(int signal) {
 void LockRun::OnLost() {
   std::lock_guard<std::mutex> lock(mu_);
   lost_ = true;
-  if (child_ > 0 && !terminated_) {
-    kill(child_, SIGTERM);
+  if (group_ > 0 && !terminated_) {
+    StopGroupLocked();
     terminated_ = true;
-    escalation_.Arm();
   }
 }
 

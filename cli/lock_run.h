@@ -3,12 +3,23 @@
 //
 // Several threads meet here: the main thread (acquire, spawn, waitpid,
 // release), the signal watcher (SIGINT/SIGTERM/SIGHUP cancel the wait, or are
-// forwarded to COMMAND), the lease watchdog (a lost lock sends COMMAND
-// SIGTERM), the kill escalation timer (SIGKILL for a COMMAND that outlives
-// --kill-after after being asked to stop) and, with Kafka, the notifier's
-// consumer (wakes the waiting main thread on an unlock event). A Ctrl-C at a
-// terminal reaches COMMAND directly as well, since it shares lockfleet's
-// process group; COMMAND then sees SIGINT twice.
+// forwarded to COMMAND's process group), the lease watchdog (a lost lock
+// sends the group SIGTERM), the kill escalation timer (SIGKILL for the group
+// when it outlives --kill-after after being asked to stop) and, with Kafka,
+// the notifier's consumer (wakes the waiting main thread on an unlock event).
+//
+// No process of COMMAND's tree outlives the lock (see lock_process_group.h):
+// COMMAND leads its own process group and every signal goes to the group;
+// when COMMAND exits, what it left in the group is stopped before the lock
+// is released; if lockfleet dies, PR_SET_PDEATHSIG kills COMMAND and a guard
+// process kills the group. Processes that leave the group (setsid, as
+// daemons do) are out of reach.
+//
+// Terminal: when lockfleet runs in the foreground of the terminal on stdin,
+// COMMAND's group is made the foreground group, so COMMAND can read the
+// terminal and Ctrl-C reaches it once, from the terminal, and not lockfleet;
+// Ctrl-Z stops COMMAND and then lockfleet. Otherwise a Ctrl-C reaches
+// lockfleet only, which forwards it once.
 #pragma once
 
 #include <chrono>
@@ -35,7 +46,7 @@ struct LockRequest {
   std::vector<std::string> event_keys;
   // Longest single sleep while waiting (LockClientOptions::park_cap), > 0.
   std::chrono::milliseconds park_cap{1000};
-  // SIGKILL COMMAND this long after asking it to stop; 0: never.
+  // SIGKILL COMMAND's group this long after asking it to stop; 0: never.
   std::chrono::milliseconds kill_after{10000};
   // Fair queueing (the default) or barging (--no-fair).
   bool fair = true;

@@ -18,7 +18,9 @@ sigset_t SignalWatcher::Signals() {
 }
 
 SignalWatcher::SignalWatcher() {
-  const sigset_t set = Signals();
+  sigset_t set = Signals();
+  // Not waited for, only blocked: see signals.h.
+  sigaddset(&set, SIGTTOU);
   if (int rc = pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0) {
     throw std::system_error(rc, std::generic_category(), "pthread_sigmask");
   }

@@ -11,8 +11,13 @@
 // ends the process at once with exit status 128 + signal, as a shell reports
 // a process killed by that signal.
 //
-// Children started with posix_spawn must reset the mask themselves (see
-// child_process.h), or they would start with these signals blocked.
+// SIGTTOU is blocked too (in every thread) but not handled: `lockfleet lock`
+// may hand the terminal to COMMAND's process group and take it back, and a
+// process outside the terminal's foreground group may do that, or write to
+// the terminal under `stty tostop`, only with SIGTTOU blocked or ignored.
+//
+// Children must reset the mask themselves (see child_process.h), or they
+// would start with these signals blocked.
 //
 // Thread-safety: SetHandler / ClearHandler may be called from any thread;
 // the handler runs on the watcher thread, one signal at a time.

@@ -1,7 +1,10 @@
 // `lockfleet lock` end to end: the real binary against a private
 // redis-server. Every wait is a poll with a generous deadline; no assertion
 // depends on tight timing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -40,6 +43,15 @@ std::vector<std::string> Lines(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// How many lines of `text` start with "lockfleet: ".
+size_t LockfleetLines(const std::string& text) {
+  size_t count = 0;
+  for (const std::string& line : Lines(text)) {
+    if (line.rfind("lockfleet: ", 0) == 0) ++count;
+  }
+  return count;
 }
 
 class LockCommandTest : public ::testing::Test {
@@ -368,7 +380,7 @@ TEST_F(LockCommandTest, KilledHolderLockFreesAfterLease) {
 
   const CliResult next =
       RunCli(Lock({"--wait", "10s"}, "touch '" + File("ran") + "'"));
-  ::kill(orphan, SIGKILL);  // COMMAND outlived its lockfleet; clean it up
+  ::kill(orphan, SIGKILL);  // in case COMMAND outlived its lockfleet
   EXPECT_EQ(next.status, 0) << next.err;
   EXPECT_TRUE(FileExists(File("ran")));
 }
@@ -385,7 +397,8 @@ TEST_F(LockCommandTest, LockLostWhileRunningTerminatesCommand) {
   EXPECT_TRUE(forced.was_locked);
 
   EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
-  EXPECT_EQ(Lines(holder.Stderr()).size(), 1u) << holder.Stderr();
+  // sh may also report its `sleep` killed by the group's SIGTERM.
+  EXPECT_EQ(LockfleetLines(holder.Stderr()), 1u) << holder.Stderr();
   EXPECT_EQ(ReadFile(File("term")), "got-term\n");
   EXPECT_NE(holder.Stderr().find("lost lock"), std::string::npos)
       << holder.Stderr();
@@ -400,10 +413,12 @@ TEST_F(LockCommandTest, LockLostKillsCommandThatIgnoresSigterm) {
   EXPECT_TRUE(client_.ForceUnlock(kName).was_locked);
 
   EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
-  EXPECT_EQ(Lines(holder.Stderr()).size(), 1u) << holder.Stderr();
-  EXPECT_NE(holder.Stderr().find("sent COMMAND SIGTERM, then SIGKILL after "
-                                 "500ms"),
+  EXPECT_EQ(LockfleetLines(holder.Stderr()), 1u) << holder.Stderr();
+  EXPECT_NE(holder.Stderr().find("sent SIGTERM to COMMAND's process group, "
+                                 "then SIGKILL to "),
             std::string::npos)
+      << holder.Stderr();
+  EXPECT_NE(holder.Stderr().find(" after 500ms"), std::string::npos)
       << holder.Stderr();
 }
 
@@ -416,9 +431,14 @@ TEST_F(LockCommandTest, SigtermThenSigkillForCommandThatIgnoresIt) {
   holder.Signal(SIGTERM);
   EXPECT_EQ(holder.Wait(seconds(20)), 128 + SIGKILL) << holder.Stderr();
   EXPECT_GE(steady_clock::now() - start, milliseconds(300));
-  EXPECT_EQ(holder.Stderr(),
-            "lockfleet: COMMAND was still running 300ms after SIGTERM; sent "
-            "it SIGKILL\n");
+  // sh, and its `sleep` if one ran (it ignores SIGTERM like sh).
+  EXPECT_EQ(holder.Stderr().rfind(
+                "lockfleet: COMMAND's process group still ran 300ms after "
+                "SIGTERM: sent SIGKILL to ",
+                0),
+            0u)
+      << holder.Stderr();
+  EXPECT_EQ(LockfleetLines(holder.Stderr()), 1u) << holder.Stderr();
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
@@ -557,6 +577,286 @@ TEST_F(LockCommandTest, KilledWaiterAtTheHeadOfTheQueueIsSkipped) {
       "next waiter got the lock %.0f ms after the release (dead waiter "
       "ahead)\n",
       std::chrono::duration<double, std::milli>(delay).count());
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
+
+namespace lockfleet::testing {
+namespace {
+
+// No process of COMMAND's tree may outlive the lock: a lost lock, a COMMAND
+// that exits leaving children behind, and a SIGKILLed lockfleet.
+
+// Whether `pid` is a running (not zombie) process.
+bool Alive(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  const char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+std::vector<pid_t> Pids(const std::string& file) {
+  std::vector<pid_t> pids;
+  for (const std::string& line : Lines(ReadFile(file))) {
+    if (!line.empty()) pids.push_back(std::stoi(line));
+  }
+  return pids;
+}
+
+std::vector<pid_t> AliveOf(const std::vector<pid_t>& pids) {
+  std::vector<pid_t> alive;
+  for (pid_t pid : pids) {
+    if (Alive(pid)) alive.push_back(pid);
+  }
+  return alive;
+}
+
+std::string Show(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) out += " " + std::to_string(pid);
+  return out.empty() ? " (none)" : out;
+}
+
+// SIGKILLs whatever is left of a tree when a test ends (old code leaks it).
+struct KillAtExit {
+  std::string file;
+  ~KillAtExit() {
+    for (pid_t pid : AliveOf(Pids(file))) ::kill(pid, SIGKILL);
+  }
+};
+
+// A script that ignores SIGTERM and starts a child and a grandchild that
+// ignore it too (dispositions set to "ignore" survive fork and exec), each
+// appending its pid to $1 — 4 processes in all — then touches $2.
+constexpr char kStubbornTree[] = R"sh(trap '' TERM
+echo $$ >> "$1"
+sh -c 'echo $$ >> "$1"; exec sleep 300' - "$1" &
+sh -c 'sh -c "echo \$\$ >> \"\$1\"; exec sleep 300" - "$1" &
+       echo $$ >> "$1"; wait' - "$1" &
+while [ "$(wc -l < "$1")" -lt 4 ]; do sleep 0.02; done
+touch "$2"
+while :; do sleep 0.05; done
+)sh";
+
+class LockCommandTreeTest : public LockCommandTest {
+ protected:
+  // Lock(...) running kStubbornTree; File("pids"), File("tree-started").
+  std::vector<std::string> TreeLock(const std::vector<std::string>& options) {
+    WriteFile(File("tree.sh"), kStubbornTree);
+    return Lock(options, "exec sh '" + File("tree.sh") + "' '" + File("pids") +
+                             "' '" + File("tree-started") + "'");
+  }
+  KillAtExit cleanup_{File("pids")};
+};
+
+TEST_F(LockCommandTreeTest, LockLostKillsTheWholeTreeAfterTheGrace) {
+  CliProcess holder(TreeLock({"--lease", "600ms", "--kill-after", "500ms"}));
+  ASSERT_TRUE(WaitForFile(File("tree-started"))) << holder.Stderr();
+  const std::vector<pid_t> tree = Pids(File("pids"));
+  ASSERT_EQ(tree.size(), 4u) << ReadFile(File("pids"));
+  ASSERT_EQ(AliveOf(tree).size(), 4u);
+
+  const auto forced = steady_clock::now();
+  EXPECT_TRUE(client_.ForceUnlock(kName).was_locked);
+  EXPECT_EQ(holder.Wait(seconds(20)), 76) << holder.Stderr();
+  // lockfleet exits only once the group is empty: nothing to wait for.
+  EXPECT_EQ(AliveOf(tree), std::vector<pid_t>{})
+      << "survived the lost lock:" << Show(AliveOf(tree));
+  EXPECT_GE(steady_clock::now() - forced, milliseconds(500));
+  EXPECT_EQ(LockfleetLines(holder.Stderr()), 1u) << holder.Stderr();
+  EXPECT_NE(holder.Stderr().find("lost lock"), std::string::npos)
+      << holder.Stderr();
+  // The 4 shells and sleeps, plus any `sleep 0.05` of the loop.
+  EXPECT_NE(holder.Stderr().find("sent SIGTERM to COMMAND's process group, "
+                                 "then SIGKILL to "),
+            std::string::npos)
+      << holder.Stderr();
+  EXPECT_NE(holder.Stderr().find(" processes after 500ms"), std::string::npos)
+      << holder.Stderr();
+}
+
+TEST_F(LockCommandTreeTest, SigkilledLockfleetTakesTheTreeWithIt) {
+  CliProcess holder(TreeLock({}));
+  ASSERT_TRUE(WaitForFile(File("tree-started"))) << holder.Stderr();
+  const std::vector<pid_t> tree = Pids(File("pids"));
+  ASSERT_EQ(tree.size(), 4u) << ReadFile(File("pids"));
+
+  holder.Signal(SIGKILL);
+  EXPECT_EQ(holder.Wait(), 128 + SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return AliveOf(tree).empty(); }, seconds(10)))
+      << "survived lockfleet's SIGKILL:" << Show(AliveOf(tree));
+}
+
+TEST_F(LockCommandTest, LeftoversOfAnExitedCommandAreStoppedBeforeRelease) {
+  const std::string pids = File("pids");
+  KillAtExit cleanup{pids};
+  // A background child that ignores SIGTERM, then COMMAND exits 3.
+  CliProcess holder(Lock({"--kill-after", "300ms"},
+                         "(trap '' TERM; echo $(exec sh -c 'echo $PPID') >> '" +
+                             pids +
+                             "'; exec sleep 300) & "
+                             "while [ ! -s '" +
+                             pids + "' ]; do sleep 0.02; done; exit 3"));
+  EXPECT_EQ(holder.Wait(seconds(20)), 3) << holder.Stderr();
+  const std::vector<pid_t> left = Pids(pids);
+  ASSERT_EQ(left.size(), 1u) << ReadFile(pids);
+  EXPECT_FALSE(Alive(left[0])) << "COMMAND's child outlived the lock";
+  EXPECT_EQ(holder.Stderr(),
+            "lockfleet: COMMAND exited but left 1 process in its process "
+            "group: sent them SIGTERM, then SIGKILL to 1 process after "
+            "300ms\n");
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+// lockfleet started the way an interactive shell starts a job: as the leader
+// of its own process group (setsid(1) execs it, so pid() is lockfleet's).
+class JobProcess : public CliProcess {
+ public:
+  explicit JobProcess(const std::vector<std::string>& args)
+      : CliProcess("/usr/bin/setsid", WithBinary(args), {}) {}
+
+ private:
+  static std::vector<std::string> WithBinary(std::vector<std::string> args) {
+    args.insert(args.begin(), LockfleetBinary());
+    return args;
+  }
+};
+
+// The state letter of /proc/PID/stat ('T' when stopped).
+char State(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size()
+             ? '?'
+             : stat[paren + 2];
+}
+
+// A COMMAND that appends a line to $1 for every SIGINT, touches $2, and
+// exits 0 once $3 exists.
+std::string CountSigints(const std::string& log, const std::string& started,
+                         const std::string& release) {
+  return "trap 'echo int >> \"" + log + "\"' INT; touch '" + started +
+         "'; while [ ! -e '" + release + "' ]; do sleep 0.02; done";
+}
+
+// Continues lockfleet (`pid`, stopped) after a Ctrl-C and waits for COMMAND
+// to log a SIGINT in `log`. Each of the two waits for a SIGINT that must not
+// come lasts 1 s: with COMMAND in lockfleet's process group (the old code) a
+// Ctrl-C reached COMMAND at once, although lockfleet was stopped, and again
+// when lockfleet forwarded it.
+void ExpectOneSigint(const std::string& log, pid_t pid) {
+  const auto count = [&] { return Lines(ReadFile(log)).size(); };
+  WaitUntil([&] { return count() > 0; }, milliseconds(1000));
+  ::kill(pid, SIGCONT);
+  EXPECT_TRUE(WaitUntil([&] { return count() > 0; }));
+  WaitUntil([&] { return count() > 1; }, milliseconds(1000));
+  EXPECT_EQ(count(), 1u) << ReadFile(log);
+}
+
+// A terminal's Ctrl-C signals its whole foreground process group. lockfleet
+// is stopped meanwhile, so a SIGINT that reaches COMMAND straight from the
+// "terminal" and the one lockfleet forwards cannot merge into one: COMMAND
+// must see exactly one.
+TEST_F(LockCommandTest, CtrlCToTheForegroundGroupReachesCommandOnce) {
+  JobProcess holder(
+      Lock({}, CountSigints(File("ints"), File("started"), File("release"))));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  ASSERT_EQ(::getpgid(holder.pid()), holder.pid());
+
+  ::kill(holder.pid(), SIGSTOP);
+  ASSERT_TRUE(WaitUntil([&] { return State(holder.pid()) == 'T'; }));
+  ::kill(-holder.pid(), SIGINT);  // what Ctrl-C does
+  ExpectOneSigint(File("ints"), holder.pid());
+  WriteFile(File("release"), "");
+  EXPECT_EQ(holder.Wait(), 0) << holder.Stderr();
+  EXPECT_EQ(Lines(ReadFile(File("ints"))), std::vector<std::string>{"int"});
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+// lockfleet in the foreground of a real terminal (a pty): COMMAND's group
+// gets the terminal, so Ctrl-C (the tty's ^C) reaches COMMAND once and
+// lockfleet not at all, and COMMAND can read the terminal.
+class PtyLockfleet {
+ public:
+  explicit PtyLockfleet(const std::vector<std::string>& args) {
+    std::vector<std::string> strings{LockfleetBinary()};
+    strings.insert(strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_ = ::forkpty(&master_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      ::close_range(3, ~0U, 0);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~PtyLockfleet() {
+    if (!status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) ::close(master_);
+  }
+  pid_t pid() const { return pid_; }
+  void Type(const std::string& keys) {
+    ASSERT_EQ(::write(master_, keys.data(), keys.size()),
+              static_cast<ssize_t>(keys.size()));
+  }
+  std::optional<int> Wait(milliseconds timeout = seconds(30)) {
+    WaitUntil(
+        [&] {
+          Drain();
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+          status_ = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                        : WEXITSTATUS(status);
+          return true;
+        },
+        timeout);
+    return status_;
+  }
+  // What lockfleet and COMMAND wrote to the terminal so far.
+  const std::string& output() {
+    Drain();
+    return output_;
+  }
+
+ private:
+  void Drain() {
+    ::fcntl(master_, F_SETFL, O_NONBLOCK);
+    char chunk[4096];
+    ssize_t n = 0;
+    while ((n = ::read(master_, chunk, sizeof(chunk))) > 0) {
+      output_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int master_ = -1;
+  std::optional<int> status_;
+  std::string output_;
+};
+
+TEST_F(LockCommandTest, CtrlCAtATerminalReachesCommandOnce) {
+  PtyLockfleet holder(Lock(
+      {}, "read line; echo \"read:$line\" > '" + File("read") + "'; " +
+              CountSigints(File("ints"), File("started"), File("release"))));
+  // COMMAND reads the terminal: it is in the foreground.
+  holder.Type("hello\n");
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.output();
+  EXPECT_EQ(ReadFile(File("read")), "read:hello\n");
+
+  ::kill(holder.pid(), SIGSTOP);
+  ASSERT_TRUE(WaitUntil([&] { return State(holder.pid()) == 'T'; }));
+  holder.Type("\x03");  // ^C
+  ExpectOneSigint(File("ints"), holder.pid());
+  WriteFile(File("release"), "");
+  EXPECT_EQ(holder.Wait(), 0) << holder.output();
+  EXPECT_EQ(Lines(ReadFile(File("ints"))), std::vector<std::string>{"int"});
+  EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
 }  // namespace
