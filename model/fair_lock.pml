@@ -8,7 +8,11 @@
  * Every Redis script is one d_step (Lua scripts are atomic on the server).
  * A client step that sends a script either gets its reply, or loses it and
  * retries once (EvalRetryOnce): the first try executed, the retry executes
- * too, and other processes may act in between.
+ * too, and other processes may act in between. An acquire's retry may also
+ * get no reply (TryOnce throws): the call may then hold its hold id unseen
+ * (may_hold), and gives it back when it ends without the lock
+ * (GiveBackLostHolds). Every try of one acquisition call sends the call's
+ * one hold id (LockCore::AcquireUntil, since cdf7a39).
  *
  * Compile-time switches (spin -D...):
  *   NC=<n>                      clients (default 2)
@@ -16,8 +20,8 @@
  *                               f; pick one with pan -N live0 / -N work0)
  *   ATTACKER                    (with LIVENESS) force events replayed or
  *                               forged at will
- *   CHECK_MUTEX / CHECK_FENCE / CHECK_HANDOFF / CHECK_NOFALSE
- *                               check only that safety property (default: all)
+ *   CHECK_MUTEX / CHECK_FENCE / CHECK_HANDOFF / CHECK_NOFALSE /
+ *   CHECK_GIVEBACK              check only that safety property (default: all)
  *   BUG_PHANTOM_QUEUE           bug 7 put back: the "ours" branch of
  *                               AcquireFairScript leaves the caller's waiter
  *                               id in the queue
@@ -25,13 +29,24 @@
  *                               whatever grant is current
  *   BUG_FORCE_EVENT_REVOKES     bug 1 put back: a force unlock event naming a
  *                               held grant marks it lost on its own
+ *   BUG_HOLD_PER_TRY            the client before cdf7a39 put back: a fresh
+ *                               hold id per try, a try that threw remembered
+ *                               in a bounded orphans_ list (64; here 1, the
+ *                               oldest evicted), the give-up giving back
+ *                               only what the list still has
+ *   LATE_TRY                    a first try may be held up in flight and run
+ *                               on the server at any later time, also after
+ *                               its call returned (a known limit: see
+ *                               model/README.md)
  *   MUT_FENCE_RESET             a mutation (no known bug): the fence counter
  *                               is deleted with the lock hash; shows that
  *                               property (b) is not vacuous
  *   MUT_REQUEUE                 a mutation (no known bug): a waiter's
  *                               presence refresh moves it to the tail of the
  *                               queue; shows that property (d) is not vacuous
- *   COVER=<k>                   reachability probe k fails (REACHED(k))
+ *   COVER                       reachability probes: with LOCKFLEET_COVER=<k>
+ *                               in pan's environment, probe k fails
+ *                               (REACHED(k)); one build for all probes
  *   TRACE                       no renaming of fences (readable traces;
  *                               the state space is then infinite: use
  *                               only to print a counter-example)
@@ -39,20 +54,32 @@
  *   DISTINCT_OWNERS             every client has its own owner token
  *                               (default: a call may use either of two tokens)
  *   NO_OPERATOR                 no force-unlock
+ *   UNANSWERED=<k>              only clients 0..k-1 may get no reply to an
+ *                               acquire's retry (default: all)
+ *   NO_ORPHANS                  every give-back is answered (no orphans_
+ *                               record)
  */
 
 #ifndef NC
 #define NC 2
 #endif
+#ifndef UNANSWERED
+#define UNANSWERED NC
+#endif
 
-#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE)
+#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE) && !defined(CHECK_GIVEBACK)
 #define CHECK_MUTEX
 #define CHECK_FENCE
 #define CHECK_HANDOFF
 #define CHECK_NOFALSE
+#define CHECK_GIVEBACK
 #endif
 
-#define QMAX (NC + 2)          /* queue capacity (model bound, asserted)  */
+#ifdef LATE_TRY
+#define QMAX (NC + NC + 2)     /* queue capacity (model bound, asserted)  */
+#else
+#define QMAX (NC + 2)
+#endif
 #define WMAX (QMAX + NC + 1)   /* waiter id values 1..WMAX (0: none)      */
 
 /* ---------------------------------------------------------------- Redis */
@@ -60,9 +87,22 @@
 byte r_owner;          /* field owner: owner token 1..2                   */
 byte r_fence;          /* field fence: token of this grant                */
 byte r_pending;        /* field pending: waiter id of an unclaimed grant  */
-byte r_holds;          /* fields h:<hold>: bit c = client c's hold        */
+byte r_holds;          /* fields h:<hold>: bit c = the hold id of client
+                          c's current acquisition call (one per call)     */
+byte r_orph;           /* bit c = the hold id of client c's orphans_
+                          record (a call's hold whose give-back got no
+                          answer; given back at the owner's next grant).
+                          Its owner token is r_owner. A record whose hold
+                          has left the lock (expiry, DEL) is dropped: its
+                          later release would change nothing.            */
 byte r_stale;          /* hold fields nobody will give back (crash, failed
-                          release); count = #bits of r_holds + r_stale    */
+                          release); count = #bits of r_holds, r_orph +
+                          r_stale. Only 0 or not matters (such holds only
+                          go with the hash), so more of them count as 1. */
+#ifdef BUG_HOLD_PER_TRY
+byte r_leak;           /* ghost: bit c = one of the r_stale holds is a hold
+                          of client c's call evicted from orphans_        */
+#endif
 /* KEYS[2] fence counter: never expires (INCR only).                      */
 byte r_ctr;
 /* KEYS[3] queue (list of waiter ids) and KEYS[4] waiters hash
@@ -80,7 +120,23 @@ byte cl_fence[NC];     /* fence of the grant held (or whose reply is in
 bool cl_valid[NC];     /* ghost: the local validity of that grant (from
                           before the send) has not run out                */
 bool cl_bel[NC];       /* believes it holds the lock within validity     */
+bool cl_may[NC];       /* may_hold (AcquireUntil): a try of the current
+                          call may have granted its hold id unseen. Reset
+                          by gc() while neither the call's hold nor an
+                          orphans_ record of the client is in the lock
+                          (then its give-back would change nothing).     */
 byte w_client[WMAX + 1];   /* ghost: which client's call a waiter id is   */
+#ifdef LATE_TRY
+byte late_st[NC];      /* client c's held-up first try: 0 none yet; 1 in
+                          flight, its call still going (or holding the
+                          lock it returned with); 2 in flight, its call
+                          returned without the lock; 3 in flight, its
+                          call's lease was released; 4 it ran (model
+                          bound: one held-up try per client and run, so
+                          the phantom queue entries they leave are few) */
+byte late_owner[NC];   /* the owner token and waiter id it carries        */
+byte late_wid[NC];
+#endif
 
 #ifdef LIVENESS
 bool cs_done[NC];      /* ghost: the call's work was done while holding  */
@@ -102,11 +158,13 @@ HIDDEN byte i_, j_, v_, h_, n_, o_, f_, g_res, g_fence, u_;
 HIDDEN byte map_[WMAX + 1], t_owner[WMAX + 1], t_lapsed[WMAX + 1],
             t_client[WMAX + 1];
 
-/* Reachability probes: spin -DCOVER=<k> turns probe k into a failing
-   assertion, so that a check can show the situation is reachable (the
-   properties are not passing because the model never gets there). */
+/* Reachability probes: spin -DCOVER, and LOCKFLEET_COVER=<k> in pan's
+   environment (read once by init), turn probe k into a failing assertion,
+   so that a check can show the situation is reachable (the properties are
+   not passing because the model never gets there). */
 #ifdef COVER
-#define REACHED(k) assert(COVER != k)
+hidden byte cover_k;                   /* not in the state: set once */
+#define REACHED(k) assert(cover_k != k)
 #else
 #define REACHED(k) skip
 #endif
@@ -155,13 +213,30 @@ inline count_holds() {                 /* HGET count (= number of holds) */
   n_ = r_stale;
   i_ = 0;
   do
-  :: i_ < NC -> if :: (r_holds >> i_) & 1 -> n_++ :: else -> skip fi; i_++
+  :: i_ < NC ->
+     if :: (r_holds >> i_) & 1 -> n_++ :: else -> skip fi;
+     if :: (r_orph >> i_) & 1 -> n_++ :: else -> skip fi;
+     i_++
   :: else -> break
   od
 }
 
+/* HSETNX KEYS[1] h:<hold> 1 (count + 1 only if the field is new): c < NC
+   adds client c's call's hold id; c == NC a hold id no client has any
+   more (a held-up try of a call that is over, LATE_TRY). */
+inline add_hold(c) {
+  if
+  :: c < NC -> r_holds = r_holds | (1 << c)
+  :: else -> r_stale = 1               /* (one or more: see r_stale) */
+  fi
+}
+
 inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
-  r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_stale = 0;
+  r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_orph = 0;
+  r_stale = 0;
+#ifdef BUG_HOLD_PER_TRY
+  r_leak = 0;
+#endif
 #ifdef MUT_FENCE_RESET
   r_ctr = 0                            /* mutation: counter inside the hash */
 #else
@@ -227,7 +302,11 @@ inline wid_used(v) {
   u_ = (r_pending == v || w_owner[v] != 0);
   j_ = 0;
   do
+#ifdef LATE_TRY
+  :: j_ < NC -> u_ = u_ || cl_wid[j_] == v || late_wid[j_] == v; j_++
+#else
   :: j_ < NC -> u_ = u_ || cl_wid[j_] == v; j_++
+#endif
   :: else -> break
   od
 }
@@ -255,6 +334,12 @@ inline wid_name(x) {
   fi
 }
 
+#ifdef LATE_TRY
+#define NOT_IN_FLIGHT(k) (late_st[k] != 1)
+#else
+#define NOT_IN_FLIGHT(k) (true)
+#endif
+
 inline gc() {
   compact_fences();
   v_ = 0;
@@ -274,6 +359,13 @@ inline gc() {
   :: i_ < NC -> wid_name(cl_wid[i_]); i_++
   :: else -> break
   od;
+#ifdef LATE_TRY
+  i_ = 0;
+  do
+  :: i_ < NC -> wid_name(late_wid[i_]); i_++
+  :: else -> break
+  od;
+#endif
   v_ = 0;
   do
   :: v_ <= WMAX -> t_owner[v_] = 0; t_lapsed[v_] = 0; t_client[v_] = 0; v_++
@@ -310,6 +402,26 @@ inline gc() {
   :: i_ < NC -> cl_wid[i_] = map_[cl_wid[i_]]; i_++
   :: else -> break
   od;
+  /* may_hold matters only while a hold it would give back is in the lock
+     (or a held-up try may still add one) */
+  i_ = 0;
+  do
+  :: i_ < NC ->
+     if
+     :: cl_may[i_] && (((r_holds | r_orph) >> i_) & 1) == 0 && NOT_IN_FLIGHT(i_) ->
+        cl_may[i_] = false
+     :: else -> skip
+     fi;
+     i_++
+  :: else -> break
+  od;
+#ifdef LATE_TRY
+  i_ = 0;
+  do
+  :: i_ < NC -> late_wid[i_] = map_[late_wid[i_]]; i_++
+  :: else -> break
+  od;
+#endif
   v_ = 0                               /* a d_step must not end in a loop */
 }
 
@@ -339,7 +451,8 @@ inline hand_off() {
      q_pop();
      hdel(h_);
      new_fence(f_);
-     r_owner = o_; r_fence = f_; r_holds = 0; r_stale = 0; r_pending = h_;
+     r_owner = o_; r_fence = f_; r_holds = 0; r_orph = 0; r_stale = 0;
+     r_pending = h_;
      printf("  hand_off: to the waiter of c%d (that call still waiting: %d), owner %d, fence %d\n",
             w_client[h_], cl_wid[w_client[h_]] == h_, o_, f_)
   :: else -> printf("  hand_off: nobody waiting, lock free\n")
@@ -347,17 +460,18 @@ inline hand_off() {
 }
 
 /* ------------------------------------------------- AcquireFairScript */
-/* ARGV: owner o, hold id (client c's), waiter id w, enqueue = 1.
-   Result: g_res (1 granted), g_fence. */
+/* ARGV: owner o, hold id (client c's call's; c == NC: nobody's, see
+   add_hold), waiter id w, enqueue = 1. Result: g_res (1 granted), g_fence. */
 inline acquire_fair(c, o, w) {
   g_res = 0;
   g_fence = 0;
   if
   :: r_owner == o && (r_pending == 0 || r_pending == w) ->
-     /* branch "ours": a reentrant hold, a retry, or the claim of our
-        hand-off. HSETNX h:<hold> (count +1 unless a retry); HDEL pending
-        and PEXPIRE lease (claim) or extend the TTL to the lease. */
-     r_holds = r_holds | (1 << c);
+     /* branch "ours": a reentrant hold, a retry, a later try of the same
+        call (one hold id per call), or the claim of our hand-off.
+        HSETNX h:<hold> (count +1 only if new); HDEL pending and PEXPIRE
+        lease (claim) or extend the TTL to the lease. */
+     add_hold(c);
      if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
      r_pending = 0;
 #ifndef BUG_PHANTOM_QUEUE
@@ -369,7 +483,7 @@ inline acquire_fair(c, o, w) {
 #endif
      g_res = 1;
      g_fence = r_fence;
-     printf("  AcquireFair(owner %d, waiter of c%d) branch ours: granted fence %d\n", o, c, g_fence)
+     printf("  AcquireFair(owner %d, waiter of c%d) branch ours: granted fence %d\n", o, w_client[w], g_fence)
   :: else ->
      if
      :: r_owner == 0 ->
@@ -380,10 +494,11 @@ inline acquire_fair(c, o, w) {
               INCR fence; HSET owner count=1 fence h:<hold>; PEXPIRE lease */
            if :: h_ != 0 -> q_pop(); hdel(w) :: else -> skip fi;
            new_fence(g_fence);
-           r_owner = o; r_fence = g_fence; r_holds = (1 << c);
+           r_owner = o; r_fence = g_fence; r_holds = 0; r_orph = 0;
            r_stale = 0; r_pending = 0;
+           add_hold(c);
            g_res = 1;
-           printf("  AcquireFair(owner %d, waiter of c%d) branch free: granted fence %d\n", o, c, g_fence)
+           printf("  AcquireFair(owner %d, waiter of c%d) branch free: granted fence %d\n", o, w_client[w], g_fence)
         :: else -> skip
         fi
      :: else -> skip
@@ -402,36 +517,47 @@ inline acquire_fair(c, o, w) {
         fi;
         w_owner[w] = o;
         w_lapsed[w] = false;
-        printf("  AcquireFair(owner %d, waiter of c%d): refused, in the queue\n", o, c)
+        printf("  AcquireFair(owner %d, waiter of c%d): refused, in the queue\n", o, w_client[w])
      :: else -> skip
      fi
   fi
 }
 
 /* ----------------------------------------------------- ReleaseScript */
-/* ARGV: owner o, fence f, hold id (client c's), claim window. */
-inline release_script(c, o, f) {
+/* LockCore::ReleaseHold: ARGV owner o, fence f (f == 0: "" = whichever
+   grant carries the hold: the give-back of GiveBackLostHolds), hold id
+   (bit c of H: r_holds for a call's hold, r_orph for an orphans_
+   record's), claim window. The retry of a lost reply gets the first
+   try's reply from the latch (KEYS[5], keyed by the hold id); in the model
+   the retry runs the script again, which finds the hold gone and changes
+   nothing, so the Redis state is the same. Traces print fence "" as 0. */
+inline release_hold(H, c, o, f) {
   if
   :: r_owner == 0 ->                                  /* {0} not held */
-     printf("  Release(owner %d, fence %d): not held\n", o, f)
-  :: r_owner != 0 && (r_owner != o || r_fence != f || r_pending != 0) ->
-     printf("  Release(owner %d, fence %d): not ours\n", o, f); /* {-1} */
+     printf("  Release(owner %d, fence %d, hold of c%d): not held\n", o, f, c)
+  :: r_owner != 0 && (r_owner != o || (f != 0 && r_fence != f) || r_pending != 0) ->
+     printf("  Release(owner %d, fence %d, hold of c%d): not ours\n", o, f, c); /* {-1} */
      REACHED(8)
   :: else ->
      if
-     :: ((r_holds >> c) & 1) == 0 ->                   /* {2} a retry */
-        printf("  Release(owner %d, fence %d): hold given back already\n", o, f)
+     :: ((H >> c) & 1) == 0 ->  /* {0} not in this grant: a retry, or gone */
+        printf("  Release(owner %d, fence %d, hold of c%d): that hold is not in the grant\n", o, f, c)
      :: else ->
-        r_holds = r_holds & (255 - (1 << c));          /* HDEL h:<hold> */
+        H = H & (255 - (1 << c));                      /* HDEL h:<hold> */
         count_holds();                                 /* HINCRBY count -1 */
-        printf("  Release(owner %d, fence %d): holds left %d\n", o, f, n_);
-        if :: n_ > 0 && r_holds == 0 -> REACHED(10) :: else -> skip fi;
+        printf("  Release(owner %d, fence %d, hold of c%d): holds left %d\n", o, f, c, n_);
+        if :: n_ > 0 && r_holds == 0 && r_orph == 0 -> REACHED(10) :: else -> skip fi;
         if
         :: n_ == 0 -> del_lock(); hand_off()           /* DEL; hand_off */
         :: else -> skip                                /* {2, count} */
         fi
      fi
   fi
+}
+
+/* Lease::Release: the lease's hold (the call's hold id) and grant. */
+inline release_script(c, o, f) {
+  release_hold(r_holds, c, o, f)
 }
 
 /* ----------------------------------------------------- AbandonScript */
@@ -508,16 +634,51 @@ inline revoke(c) {
   cl_valid[c] = false
 }
 
+/* (g) a call that returns without the lock leaves no hold of its own in
+   the lock, unless its give-back got no answer (then the hold is its
+   orphans_ record, r_orph: give_back_unanswered). Asserted where the call
+   returns (end_call) and, with LATE_TRY, where a held-up try of such a
+   call runs (late_run). */
+#ifdef BUG_HOLD_PER_TRY
+#define OWN_HOLD(c) (((r_holds >> c) & 1) || ((r_leak >> c) & 1))
+#else
+#define OWN_HOLD(c) ((r_holds >> c) & 1)
+#endif
+inline check_giveback(c) {
+#ifdef CHECK_GIVEBACK
+  assert(!OWN_HOLD(c));
+#else
+  skip
+#endif
+}
+
+/* TryOnce, after a granted reply: ReleaseOrphans(name, owner, fence, the
+   owner's orphans_ records of this fence or fence 0): ReleaseHold(owner,
+   fence, hold id); the record (name, owner) is erased. The hold just
+   granted keeps the count above 0. Modelled atomic with the reply, and
+   answered. */
+inline release_orphans(c) {
+  if
+  :: (r_orph >> c) & 1 ->               /* r_owner is the record's owner */
+     printf("c%d: TryOnce: ReleaseOrphans(fence %d): the hold of its orphans_ record\n", c, g_fence);
+     REACHED(15);
+     release_hold(r_orph, c, cl_owner[c], g_fence)
+  :: else -> skip
+  fi
+}
+
 /* TryOnce: the attempt's reply (the last try's) reaches the client. */
 inline take_reply(c, got) {
   if
   :: g_res ->
      cl_fence[c] = g_fence;
      cl_wid[c] = 0;                       /* the call returns: granted */
+     cl_may[c] = false;                   /* (no give-back) */
      cl_bel[c] = cl_valid[c];             /* lost at once if validity ran
                                              out before the reply came */
      printf("c%d: reply: granted, fence %d, holds it: %d\n", c, g_fence, cl_bel[c]);
      if :: cl_bel[c] -> check_mutex(c) :: else -> skip fi;
+     release_orphans(c);
      got = 1
   :: else ->
      cl_fence[c] = 0;
@@ -527,22 +688,86 @@ inline take_reply(c, got) {
   gc()
 }
 
-/* A try whose reply is lost: the client only remembers the fence of a
-   grant it may have got (the ghost that keeps the key from expiring
-   before the client's validity ends). */
+/* EvalRetryOnce: the first try's reply is lost (broken connection,
+   timeout): *may_have_run = true, so the call's may_hold. The client only
+   remembers the fence of a grant it may have got (the ghost that keeps the
+   key from expiring before the client's validity ends). */
 inline note_lost_reply(c) {
-  printf("c%d: reply lost (the script ran); retrying\n", c);
+  cl_may[c] = true;
   if :: g_res -> cl_fence[c] = g_fence :: else -> cl_fence[c] = 0 fi;
   gc()
 }
 
+#ifdef BUG_HOLD_PER_TRY
+/* The client before cdf7a39, TryOnce's catch: RememberOrphan(name, owner,
+   0, this try's hold id). Its list per (name, owner) is bounded (64, the
+   oldest evicted; here 1): a second record of the owner evicts the first,
+   whose hold, if the lock still carries it, nobody will give back. */
+inline remember_orphan(c) {
+  if
+  :: (r_orph >> c) & 1 && r_owner == cl_owner[c] ->
+     printf("c%d: RememberOrphan: the list is full, the oldest record is evicted (its hold is in the lock)\n", c);
+     r_orph = r_orph & (255 - (1 << c));
+     r_stale = 1;
+     r_leak = r_leak | (1 << c)
+  :: else -> skip
+  fi;
+  if
+  :: (r_holds >> c) & 1 ->                /* this try's hold id: recorded */
+     r_holds = r_holds & (255 - (1 << c));
+     r_orph = r_orph | (1 << c)
+  :: else -> skip
+  fi
+}
+#endif
+
+/* The retry gets no reply either (refused with LOADING / OOM, timed out
+   or broken again, or past the deadline): EvalRetryOnce throws and so does
+   TryOnce; AcquireUntil rides the outage out (attempts again, same hold
+   id) or returns / throws without the lock (Leave: give-back). Whether
+   the retry ran is not modelled separately: a run that loses its reply is
+   the next attempt's try. */
+inline try_failed(c) {
+  printf("c%d: no reply to the retry either: TryOnce throws (may hold: %d)\n", c, cl_may[c]);
+  cl_fence[c] = 0;
+  cl_valid[c] = false;
+#ifdef BUG_HOLD_PER_TRY
+  remember_orphan(c);
+#endif
+  gc()
+}
+
+
 inline start_attempt(c) {
-  assert(((r_holds >> c) & 1) == 0);     /* a new hold id (model check) */
+#ifdef BUG_HOLD_PER_TRY
+  assert(((r_holds >> c) & 1) == 0);     /* a new hold id per try (model check) */
+#else
+  /* the call's hold id is in the lock already: a try of an earlier
+     attempt ran unseen; this one is the same hold (HSETNX) */
+  if :: (r_holds >> c) & 1 -> REACHED(13) :: else -> skip fi;
+#endif
   cl_valid[c] = true;                    /* validity counts from the send */
   cl_fence[c] = 0
 }
 
+#ifdef LATE_TRY
+/* The call (or the lease it returned with) is over while its held-up try
+   is still in flight: from now on that try carries a hold id nobody has.
+   A hold id a held-up try put back into a newer grant after the lease's
+   release is nobody's either. */
+inline late_over(c, st) {
+  if :: late_st[c] == 1 -> late_st[c] = st :: else -> skip fi;
+  if
+  :: (r_holds >> c) & 1 -> r_holds = r_holds & (255 - (1 << c)); r_stale = 1
+  :: else -> skip
+  fi
+}
+#endif
+
 inline end_hold(c) {
+#ifdef LATE_TRY
+  late_over(c, 3);
+#endif
   cl_bel[c] = false;
   cl_valid[c] = false;
   cl_fence[c] = 0;
@@ -554,28 +779,81 @@ inline new_call(c, o) {
 #ifdef LIVENESS
   cs_done[c] = false;
 #endif
+  assert(((r_holds >> c) & 1) == 0);     /* a new hold id (model check) */
   cl_owner[c] = o;
+  cl_may[c] = false;
   alloc_wid(v_);
   w_client[v_] = c;
   cl_wid[c] = v_;
-  printf("c%d: acquire call (new waiter id), owner %d\n", c, o);
+  printf("c%d: acquire call (new waiter id, new hold id), owner %d\n", c, o);
   gc()
 }
 
 inline end_call(c) {                     /* the call returns: not granted */
+  check_giveback(c);
+#ifdef LATE_TRY
+  late_over(c, 2);
+#endif
   cl_wid[c] = 0;
   cl_owner[c] = 0;
+  cl_may[c] = false;
+#ifdef BUG_HOLD_PER_TRY
+  r_leak = r_leak & (255 - (1 << c));
+#endif
   gc()
+}
+
+/* LockCore::GiveBackLostHolds(name, owner, hold id): ReleaseOrphans(name,
+   owner, fence 0, [the call's hold id, the owner's fence-0 orphans_
+   records], now + kGiveUpBudget): ReleaseHold(owner, fence "", hold id)
+   each, in that order. Answered: */
+inline give_back(c) {
+#ifdef BUG_HOLD_PER_TRY
+  printf("c%d: GiveBackLostHolds: the owner's fence-0 orphans_ records\n", c);
+#else
+  printf("c%d: GiveBackLostHolds: release by the call's hold id (fence \"\")\n", c);
+#endif
+#ifdef BUG_HOLD_PER_TRY
+  /* the old Leave: GiveBackLostHolds(name, owner) gave back the owner's
+     fence-0 records only; the tries' hold ids were those records */
+#else
+  if :: (r_holds >> c) & 1 -> REACHED(14) :: else -> skip fi;
+  release_hold(r_holds, c, cl_owner[c], 0);
+#endif
+  if
+  :: (r_orph >> c) & 1 && r_owner == cl_owner[c] ->
+     release_hold(r_orph, c, cl_owner[c], 0)
+  :: else -> skip
+  fi
+}
+
+/* ... not answered within kGiveUpBudget (ReleaseOrphans: the rest are put
+   back with fence 0): the call's hold id becomes its orphans_ record, for
+   the owner's next grant in this client (release_orphans) or the next
+   give-back of a call of that owner. Model bound: one record per client
+   (enabled only without one). Whether the release ran is not modelled
+   separately (then the hold is gone and the record's later release finds
+   nothing). */
+inline give_back_unanswered(c) {
+  printf("c%d: GiveBackLostHolds: no answer; the hold id goes to orphans_\n", c);
+  if
+  :: (r_holds >> c) & 1 ->
+     r_holds = r_holds & (255 - (1 << c));
+     r_orph = r_orph | (1 << c)
+  :: else -> skip
+  fi
 }
 
 /* One client thread making fair acquire calls one after the other
    (LockCore::AcquireUntil with wait = true), holding, releasing. Its owner
-   token is cl_owner[c], the waiter id of its call cl_wid[c]. */
+   token is cl_owner[c], the waiter id of its call cl_wid[c], the hold id
+   of its call bit c of r_holds. */
 proctype Client(byte c) {
   bit got;
 
 Idle:
-  /* AcquireUntil (fair): an owner token, a new waiter id for this call */
+  /* AcquireUntil (fair): an owner token, a new waiter id and a new hold id
+     for this call (every try of the call sends both) */
 #if defined(LIVENESS) || defined(DISTINCT_OWNERS)
   if                                     /* (the label may not be on a d_step) */
   :: d_step { new_call(c, c + 1) }       /* distinct owner tokens */
@@ -588,49 +866,84 @@ Idle:
 #endif
 
 Attempt:
-  /* TryOnce: EvalRetryOnce(AcquireFairScript, enqueue = 1) */
+  /* TryOnce: EvalRetryOnce(AcquireFairScript, owner, the call's hold id,
+     waiter id, enqueue = 1) */
   if
   :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
-              acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) }
+              acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) };
+     goto Answered
   :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
-              acquire_fair(c, cl_owner[c], cl_wid[c]); note_lost_reply(c) };
-     /* the reply is lost; time passes before the retry */
-#ifndef LIVENESS
-     if
-     :: skip
-     :: d_step { cl_valid[c] = false;     /* validity (from the send) ran out */
-                 printf("c%d: validity ran out before the retry\n", c) }
-     fi;
+              acquire_fair(c, cl_owner[c], cl_wid[c]);
+              printf("c%d: reply lost (the script ran); retrying\n", c);
+              note_lost_reply(c) }
+#ifdef LATE_TRY
+  :: d_step { late_st[c] == 0;
+              start_attempt(c);
+              printf("c%d: attempt; the try is held up on the way (timed out, not run yet); retrying\n", c);
+              late_st[c] = 1; late_owner[c] = cl_owner[c]; late_wid[c] = cl_wid[c];
+              g_res = 0; note_lost_reply(c) }
 #endif
-     d_step { acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) }
   fi;
+  /* the reply is lost; time passes before the retry */
+  if
+  :: skip
+#ifdef LIVENESS
+  :: d_step { c != 0; try_failed(c) }; goto GiveUp    /* client 0's
+        tries are always answered; another's unanswered try ends its call
+        (an outage is bounded: outage_grace), so no call rides out an
+        outage for ever */
+#else
+  :: d_step { cl_valid[c] = false;     /* validity (from the send) ran out */
+              printf("c%d: validity ran out before the retry\n", c) }
+  :: d_step { c < UNANSWERED; try_failed(c) }; goto Refused
+#endif
+  fi;
+  d_step { acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) };
+Answered:
   if
   :: got && cl_bel[c] -> got = 0; goto Hold
   :: got && !cl_bel[c] -> REACHED(12); got = 0; goto Lost
   :: else -> skip
   fi;
-  /* Refused: parked on the local wait slot, at most presence_window / 3.
-     A wake-up (local release, an unlock event: lost, late, duplicated or
-     forged alike) or the park bound only leads to the next attempt, which
-     the model allows at any time anyway. */
+Refused:
+  /* Refused, or TryOnce threw (an outage: backed off). Parked on the
+     local wait slot, at most presence_window / 3. A wake-up (local
+     release, an unlock event: lost, late, duplicated or forged alike) or
+     the park bound only leads to the next attempt, which the model allows
+     at any time anyway. */
   if
   :: goto Attempt
 #ifdef LIVENESS
   :: c != 0 -> goto GiveUp               /* client 0 never gives up */
 #else
-  :: goto GiveUp                         /* timed out or cancelled */
+  :: goto GiveUp                         /* timed out, cancelled, or the
+                                            outage outlasted outage_grace */
 #endif
   fi;
 
 GiveUp:
-  /* Leave: LockCore::Abandon = EvalRetryOnce(AbandonScript) */
+  /* AcquireUntil's Leave (destructor), the call returns without the lock:
+     LockCore::Abandon = EvalRetryOnce(AbandonScript); then, if may_hold,
+     GiveBackLostHolds (got: it is still to do). */
   if
   :: d_step { printf("c%d: gives up\n", c);
-              abandon_script(cl_wid[c]); end_call(c) }
+              abandon_script(cl_wid[c]);
+              got = cl_may[c];
+              if :: !got -> end_call(c) :: else -> skip fi }
   :: d_step { printf("c%d: gives up\n", c);
               abandon_script(cl_wid[c]);
               printf("c%d: reply lost (the script ran); retrying\n", c) };
-     d_step { abandon_script(cl_wid[c]); end_call(c) }
+     d_step { abandon_script(cl_wid[c]);
+              got = cl_may[c];
+              if :: !got -> end_call(c) :: else -> skip fi }
+  fi;
+  if
+  :: d_step { got; got = 0; give_back(c); end_call(c) }
+#if !defined(LIVENESS) && !defined(LATE_TRY) && !defined(NO_ORPHANS)
+  :: d_step { got && ((r_orph >> c) & 1) == 0; got = 0;
+              give_back_unanswered(c); end_call(c) }
+#endif
+  :: else
   fi;
   goto Idle;
 
@@ -679,7 +992,9 @@ Hold:
 Lost:
   /* lost() is true: the application stops using the lock. The Lease is
      still given back (its destructor), or the process crashed / the
-     release failed: then the hold field stays until the key expires. */
+     release failed: then the hold field stays until the key expires
+     (a failed release's orphans_ record, fence = the grant's, is not
+     modelled: it only matters if the same grant is re-entered). */
   if
   :: goto Release
 #ifndef LIVENESS
@@ -700,7 +1015,7 @@ Lost:
 
 Release:
   /* Lease::Release: the watchdog drops the hold, then
-     EvalRetryOnce(ReleaseScript, owner, fence, hold id) */
+     ReleaseHold = EvalRetryOnce(ReleaseScript, owner, fence, hold id) */
   if
   :: d_step { cl_bel[c] = false; cl_valid[c] = false;
               printf("c%d: releases\n", c);
@@ -739,6 +1054,36 @@ Release:
 #define LAPSE_OK(w) (true)
 #endif
 
+#ifdef LATE_TRY
+/* Client k's held-up first try reaches the script at last (it sat in the
+   server's input on the connection the client gave up on). While its call
+   goes on it is one more try of the call; once the call is over its hold
+   id is nobody's (add_hold with NC). (g): it must not add a hold of a call
+   that returned without the lock. */
+inline late_run(k) {
+  if
+  :: late_st[k] == 1 -> printf("redis: the held-up try of c%d runs now, its call (or the lease it got) still going\n", k)
+  :: late_st[k] == 2 -> printf("redis: the held-up try of c%d runs now, after its call returned without the lock\n", k)
+  :: late_st[k] == 3 -> printf("redis: the held-up try of c%d runs now, after its lease was released\n", k)
+  fi;
+  if
+  :: late_st[k] == 1 -> acquire_fair(k, late_owner[k], late_wid[k])
+  :: else ->
+     acquire_fair(NC, late_owner[k], late_wid[k]);
+#ifdef CHECK_GIVEBACK
+     /* (g): the call returned without the lock and gave its hold id back */
+     assert(!(late_st[k] == 2 && g_res))
+#else
+     skip
+#endif
+  fi;
+  late_st[k] = 4; late_owner[k] = 0; late_wid[k] = 0;
+  gc()
+}
+#define LATE(k) \
+  :: d_step { late_st[k] >= 1 && late_st[k] <= 3 -> late_run(k) }
+#endif
+
 #define LAPSE(k) \
   :: d_step { qlen > k && !w_lapsed[q[k]] && LAPSE_OK(q[k]) -> w_lapsed[q[k]] = true; \
               printf("redis: presence of a waiter of c%d lapses\n", w_client[q[k]]) }
@@ -766,6 +1111,24 @@ active proctype Env() {
 #if QMAX > 4
   LAPSE(4)
 #endif
+#if QMAX > 5
+  LAPSE(5)
+#endif
+#if QMAX > 6
+  LAPSE(6)
+#endif
+#if QMAX > 7
+  LAPSE(7)
+#endif
+#ifdef LATE_TRY
+  LATE(0)
+#if NC > 1
+  LATE(1)
+#endif
+#if NC > 2
+  LATE(2)
+#endif
+#endif
   od
 }
 
@@ -791,6 +1154,9 @@ active proctype Operator() {
 
 init {
   atomic {
+#ifdef COVER
+    c_code { char *k_ = getenv("LOCKFLEET_COVER"); cover_k = k_ ? atoi(k_) : 0; };
+#endif
     i_ = 0;
     do
     :: i_ < NC -> run Client(i_); i_++

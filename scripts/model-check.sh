@@ -10,9 +10,10 @@
 #   --list   print the checks and exit
 #   --keep   keep the work dir (pan builds, trails) and print its path
 #   --full   also the big runs (3 clients with shared owner tokens: about
-#            32 million states, 1.5 min and 2.6 GB; not for CI)
+#            33 million states, 1.5-3 min and 2.6 GB; not for CI)
 #
-# Every pan is built and run in a temporary directory, never in the repo.
+# Every pan is built and run in a temporary directory, never in the repo;
+# the reachability probes share one build (LOCKFLEET_COVER picks the probe).
 # Prints per check the states explored (spin's "states, stored"), the
 # transitions and the time; for a caught bug the counter-example as a
 # narrative; then one line "model: N passed, M failed". Exits 1 if any
@@ -43,7 +44,8 @@ CHECKS=(
   "fence|pass|-DCHECK_FENCE|$SAFE_CC|-m400000|(b) each grant's fence exceeds every fence in use; 2 clients"
   "handoff|pass|-DCHECK_HANDOFF|$SAFE_CC|-m400000|(c) no grant to a waiter that has left; 2 clients"
   "nofalse|pass|-DCHECK_NOFALSE|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
-  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS|-O2 -DSAFETY -DMEMLIM=2048|-m2000000|(a)(b)(c)(e) together; 3 clients, one owner token each"
+  "giveback|pass|-DCHECK_GIVEBACK|$SAFE_CC|-m400000|(g) a call that returns without the lock leaves no hold of its own; 2 clients"
+  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1|-O2 -DSAFETY -DMEMLIM=2048|-m2000000|(a)(b)(c)(e)(g) together; 3 clients, one owner token each, client 0's tries may go unanswered"
   "live2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness); 2 clients"
   "live3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above; 3 clients"
   "work2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N work0|(f) a call that does not give up gets its work done, whatever force events arrive; 2 clients"
@@ -52,6 +54,9 @@ CHECKS=(
   "bug1-work|fail:acceptance cycle|-DLIVENESS -DATTACKER -DBUG_FORCE_EVENT_REVOKES -DCHECK_MUTEX|$LIVE_CC|-a -f -m1000000 -N work0|bug 1 put back, replayed force events: (f) must fail"
   "bug2|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DBUG_FORCE_NOT_IDEMPOTENT -DCHECK_MUTEX $BUG_SPIN|$BUG_CC||bug 2 put back (force-unlock deletes any grant): (a) must fail"
   "bug7|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DBUG_PHANTOM_QUEUE -DCHECK_HANDOFF $BUG_SPIN|$BUG_CC||bug 7 put back (phantom queue entry): (c) must fail"
+  "bug-pertry|fail:assertion violated .*r_leak|-DBUG_HOLD_PER_TRY -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||the client before cdf7a39 put back (a hold id per try, bounded orphans_): (g) must fail"
+  "late|fail:assertion violated +!\(\(\(late_st\[[0-9]\]==2\)|-DLATE_TRY -DCHECK_GIVEBACK -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try runs after its call gave its hold back: (g) fails (bound: the lease)"
+  "late-queue|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DLATE_TRY -DCHECK_HANDOFF -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try queues a waiter id after its call: (c) fails (bound: presence + claim window)"
   "mut-fence|fail:assertion violated .*g_fence>|-DMUT_FENCE_RESET -DCHECK_FENCE $BUG_SPIN|$BUG_CC||mutation: fence counter deleted with the lock: (b) must fail"
   "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
 )
@@ -68,14 +73,19 @@ PROBES=(
   "a crashed holder's hold keeps the lock after the others release"
   "an unclaimed hand-off expires (claim window)"
   "a grant's reply arrives after its validity ran out"
+  "an attempt starts with its call's hold already in the lock (an earlier try ran unseen)"
+  "a call that returns without the lock gives back a hold a lost try got"
+  "an orphans_ record's hold is released at the owner's next grant"
 )
 # Only with --full or by name.
 FULL_CHECKS=(
-  "safety3-shared|pass|-DNC=3|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e) together; 3 clients, shared owner tokens (big)"
+  "safety3-shared|pass|-DNC=3 -DUNANSWERED=0|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g) together; 3 clients, shared owner tokens, every retry answered (big)"
 )
+# The probes share one build (spin -DCOVER); LOCKFLEET_COVER=<n> picks one.
+PROBE_SPIN="-DCOVER"
 for k in "${!PROBES[@]}"; do
   n=$((k + 1))
-  CHECKS+=("reach$n|fail:assertion violated \($n!=$n\)|-DCOVER=$n|$SAFE_CC|-m400000|reachable: ${PROBES[$k]}")
+  CHECKS+=("reach$n|fail:assertion violated \(cover_k!=$n\)|$PROBE_SPIN|$SAFE_CC|-m400000|reachable: ${PROBES[$k]}")
 done
 
 list=false
@@ -158,19 +168,28 @@ narrative() {
 run_check() {
   local idx="$1" name expect spin_flags cc_flags pan_flags title
   IFS='|' read -r name expect spin_flags cc_flags pan_flags title <<<"${selected[$idx]}"
-  local dir="$work/$idx" verdict=FAIL why="" t0 t1 status=0
+  local dir="$work/$idx" verdict=FAIL why="" t0 t1 status=0 cover=""
   mkdir -p "$dir"
   cp "$MODEL" "$dir/fair_lock.pml"
   cd "$dir"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  if ! spin $spin_flags -a fair_lock.pml >spin.log 2>&1; then
+  if [[ "$name" == reach* ]]; then
+    # the shared probe build (build_probes); the trail is written here
+    cover="${name#reach}"
+    if [[ -x "$work/probe/pan" ]]; then
+      ln -s "$work/probe/pan" pan
+    else
+      why="probe build failed: $(cat "$work/probe/spin.log" "$work/probe/gcc.log" 2>/dev/null | head -n 3 | tr '\n' ' ')"
+    fi
+  elif ! spin $spin_flags -a fair_lock.pml >spin.log 2>&1; then
     why="spin failed: $(head -n 3 spin.log | tr '\n' ' ')"
   elif ! gcc -w $cc_flags -o pan pan.c >gcc.log 2>&1; then
     why="gcc failed: $(head -n 3 gcc.log | tr '\n' ' ')"
-  else
+  fi
+  if [[ -z "$why" ]]; then
     # shellcheck disable=SC2086
-    timeout "$TIMEOUT" ./pan $pan_flags >pan.log 2>&1 || status=$?
+    LOCKFLEET_COVER="$cover" timeout "$TIMEOUT" ./pan $pan_flags >pan.log 2>&1 || status=$?
     local errors states trans depth elapsed
     errors="$(sed -nE 's/.*errors: ([0-9]+).*/\1/p' pan.log | tail -n 1)"
     states="$(sed -nE 's/^ *([0-9]+) states, stored.*/\1/p' pan.log | tail -n 1)"
@@ -220,6 +239,20 @@ run_check() {
   } >report
   echo "$verdict" >verdict
 }
+
+# build_probes: the one pan all reach checks run (spin -DCOVER; each picks
+# its probe with LOCKFLEET_COVER), built once before the checks start.
+build_probes() {
+  local dir="$work/probe"
+  mkdir -p "$dir"
+  cp "$MODEL" "$dir/fair_lock.pml"
+  # shellcheck disable=SC2086
+  (cd "$dir" && spin $PROBE_SPIN -a fair_lock.pml >spin.log 2>&1 &&
+    gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
+}
+if printf '%s\n' "${selected[@]}" | grep -q '^reach'; then
+  build_probes
+fi
 
 jobs_max="${LOCKFLEET_JOBS:-2}"
 [[ "$jobs_max" =~ ^[1-9][0-9]*$ ]] || jobs_max=2
