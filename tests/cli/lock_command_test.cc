@@ -801,6 +801,8 @@ class PtyLockfleet {
     if (master_ >= 0) ::close(master_);
   }
   pid_t pid() const { return pid_; }
+  // The terminal's foreground process group.
+  pid_t ForegroundGroup() const { return ::tcgetpgrp(master_); }
   void Type(const std::string& keys) {
     ASSERT_EQ(::write(master_, keys.data(), keys.size()),
               static_cast<ssize_t>(keys.size()));
@@ -856,6 +858,37 @@ TEST_F(LockCommandTest, CtrlCAtATerminalReachesCommandOnce) {
   WriteFile(File("release"), "");
   EXPECT_EQ(holder.Wait(), 0) << holder.output();
   EXPECT_EQ(Lines(ReadFile(File("ints"))), std::vector<std::string>{"int"});
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+}
+
+// Ctrl-Z stops COMMAND's group (the terminal's foreground), then lockfleet
+// stops itself so that a shell sees its job stopped; continued (as `fg`
+// does), it hands the terminal back to COMMAND, which Ctrl-C then reaches.
+TEST_F(LockCommandTest, CtrlZStopsCommandThenLockfleetAndContinues) {
+  // COMMAND waits in `wait`, not in a loop of short sleeps: a ^Z that lands
+  // while sh is in vfork() stops the child only, and sh (state D) never
+  // reports a stop. lockfleet's sleep 300 is left over: SIGTERMed.
+  PtyLockfleet holder(Lock({}, "trap 'echo int >> \"" + File("ints") +
+                                   "\"; exit 0' INT; sleep 300 & touch '" +
+                                   File("started") + "'; wait"));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.output();
+  holder.Type("\x1a");  // ^Z
+  ASSERT_TRUE(WaitUntil([&] { return State(holder.pid()) == 'T'; }))
+      << holder.output() << " foreground " << holder.ForegroundGroup()
+      << " state " << State(holder.ForegroundGroup()) << " lockfleet "
+      << holder.pid() << " " << State(holder.pid());
+  ::kill(holder.pid(), SIGCONT);
+  ASSERT_TRUE(WaitUntil([&] { return State(holder.pid()) != 'T'; }));
+  // COMMAND's group has the terminal again and runs: ^C reaches it.
+  ASSERT_TRUE(WaitUntil([&] {
+    const pid_t foreground = holder.ForegroundGroup();
+    return foreground > 0 && foreground != holder.pid();
+  })) << holder.output();
+  holder.Type("\x03");
+  EXPECT_EQ(holder.Wait(), 0) << holder.output();
+  EXPECT_EQ(ReadFile(File("ints")), "int\n");
+  EXPECT_NE(holder.output().find("left 1 process"), std::string::npos)
+      << holder.output();
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
