@@ -40,8 +40,8 @@ using Clock = std::chrono::steady_clock;
               "listen address '" + std::string(listen) + "': " + why);
 }
 
-// The numeric address civetweb binds: civetweb resolves no names itself
-// (beyond a few), and a failed lookup deserves its own message.
+// The numeric address to bind: a name is resolved here, and a failed lookup
+// deserves its own message.
 std::string NumericHost(const ListenAddress& address, std::string_view listen) {
   const int family = address.ipv6 ? AF_INET6 : AF_INET;
   unsigned char buffer[sizeof(in6_addr)];

@@ -96,7 +96,7 @@ TEST(MetricsServer, OtherPathsAreNotFound) {
 }
 
 TEST(MetricsServer, StopsPromptlyAfterServing) {
-  // civetweb's accept loop alone would take up to 2 s to notice the stop.
+  // A server that polls its accept loop could take seconds to notice.
   auto server =
       std::make_unique<MetricsServer>(std::make_shared<Metrics>(), "0.0.0.0:0");
   ASSERT_EQ(
@@ -135,7 +135,7 @@ TEST(MetricsServer, AnIpv6AddressServesOrIsRefusedClearly) {
   try {
     server = std::make_unique<MetricsServer>(metrics, "[::1]:0");
   } catch (const Error& e) {
-    // Debian 12's civetweb has no IPv6: the message must say so.
+    // A host without IPv6: the message must say so.
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_TRUE(Contains(e.what(), "IPv6")) << e.what();
     return;
