@@ -37,7 +37,7 @@ TEST(WorkerMetrics, AJobTypeStartsWithEveryResultAtZero) {
   m.worker_observer()->OnJob(JobSource::kSchedule, "sweep", JobResult::kFailed,
                              milliseconds(1));
   for (const char* result :
-       {"ok", "rejected", "duplicate", "cancelled", "timeout"}) {
+       {"ok", "rejected", "duplicate", "cancelled", "timeout", "lease_lost"}) {
     EXPECT_EQ(
         Value(m, "lockfleet_jobs_total",
               {{"source", "schedule"}, {"type", "sweep"}, {"result", result}}),
