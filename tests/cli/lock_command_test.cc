@@ -683,10 +683,15 @@ TEST_F(LockCommandTreeTest, SigkilledLockfleetTakesTheTreeWithIt) {
   const std::vector<pid_t> tree = Pids(File("pids"));
   ASSERT_EQ(tree.size(), 4u) << ReadFile(File("pids"));
 
+  const auto killed = steady_clock::now();
   holder.Signal(SIGKILL);
   EXPECT_EQ(holder.Wait(), 128 + SIGKILL);
   EXPECT_TRUE(WaitUntil([&] { return AliveOf(tree).empty(); }, seconds(10)))
       << "survived lockfleet's SIGKILL:" << Show(AliveOf(tree));
+  std::printf(
+      "COMMAND's tree gone %.1f ms after lockfleet's SIGKILL\n",
+      std::chrono::duration<double, std::milli>(steady_clock::now() - killed)
+          .count());
 }
 
 TEST_F(LockCommandTest, LeftoversOfAnExitedCommandAreStoppedBeforeRelease) {
