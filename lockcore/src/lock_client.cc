@@ -184,12 +184,18 @@ Reply LockCore::EvalRetryOnce(const Script& script,
 
 Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
                             int64_t fence, const std::string& hold_id,
-                            Clock::TimePoint deadline) {
+                            Clock::TimePoint deadline, bool again) {
   // The hold id is the release's request id: a retry after a lost reply
-  // finds the first try's reply latched under it. Fence 0 sends "": the hold
+  // finds the first try's reply latched under it. A release of a hold
+  // remembered after a fault (`again`) is a request of its own, named by
+  // the grant it is sent to: the latched answer of an earlier release of the
+  // same hold (a give-back that freed the lock) must not stand in for it —
+  // a late try may have granted the hold since. Fence 0 sends "": the hold
   // id alone names the grant (ids are unique).
+  const std::string request =
+      again ? hold_id + "@" + std::to_string(fence) : hold_id;
   return EvalRetryOnce(
-      ReleaseScript(), KeysWithLatch(name, hold_id),
+      ReleaseScript(), KeysWithLatch(name, request),
       {owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
        std::to_string(options_.claim_window.count()),
        std::to_string(options_.retry_latch.count())},
@@ -336,7 +342,8 @@ void LockCore::ReleaseOrphans(const std::string& name, const std::string& owner,
       if (deadline != Clock::TimePoint::max() &&
           options_.clock->Now() >= deadline)
         break;
-      Reply r = ReleaseHold(name, owner, fence, hold_ids[i], deadline);
+      Reply r = ReleaseHold(name, owner, fence, hold_ids[i], deadline,
+                            /*again=*/true);
       const long long status = Element(r, 0, "release").integer;
       if (status == 1 || status == 3)
         Freed(name, owner, fence, UnlockCause::kRelease, r, 1);
@@ -522,12 +529,14 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       RunHook(name);
     }
     if (options.stop.stop_requested()) {
+      if (failed) pass_wake_on();  // the wake an outage kept (see above)
       cancellations_.fetch_add(1, std::memory_order_relaxed);
       result.status = AcquireStatus::kCancelled;
       return result;
     }
     Clock::TimePoint now = options_.clock->Now();
     if (now >= deadline) {
+      if (failed) pass_wake_on();
       timeouts_.fetch_add(1, std::memory_order_relaxed);
       result.status = AcquireStatus::kTimedOut;
       return result;

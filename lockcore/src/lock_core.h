@@ -150,9 +150,12 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                       Clock::TimePoint deadline = Clock::TimePoint::max(),
                       bool* may_have_run = nullptr);
   // The release script for one hold (fence 0: whichever grant carries it).
+  // `again`: a remembered hold released after a fault (a request of its own,
+  // see lock_client.cc).
   Reply ReleaseHold(const std::string& name, const std::string& owner,
                     int64_t fence, const std::string& hold_id,
-                    Clock::TimePoint deadline = Clock::TimePoint::max());
+                    Clock::TimePoint deadline = Clock::TimePoint::max(),
+                    bool again = false);
   // Runs the test hook, if one is set (cheap when none is).
   void RunHook(std::string_view name);
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,

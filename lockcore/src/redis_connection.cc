@@ -101,20 +101,28 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
   // Child processes (lockfleet lock's COMMAND, say) must not inherit our
   // connections. hiredis 0.14 cannot open the socket with SOCK_CLOEXEC.
   ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
-  // AUTH and SELECT get what is left of the budget (the next Run() sets the
-  // timeout it needs).
-  if (budget.count() > 0) {
-    set_timeout_ = std::clamp(
-        budget - std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - start),
-        std::chrono::milliseconds(1), command_timeout);
-  }
   if (redisSetTimeout(ctx_.get(), ToTimeval(set_timeout_)) != REDIS_OK)
     Fail("set timeout");
   if (endpoint.unix_path.empty()) redisEnableKeepAlive(ctx_.get());
 
+  // AUTH and SELECT each get what is left of the budget (the next Run()
+  // sets the timeout it needs).
+  auto left = [&] {
+    if (budget.count() <= 0) return command_timeout;
+    const auto rest =
+        budget - std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start);
+    if (rest.count() <= 0) {
+      broken_ = true;
+      throw Error(ErrorCode::kRedisTimeout,
+                  "Redis at " + where_ +
+                      ": the call's budget ran out while "
+                      "connecting");
+    }
+    return std::min(rest, command_timeout);
+  };
   auto must_ok = [&](const Command& cmd, const char* what) {
-    Reply r = std::move(Run({&cmd}, set_timeout_).front());
+    Reply r = std::move(Run({&cmd}, left()).front());
     if (r.is_error()) {
       broken_ = true;
       throw Error(CodeForErrorReply(r.str, ErrorCode::kRedisAuth),

@@ -67,6 +67,10 @@ void LockCore::StopWatchdog() {
   std::vector<std::shared_ptr<HeldLock>> left;
   {
     std::lock_guard lock(mu_);
+    // Lost just before the stop, their callbacks never run: their tokens
+    // are still requested.
+    for (auto& held : deferred_calls_) left.push_back(std::move(held));
+    deferred_calls_.clear();
     for (const auto& [key, held] : held_) {
       if (held->released || held->lost.exchange(true)) continue;
       leases_lost_.fetch_add(1, std::memory_order_relaxed);

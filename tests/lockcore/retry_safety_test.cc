@@ -502,6 +502,55 @@ TEST_F(RetrySafety, TryThatRunsAfterItsGiveBackIsGivenBackAtTheNextGrant) {
   EXPECT_FALSE(inspector->Inspect("after").locked);
 }
 
+// As above, but the give-back found the hold (the first try had run) and
+// freed the lock — its answer latched under the hold id — and only then
+// the retry ran late and granted the hold again. The owner's next grant
+// must really release it: replaying the give-back's latched answer instead
+// (review finding) left the hold in the lock, and published a release event
+// for the owner's live grant.
+TEST_F(RetrySafety, LateTryAfterAGiveBackThatFoundTheHoldIsGivenBackToo) {
+  RedisOptions ro;
+  ro.url = proxy_->url();
+  ro.command_timeout = seconds(2);
+  LoopbackBus bus;  // counts what A publishes
+  LockClient a(std::make_shared<RedisClient>(ro),
+               {.publisher = std::shared_ptr<UnlockPublisher>(
+                    &bus, [](UnlockPublisher*) {})});
+  auto inspector = NewClient();
+  ASSERT_FALSE(a.Inspect("twice").locked);  // it has reached Redis
+  const std::string sha =
+      redis_
+          ->Execute({"SCRIPT", "LOAD", internal::AcquireFairScript().source()})
+          .str;
+  const AcquireOptions o{.lease = seconds(60), .owner = "twice:a"};
+  // The first try runs at 1 s and its reply is dropped; the retry (sent at
+  // once) times out at 3 s, then the give-back finds and frees the hold;
+  // the retry runs at 6 s and grants it again.
+  proxy_->DelayNextRequest(sha, seconds(1));
+  proxy_->DelayNextRequest(sha, seconds(5));
+  try {
+    a.TryAcquire("twice", o);
+    ADD_FAILURE() << "the delayed retry did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisTimeout) << e.what();
+  }
+  EXPECT_FALSE(inspector->Inspect("twice").locked);  // given back
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 2; }));
+  LockInfo late = inspector->Inspect("twice");
+  ASSERT_TRUE(late.locked) << "the retry did not run late";
+  EXPECT_EQ(late.hold_count, 1);
+
+  const uint64_t published = a.stats().events_published;
+  AcquireResult again = a.TryAcquire("twice", o);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(inspector->Inspect("twice").hold_count, 1)
+      << "the late hold was not given back";
+  EXPECT_EQ(a.stats().events_published, published)
+      << "an unlock event for a grant still held";
+  EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("twice").locked);
+}
+
 // Calls that fail before their script leaves the client (Redis down: the
 // connect is refused) certainly granted nothing: they must not pile up
 // holds to give back, which the next grant would then send one by one (a

@@ -25,7 +25,11 @@
 // Only Redis ends a hold: a renewal answered "not ours", or validity running
 // out. An unlock event (even a `force` one naming this grant) is a hint that
 // makes the client check the grant with Redis at once; it never marks a
-// lease lost by itself.
+// lease lost by itself. The one exception is local: destroying the
+// LockClient stops its watchdog, so the leases still held count as lost
+// from then on (nothing renews them or would tell them when they end), and
+// their stop tokens are requested on the destroying thread; their on_lost
+// callbacks do not run.
 //
 // Re-entry keeps the grant's mode: a grant taken with an explicit lease is
 // not turned into a watchdog-renewed one by a later reentrant acquisition
@@ -86,8 +90,9 @@ class Lease {
   // must not be used to touch the protected resource; fencing rejects it.
   bool lost() const noexcept;
 
-  // Requested once when the grant is lost (see above), on the watchdog thread,
-  // before the on_lost callbacks run; never by Release(). The token stays
+  // Requested once when the grant is lost (see above), on the watchdog thread
+  // before the on_lost callbacks run (or on the thread destroying the
+  // LockClient); never by Release(). The token stays
   // usable after the Lease is released or destroyed. Pass it to work done
   // under the lock (std::stop_callback, std::jthread, a handler's
   // cancellation) so that the work stops when the lock is gone. On a Lease
