@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -52,6 +51,29 @@ bool ReadPid(int fd, int32_t* pid) {
   ::_exit(0);
 }
 
+// The file's contents, or "" if it cannot be read: a /proc file vanishes, or
+// fails to read (ESRCH), when its process exits meanwhile — which
+// std::ifstream reports by throwing from underflow.
+std::string ReadWhole(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      out.append(buffer, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      if (n < 0) out.clear();
+      break;
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
 }  // namespace
 
 std::vector<pid_t> LiveProcessesInGroup(pid_t pgid) {
@@ -60,9 +82,8 @@ std::vector<pid_t> LiveProcessesInGroup(pid_t pgid) {
   if (proc == nullptr) return members;
   while (const dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + entry->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
+    const std::string stat =
+        ReadWhole(std::string("/proc/") + entry->d_name + "/stat");
     // "pid (comm) state ppid pgrp ...": comm may hold spaces and parens.
     const size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;

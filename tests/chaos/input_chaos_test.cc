@@ -221,7 +221,8 @@ TEST_F(InputChaosTest, GarbageOnTheJobsTopicIsDeadLetteredAndCounted) {
 TEST_F(InputChaosTest, OddLockNamesThroughTheLibrary) {
   LockClient locks(redis_);
   for (const std::string& name :
-       {std::string(), std::string(1024 * 1024, 'x'), std::string(1025, 'x')}) {
+       {std::string(), std::string(1024 * 1024, 'x'), std::string(1025, 'x'),
+        std::string("}{"), std::string("}")}) {  // '}' first: no hash tag
     try {
       locks.TryAcquire(name);
       ADD_FAILURE() << name.size() << "-byte name accepted";
@@ -234,7 +235,7 @@ TEST_F(InputChaosTest, OddLockNamesThroughTheLibrary) {
   const std::vector<std::string> names{
       std::string("nul\0byte\xff\xfe", 10),
       "{}",
-      "}{",
+      "a}{",
       "{a}{b}",
       " { spaced } ",
       "*?[glob]",

@@ -46,6 +46,8 @@ TEST(JobTest, RejectsMalformedRecordsNamingTheField) {
             "field 'id': expected a string, found number");
   EXPECT_EQ(ParseError(R"({"id":"a","lock":"","type":"t"})"),
             "field 'lock': expected a non-empty string");
+  EXPECT_EQ(ParseError(R"({"id":"a","lock":"}x","type":"t"})"),
+            "field 'lock': must not start with '}'");
   EXPECT_EQ(ParseError(R"({"id":"a","lock":"l","type":"t","payload":[]})"),
             "field 'payload': expected an object, found array");
   EXPECT_EQ(

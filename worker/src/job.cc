@@ -22,6 +22,11 @@ std::string CheckField(std::string_view field, std::string_view value,
     return "field '" + std::string(field) + "': longer than " +
            std::to_string(max_bytes) + " bytes";
   }
+  if (field == "lock" && value.front() == '}') {
+    // lockcore refuses it (its keys' hash tag would be empty): say so here,
+    // where the job is refused with its reason, not at the acquire.
+    return "field 'lock': must not start with '}'";
+  }
   return "";
 }
 
