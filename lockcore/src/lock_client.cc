@@ -451,12 +451,20 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnWaiting(+1);
+  // A wake-up (kLocal/kEvent) not yet followed by an attempt that reached
+  // Redis: nothing used it. A call that leaves hands it to the next local
+  // waiter (through Unregister), instead of that waiter sleeping out its
+  // bound for a free lock. A call riding an outage out keeps it through its
+  // back-off parks and tries again: passed on at once, every local waiter
+  // would fail in turn, a busy loop for as long as Redis is down.
+  WakeCause unused_wake = WakeCause::kNone;
   struct Leave {
     LockCore* core;
     const std::string& name;
     const std::string& owner;
     const std::string& hold_id;
     const bool& may_hold;
+    const WakeCause& unused_wake;
     WaitTable::Slot* slot;
     const AcquireResult& result;
     ~Leave() {
@@ -468,20 +476,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       // A try whose reply a Redis fault lost may have granted a hold nobody
       // renews (it would block the lock for its whole lease): give it back.
       if (!acquired && may_hold) core->GiveBackLostHolds(name, owner, hold_id);
-      core->waits_.Unregister(name, slot, acquired);
+      core->waits_.Unregister(name, slot, unused_wake);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
       if (core->observer()) core->observer()->OnWaiting(-1);
     }
-  } leave{this, name, owner, hold_id, may_hold, &slot, result};
+  } leave{this, name, owner, hold_id, may_hold, unused_wake, &slot, result};
 
-  WakeCause last_wake = WakeCause::kNone;
-  // We were woken for a free lock but cannot use it: let the next local
-  // waiter try instead of sleeping out its bound.
-  auto pass_wake_on = [&] {
-    if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
-      waits_.WakeOne(name, last_wake);
-    last_wake = WakeCause::kNone;
-  };
   bool in_outage = false;
   Clock::TimePoint outage_since;
   milliseconds backoff(0);
@@ -491,17 +491,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     try {
       a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, true,
                   deadline, &may_hold);
+      unused_wake = WakeCause::kNone;
       in_outage = false;
       backoff = milliseconds(0);
     } catch (const Error& e) {
-      // Leaving: a wake this call used goes on to the next local waiter.
-      // Riding the outage out: it is kept — this call tries again after its
-      // back-off, whereas passed on it would make every local waiter fail
-      // in turn at once, a busy loop for as long as Redis is down.
-      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed)) {
-        pass_wake_on();
+      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
         throw;
-      }
       result.last_error = e.what();
       const Clock::TimePoint now = options_.clock->Now();
       if (!in_outage) {
@@ -510,33 +505,24 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       }
       if (now >= deadline) {
         // Out of time during an outage: a timeout, with its cause.
-        pass_wake_on();
         timeouts_.fetch_add(1, std::memory_order_relaxed);
         result.status = AcquireStatus::kTimedOut;
         return result;
       }
-      if (now - outage_since >= options_.outage_grace) {
-        pass_wake_on();
-        throw;
-      }
+      if (now - outage_since >= options_.outage_grace) throw;
       failed = true;
-    } catch (...) {
-      pass_wake_on();
-      throw;
     }
     if (!failed) {
       if (finish(a)) return result;
       RunHook(name);
     }
     if (options.stop.stop_requested()) {
-      if (failed) pass_wake_on();  // the wake an outage kept (see above)
       cancellations_.fetch_add(1, std::memory_order_relaxed);
       result.status = AcquireStatus::kCancelled;
       return result;
     }
     Clock::TimePoint now = options_.clock->Now();
     if (now >= deadline) {
-      if (failed) pass_wake_on();
       timeouts_.fetch_add(1, std::memory_order_relaxed);
       result.status = AcquireStatus::kTimedOut;
       return result;
@@ -557,7 +543,9 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A queued waiter must refresh its presence before it lapses.
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
-    last_wake = waits_.Park(&slot, bound, options.stop);
+    const WakeCause last_wake = waits_.Park(&slot, bound, options.stop);
+    if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
+      unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {
       observer()->OnWakeup(name, last_wake == WakeCause::kLocal
                                      ? lockfleet::WakeCause::kLocal

@@ -11,7 +11,8 @@ void WaitTable::Register(const std::string& name, Slot* slot) {
   slots_[name].push_back(slot);
 }
 
-void WaitTable::Unregister(const std::string& name, Slot* slot, bool acquired) {
+void WaitTable::Unregister(const std::string& name, Slot* slot,
+                           WakeCause unused) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);
   if (it == slots_.end()) return;
@@ -19,9 +20,13 @@ void WaitTable::Unregister(const std::string& name, Slot* slot, bool acquired) {
   // An unconsumed wake is passed on even by a waiter that acquired: it may
   // announce a later free (a force-unlock of the grant just taken). At worst
   // the next waiter makes one needless attempt.
-  (void)acquired;
   bool pass_on = slot->woken;
   WakeCause cause = slot->cause;
+  if (!pass_on &&
+      (unused == WakeCause::kLocal || unused == WakeCause::kEvent)) {
+    pass_on = true;
+    cause = unused;
+  }
   slot->woken = false;
   if (it->second.empty()) {
     slots_.erase(it);

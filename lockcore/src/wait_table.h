@@ -33,9 +33,11 @@ class WaitTable {
 
   void Register(const std::string& name, Slot* slot);
 
-  // Leaves the table. An unconsumed wake the slot still holds goes to the
-  // next waiter (`acquired` is informational).
-  void Unregister(const std::string& name, Slot* slot, bool acquired);
+  // Leaves the table. A wake the slot still holds goes to the next waiter,
+  // and so does `unused` (kLocal or kEvent): a wake the departing waiter
+  // took from Park but could not use (its attempt then failed).
+  void Unregister(const std::string& name, Slot* slot,
+                  WakeCause unused = WakeCause::kNone);
 
   // Parks until woken, `timeout` elapses or `stop` is requested; consumes
   // the wake. Returns kLocal/kEvent (woken), kBound or kCancelled.

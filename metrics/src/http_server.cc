@@ -381,7 +381,11 @@ class HttpServer::Loop {
       Conn conn;
       conn.fd = std::move(fd);
       conn.deadline = now + limits_.request_timeout;
-      conns_.emplace(next_id_++, std::move(conn));
+      const uint64_t id = next_id_++;
+      auto it = conns_.emplace(id, std::move(conn)).first;
+      // A probe sends its head with the connect: read it now, before the
+      // rest of this batch can push the new connection out.
+      if (!Read(id, it->second, now)) conns_.erase(it);
     }
   }
 

@@ -429,6 +429,59 @@ TEST_F(SafetyFaults, OutageLongerThanTheGraceIsAnError) {
   server_.Start();
 }
 
+// A wake-up that reached a waiter while Redis was down was not used: when
+// that waiter gives up, the next local waiter gets it, through the waiter's
+// back-off parks too. Without it, the next waiter sleeps out its bound (here
+// a 60 s lease) beside a free lock: a lost wake-up.
+TEST_F(SafetyFaults, AWakeAWaiterCouldNotUseInAnOutageGoesToTheNextWaiter) {
+  LockClient holder(Redis(seconds(2)));
+  LockClient waiters(
+      Redis(milliseconds(500)),
+      {.park_cap = seconds(120), .fair = false, .outage_grace = seconds(120)});
+  AcquireResult held = holder.TryAcquire("kept", {.lease = seconds(60)});
+  ASSERT_TRUE(held);
+  // Each waiter's call ends when its thread is asked to stop (so a failed
+  // assertion never leaves one waiting).
+  auto wait = [&](std::promise<AcquireResult>& done) {
+    return [&](std::stop_token stop) {
+      try {
+        done.set_value(
+            waiters.AcquireFor("kept", seconds(110), {.stop = stop}));
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    };
+  };
+  std::promise<AcquireResult> first_done, second_done;
+  auto first_result = first_done.get_future();
+  auto second_result = second_done.get_future();
+  // `first` is parked (its attempt counted) before `second` starts: it is
+  // the oldest waiter, the one a wake-up reaches.
+  std::jthread first(wait(first_done));
+  ASSERT_TRUE(WaitUntil([&] { return waiters.stats().attempts >= 1; }));
+  std::jthread second(wait(second_done));
+  ASSERT_TRUE(WaitUntil([&] { return waiters.stats().attempts >= 2; }));
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  server_.Stop();
+  // The release event arrives while Redis is down: `first` wakes, fails
+  // and backs off (parking: a back-off is no wake-up of its own).
+  UnlockEvent event;
+  event.lock = "kept";
+  event.owner = held.lease.owner();
+  event.fence = held.lease.fence();
+  event.client_id = "the-holder";
+  waiters.DeliverUnlockEvent(event);
+  ASSERT_TRUE(WaitUntil([&] { return waiters.stats().outage_waits >= 2; }));
+  EXPECT_EQ(waiters.stats().wakeups_event, 1u);
+  first.request_stop();
+  EXPECT_EQ(first_result.get().status, AcquireStatus::kCancelled);
+  server_.Start();
+  ASSERT_EQ(second_result.wait_for(seconds(30)), std::future_status::ready)
+      << "the second waiter slept beside a free lock";
+  EXPECT_TRUE(second_result.get());
+  EXPECT_EQ(waiters.stats().wakeups_event, 2u);  // the one passed on
+}
+
 TEST_F(SafetyFaults, NeverReachedRedisFailsAtOnce) {
   server_.Stop();
   LockClient waiter(Redis(milliseconds(500)));

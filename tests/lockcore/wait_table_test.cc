@@ -18,7 +18,7 @@ TEST(WaitTable, WakeBeforeParkIsNotLost) {
   table.Register("a", &slot);
   EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));  // lands before Park
   EXPECT_EQ(table.Park(&slot, seconds(30), {}), WakeCause::kEvent);
-  table.Unregister("a", &slot, true);
+  table.Unregister("a", &slot);
 }
 
 TEST(WaitTable, ParkIsBounded) {
@@ -26,7 +26,7 @@ TEST(WaitTable, ParkIsBounded) {
   WaitTable::Slot slot;
   table.Register("a", &slot);
   EXPECT_EQ(table.Park(&slot, milliseconds(5), {}), WakeCause::kBound);
-  table.Unregister("a", &slot, false);
+  table.Unregister("a", &slot);
 }
 
 TEST(WaitTable, WakeOneWakesExactlyOneOldestFirst) {
@@ -37,8 +37,8 @@ TEST(WaitTable, WakeOneWakesExactlyOneOldestFirst) {
   EXPECT_TRUE(table.WakeOne("a", WakeCause::kLocal));
   EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kLocal);
   EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kBound);
-  table.Unregister("a", &first, true);
-  table.Unregister("a", &second, false);
+  table.Unregister("a", &first);
+  table.Unregister("a", &second);
 }
 
 TEST(WaitTable, WakesOnlyTheNamedLock) {
@@ -47,7 +47,7 @@ TEST(WaitTable, WakesOnlyTheNamedLock) {
   table.Register("a", &slot);
   EXPECT_FALSE(table.WakeOne("b", WakeCause::kEvent));
   EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
-  table.Unregister("a", &slot, false);
+  table.Unregister("a", &slot);
   EXPECT_EQ(table.waiters("a"), 0u);
 }
 
@@ -56,10 +56,10 @@ TEST(WaitTable, DepartingWaiterPassesItsWakeOn) {
   WaitTable::Slot leaving, staying;
   table.Register("a", &leaving);
   table.Register("a", &staying);
-  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));   // goes to `leaving`
-  table.Unregister("a", &leaving, /*acquired=*/false);  // timed out instead
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));  // goes to `leaving`
+  table.Unregister("a", &leaving);                     // timed out instead
   EXPECT_EQ(table.Park(&staying, milliseconds(0), {}), WakeCause::kEvent);
-  table.Unregister("a", &staying, true);
+  table.Unregister("a", &staying);
 }
 
 TEST(WaitTable, ConsumedWakeIsNotPassedOn) {
@@ -70,9 +70,31 @@ TEST(WaitTable, ConsumedWakeIsNotPassedOn) {
   table.WakeOne("a", WakeCause::kEvent);
   EXPECT_EQ(table.Park(&winner, milliseconds(0), {}),
             WakeCause::kEvent);  // consumed
-  table.Unregister("a", &winner, /*acquired=*/true);
+  table.Unregister("a", &winner);
   EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kBound);
-  table.Unregister("a", &other, false);
+  table.Unregister("a", &other);
+}
+
+// A waiter that took a wake from Park, then failed its attempt (Redis
+// down) and leaves, hands that wake on: the next waiter must not sleep out
+// its bound for a free lock.
+TEST(WaitTable, DepartingWaiterPassesOnAWakeItCouldNotUse) {
+  WaitTable table;
+  WaitTable::Slot leaving, staying;
+  table.Register("a", &leaving);
+  table.Register("a", &staying);
+  table.WakeOne("a", WakeCause::kLocal);
+  const WakeCause took = table.Park(&leaving, milliseconds(0), {});
+  ASSERT_EQ(took, WakeCause::kLocal);
+  table.Unregister("a", &leaving, took);  // its attempt failed
+  EXPECT_EQ(table.Park(&staying, milliseconds(0), {}), WakeCause::kLocal);
+  table.Unregister("a", &staying);
+  // A bound or a cancellation is no wake to pass on.
+  table.Register("a", &leaving);
+  table.Register("a", &staying);
+  table.Unregister("a", &leaving, WakeCause::kBound);
+  EXPECT_EQ(table.Park(&staying, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &staying);
 }
 
 // Review finding: a wake arriving after a waiter's successful attempt (a
@@ -83,9 +105,9 @@ TEST(WaitTable, LateWakeIsPassedOnEvenByAWaiterThatAcquired) {
   table.Register("a", &winner);
   table.Register("a", &other);
   table.WakeOne("a", WakeCause::kEvent);  // lands after winner's last park
-  table.Unregister("a", &winner, /*acquired=*/true);
+  table.Unregister("a", &winner);
   EXPECT_EQ(table.Park(&other, milliseconds(0), {}), WakeCause::kEvent);
-  table.Unregister("a", &other, false);
+  table.Unregister("a", &other);
 }
 
 TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
@@ -99,8 +121,8 @@ TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
   EXPECT_FALSE(table.WakeWaiter("a", "w:3", WakeCause::kEvent));
   EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kBound);
   EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kEvent);
-  table.Unregister("a", &first, false);
-  table.Unregister("a", &second, true);
+  table.Unregister("a", &first);
+  table.Unregister("a", &second);
 }
 
 TEST(WaitTable, StopTokenCancelsPark) {
@@ -115,7 +137,7 @@ TEST(WaitTable, StopTokenCancelsPark) {
   EXPECT_EQ(table.Park(&slot, seconds(60), stop.get_token()),
             WakeCause::kCancelled);
   canceller.join();
-  table.Unregister("a", &slot, false);
+  table.Unregister("a", &slot);
 }
 
 TEST(WaitTable, CrossThreadWakeReachesParkedWaiter) {
@@ -127,7 +149,7 @@ TEST(WaitTable, CrossThreadWakeReachesParkedWaiter) {
   });
   EXPECT_EQ(table.Park(&slot, seconds(60), {}), WakeCause::kLocal);
   waker.join();
-  table.Unregister("a", &slot, true);
+  table.Unregister("a", &slot);
 }
 
 }  // namespace

@@ -98,10 +98,9 @@ struct LockClientOptions {
   bool fair = true;
   // A queued waiter refreshes its place at least every presence_window / 3;
   // one that stops (died, hung) is skipped once this much time has passed.
-  std::chrono::milliseconds presence_window{
-      3000};  // >= 30ms
-              // A handed-off lock the grantee has not claimed within this
-              // passes on.
+  // >= 30ms.
+  std::chrono::milliseconds presence_window{3000};
+  // A handed-off lock the grantee has not claimed within this passes on.
   // Must exceed presence_window / 3 (the longest fair park) and not exceed
   // presence_window (so a dead waiter costs at most one presence window).
   // The releaser's claim window applies to its hand-off, and the waiter's
