@@ -116,12 +116,19 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "--mode kafka: afterwards, measure one-way event latency "
                   "with N events. Default: 0 (off)")
       ->type_name("N");
+  app->add_option("--config", args->config_path,
+                  "Bench the deployment of this config file: its Redis (URL, "
+                  "timeouts) and its Kafka (bootstrap, unlock topic, "
+                  "properties such as SASL/SSL, event key). The locks keep "
+                  "their own key prefix; --redis and --kafka override")
+      ->type_name("FILE");
   app->add_option("--redis", args->redis,
-                  "Redis URL. Default: start a private redis-server")
+                  "Redis URL. Default: the config's, else start a private "
+                  "redis-server")
       ->type_name("URL");
   app->add_option("--kafka", args->kafka,
-                  "--mode kafka: broker list. Default: start an embedded "
-                  "broker")
+                  "--mode kafka: broker list. Default: the config's, else "
+                  "start an embedded broker")
       ->type_name("BOOTSTRAP");
   AddEventKeyOptions(*app, args->event_key);
   app->add_flag("--json", args->json, "Print one JSON object");
@@ -132,7 +139,12 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
   subcommand.app = app;
   subcommand.run = [args, poll_interval](const Context& context) {
     args->poll_interval_given = poll_interval->count() > 0;
-    CheckBenchArgs(*args);
+    try {
+      CheckBenchArgs(*args);
+    } catch (const config::ConfigErrors& e) {
+      for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
+      return kExitUsage;
+    }
     if (args->child()) {
       if (args->run_dir.empty() || args->redis.empty()) {
         throw UsageError("--child-index needs --run-dir and --redis");

@@ -16,6 +16,7 @@
 
 #include "bench_records.h"
 #include "child_process.h"
+#include "config_options.h"
 #include "kafka_wakeups.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/kafka_notifier.h"
@@ -41,14 +42,6 @@ void SleepUnlessStopped(std::stop_token stop, nanoseconds duration) {
   while (!stop.stop_requested() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::min<nanoseconds>(
         milliseconds(20), until - std::chrono::steady_clock::now()));
-  }
-}
-
-void LogToStderr(notifier::LogLevel level, std::string_view message) {
-  if (level == notifier::LogLevel::kWarning) {
-    PrintError("kafka warning: " + std::string(message));
-  } else if (level == notifier::LogLevel::kError) {
-    PrintError("kafka error: " + std::string(message));
   }
 }
 
@@ -168,19 +161,17 @@ int RunContender(const BenchArgs& args, const Context& context) {
 
   std::shared_ptr<notifier::KafkaNotifier> kafka;
   if (args.mode == BenchMode::kKafka) {
-    notifier::KafkaOptions options{.bootstrap = args.kafka,
-                                   .event_keys = args.event_keys,
-                                   .log = LogToStderr};
-    if (args.fetch_wait_ms > 0)
-      options.fetch_wait = milliseconds(args.fetch_wait_ms);
-    kafka = std::make_shared<notifier::KafkaNotifier>(options);
+    kafka = StartKafka(BenchKafkaOptions(args, args.kafka));
   }
   LockClientOptions lock_options{
       .key_prefix = kBenchKeyPrefix, .fair = args.fair, .publisher = kafka};
   if (args.park_cap_ms > 0)
     lock_options.park_cap = milliseconds(args.park_cap_ms);
-  auto redis = std::make_shared<RedisClient>(
-      RedisOptions{.url = args.redis, .pool_size = args.threads + 2});
+  RedisOptions redis_options =
+      args.config ? RedisOptionsFrom(args.config->redis) : RedisOptions{};
+  redis_options.url = args.redis;
+  redis_options.pool_size = args.threads + 2;
+  auto redis = std::make_shared<RedisClient>(redis_options);
   auto locks = std::make_unique<LockClient>(redis, lock_options);
   auto subscription =
       std::make_unique<ScopedSubscription>(kafka.get(), locks.get());

@@ -1,6 +1,7 @@
 #include "bench_options.h"
 
 #include "command.h"
+#include "config_options.h"
 #include "kafka_wakeups.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
@@ -55,6 +56,14 @@ void CheckBenchArgs(BenchArgs& args) {
   args.fair =
       args.mode != BenchMode::kPoll &&
       (args.fair_flag || (!args.no_fair_flag && LockClientOptions{}.fair));
+  if (!args.config_path.empty()) {
+    args.config = config::LoadFile(args.config_path);  // ConfigErrors
+    if (args.redis.empty()) args.redis = args.config->redis.url;
+    if (args.mode == BenchMode::kKafka && args.kafka.empty() &&
+        args.config->kafka) {
+      args.kafka = args.config->kafka->bootstrap;
+    }
+  }
   if (args.mode != BenchMode::kKafka) {
     if (!args.kafka.empty()) {
       throw UsageError("--kafka applies to --mode kafka only");
@@ -69,6 +78,9 @@ void CheckBenchArgs(BenchArgs& args) {
       throw UsageError(
           "--event-key-env and --event-key-file apply to --mode kafka only");
     }
+  } else if (args.config && args.config->kafka &&
+             EventKeyArgv(args.event_key).empty()) {
+    args.event_keys = args.config->kafka->event_keys;  // the config's own
   } else {
     args.event_keys = ResolveEventKeys(args.event_key);
   }
@@ -140,7 +152,24 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
     const std::vector<std::string> event_key = EventKeyArgv(args.event_key);
     argv.insert(argv.end(), event_key.begin(), event_key.end());
   }
+  if (!args.config_path.empty()) {
+    argv.insert(argv.end(), {"--config", args.config_path});
+  }
   return argv;
+}
+
+notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
+                                         const std::string& bootstrap) {
+  notifier::KafkaOptions options;
+  if (args.config && args.config->kafka) {
+    options = KafkaOptionsFrom(*args.config->kafka);
+  }
+  options.bootstrap = bootstrap;
+  options.event_keys = args.event_keys;
+  if (args.fetch_wait_ms > 0) {
+    options.fetch_wait = std::chrono::milliseconds(args.fetch_wait_ms);
+  }
+  return options;
 }
 
 std::string BenchLockName(int index) {

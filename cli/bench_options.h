@@ -3,11 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "event_key_options.h"
+#include "lockfleet/config/config.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
 
@@ -36,7 +39,12 @@ struct BenchArgs {
   bool fair = LockClientOptions{}.fair;  // the result, set by CheckBenchArgs()
   int fetch_wait_ms = 0;                 // 0: the notifier's default
   int park_cap_ms = 0;                   // 0: the product's default
-  int event_latency = 0;   // events for the one-way latency probe; 0: none
+  int event_latency = 0;  // events for the one-way latency probe; 0: none
+  // --config: the deployment's Redis URL and timeouts, and its Kafka
+  // (bootstrap, topic, properties such as SASL/SSL, event key), loaded by
+  // CheckBenchArgs(); --redis, --kafka and the key options override it.
+  std::string config_path;
+  std::optional<config::Config> config;
   std::string redis;       // empty: start a private redis-server
   std::string kafka;       // empty: start the embedded broker (kafka mode)
   EventKeyArgs event_key;  // --event-key-env / --event-key-file
@@ -63,6 +71,11 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
                                        const std::string& run_dir,
                                        const std::string& redis,
                                        const std::string& kafka);
+
+// The Kafka client settings of a run at `bootstrap`: the config's (if it
+// has a kafka section), --fetch-wait-ms and the event keys.
+notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
+                                         const std::string& bootstrap);
 
 // The name of lock `index` of a run ("bench:0", ...).
 std::string BenchLockName(int index);

@@ -205,9 +205,9 @@ int Bench::StartKafka() {
   bootstrap_ = args_.kafka;
   result_.kafka = bootstrap_ + Signed();
   // Fail fast, before P processes each wait for it.
-  auto probe = std::make_shared<notifier::KafkaNotifier>(notifier::KafkaOptions{
-      .bootstrap = bootstrap_,
-      .log = [](notifier::LogLevel, std::string_view) {}});
+  notifier::KafkaOptions options = BenchKafkaOptions(args_, bootstrap_);
+  options.log = [](notifier::LogLevel, std::string_view) {};
+  auto probe = std::make_shared<notifier::KafkaNotifier>(std::move(options));
   const bool ready = probe->WaitUntilReady(seconds(15));
   ShutDownKafka(std::move(probe), seconds(5));
   if (!ready) {

@@ -28,33 +28,6 @@ std::string RandomSuffix() {
 
 }  // namespace
 
-RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
-  return RedisOptions{.url = redis.url,
-                      .pool_size = redis.pool_size,
-                      .connect_timeout = redis.connect_timeout,
-                      .command_timeout = redis.command_timeout};
-}
-
-LockClientOptions LockOptionsFrom(const config::Config& config) {
-  return LockClientOptions{.key_prefix = config.redis.key_prefix,
-                           .default_lease = config.locks.lease,
-                           .park_cap = config.locks.park_cap,
-                           .fair = config.locks.fair,
-                           .presence_window = config.locks.presence_window,
-                           .claim_window = config.locks.claim_window};
-}
-
-notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
-  return notifier::KafkaOptions{.bootstrap = kafka.bootstrap,
-                                .topic = kafka.unlock_topic,
-                                .fetch_wait = kafka.fetch_wait,
-                                .message_timeout = kafka.message_timeout,
-                                .queue_max_messages = kafka.queue_max_messages,
-                                .properties = kafka.properties,
-                                .client_id = kafka.client_id,
-                                .event_keys = kafka.event_keys};
-}
-
 Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
              std::shared_ptr<const worker::HandlerRegistry> handlers,
              const Logger& logger)
@@ -89,7 +62,6 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
   lock_options.client_id = worker_id_ + "/" + RandomSuffix();
   if (config.kafka) {
     notifier::KafkaOptions kafka = KafkaOptionsFrom(*config.kafka);
-    kafka.client_id = config.kafka->client_id;
     kafka.log = logger_.NotifierSink("kafka");
     kafka.on_delay = [metrics = metrics_](std::chrono::nanoseconds delay) {
       metrics->ObserveNotificationDelay(delay);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "config_options.h"
 #include "lockfleet/config/config.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/metrics/http.h"
@@ -65,10 +66,5 @@ class Fleet {
   std::unique_ptr<metrics::MetricsServer> metrics_server_;
   std::unique_ptr<metrics::HealthServer> health_server_;
 };
-
-// The module options a config describes (exposed for tests and tools).
-RedisOptions RedisOptionsFrom(const config::RedisConfig& redis);
-LockClientOptions LockOptionsFrom(const config::Config& config);
-notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka);
 
 }  // namespace lockfleet::cli

@@ -87,16 +87,15 @@ std::string CheckBootstrap(std::string_view bootstrap) {
 }
 
 std::shared_ptr<notifier::KafkaNotifier> StartKafka(
-    const std::string& bootstrap, std::vector<std::string> event_keys) {
-  if (const std::string problem = CheckBootstrap(bootstrap); !problem.empty()) {
+    notifier::KafkaOptions options) {
+  if (const std::string problem = CheckBootstrap(options.bootstrap);
+      !problem.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
-                "bad Kafka bootstrap " + Quoted(bootstrap) + ": " + problem +
-                    " (expected HOST:PORT[,HOST:PORT...])");
+                "bad Kafka bootstrap " + Quoted(options.bootstrap) + ": " +
+                    problem + " (expected HOST:PORT[,HOST:PORT...])");
   }
-  return std::make_shared<notifier::KafkaNotifier>(
-      notifier::KafkaOptions{.bootstrap = bootstrap,
-                             .event_keys = std::move(event_keys),
-                             .log = LogToStderr});
+  if (!options.log) options.log = LogToStderr;
+  return std::make_shared<notifier::KafkaNotifier>(std::move(options));
 }
 
 bool ShutDownKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,

@@ -27,14 +27,13 @@ namespace lockfleet::cli {
 // string if it is fine, else what is wrong with it.
 std::string CheckBootstrap(std::string_view bootstrap);
 
-// A KafkaNotifier for `bootstrap` whose warnings and errors go to stderr as
+// A KafkaNotifier for `options` whose warnings and errors go to stderr as
 // "lockfleet: kafka warning: ..." lines (librdkafka's own rate-limited
-// messages; nothing below warning level), signing and checking unlock events
-// with `event_keys` (KafkaOptions::event_keys; empty: unsigned). Does not
-// wait for the broker. Throws Error(kInvalidArgument) for a bad bootstrap or
-// key, Error(kKafka) if librdkafka refuses to start.
+// messages; nothing below warning level) unless options.log is set. Does not
+// wait for the broker. Throws Error(kInvalidArgument) for a bad bootstrap,
+// key or property, Error(kKafka) if librdkafka refuses to start.
 std::shared_ptr<notifier::KafkaNotifier> StartKafka(
-    const std::string& bootstrap, std::vector<std::string> event_keys = {});
+    notifier::KafkaOptions options);
 
 // Destroys `notifier` — which flushes its last unlock events for up to 1 s —
 // on another thread, and waits for that at most `budget`. Returns false if

@@ -51,7 +51,7 @@ void ReportWaiting(const LockRequest& request, const AcquireResult& attempt,
       "waiting for lock " + Quoted(request.name) +
       (attempt.holder.empty() ? "" : " held by " + Quoted(attempt.holder)) +
       " (" + how + "; retrying at least every " +
-      config::FormatDuration(request.park_cap) + ")");
+      config::FormatDuration(request.locks.park_cap) + ")");
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ AcquireResult AcquireLock(LockClient& client, const LockRequest& request,
   if (kafka != nullptr && !kafka->WaitUntilReady(milliseconds(0))) {
     const Steady::time_point ready_by = Steady::now() + kKafkaReadyWait;
     const milliseconds retry_every =
-        std::min(kKafkaReadyRetry, request.park_cap);
+        std::min(kKafkaReadyRetry, request.locks.park_cap);
     Steady::time_point next_try = Steady::now() + retry_every;
     while (!kafka->WaitUntilReady(kKafkaReadyPoll)) {
       if (options.stop.stop_requested()) {
@@ -84,11 +84,11 @@ AcquireResult AcquireLock(LockClient& client, const LockRequest& request,
       const Steady::time_point now = Steady::now();
       if (deadline && now >= *deadline) return result;  // timed out
       if (now >= ready_by) {
-        PrintError("warning: Kafka at " + request.kafka_bootstrap + " (" +
+        PrintError("warning: Kafka at " + request.kafka->bootstrap + " (" +
                    request.kafka_source + ") not ready after " +
                    config::FormatDuration(kKafkaReadyWait) +
                    "; waiting without unlock events (retrying at least every " +
-                   config::FormatDuration(request.park_cap) + ")");
+                   config::FormatDuration(request.locks.park_cap) + ")");
         break;
       }
       if (now >= next_try) {

@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "config_options.h"
 #include "event_key_options.h"
 #include "lock_run.h"
+#include "lockfleet/config/config.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
 
@@ -57,7 +60,8 @@ ignored: give every process that shares the topic the same key.
 Exit status:
   N        COMMAND's own exit status (128+S if signal S killed it)
   2        bad arguments: missing NAME or COMMAND, bad duration, bad URL,
-           Kafka bootstrap or event key
+           Kafka bootstrap or event key, or a bad --config file (each
+           error names FILE:LINE:COL)
   69       Redis unreachable, timed out or refused authentication
   75       lock not acquired within --wait; the message names the holder
   76       lock lost while COMMAND ran (lease expired or force-unlocked);
@@ -65,7 +69,15 @@ Exit status:
   126/127  COMMAND could not be executed / was not found
   128+S    signal S (SIGINT 130, SIGTERM 143) arrived while waiting
 
-Environment:
+Config: with --config FILE, the settings come from the deployment's config
+file (the one 'lockfleet worker' reads; see 'lockfleet config example'):
+redis (url, timeouts, key_prefix), locks (lease, wait, park_cap, fair,
+windows) and kafka (bootstrap, unlock_topic, properties such as SASL/SSL,
+the event key), so the lock is the same lock the fleet takes. The options
+above override what they name; the environment variables below are then
+not read.
+
+Environment (without --config):
   LOCKFLEET_REDIS  Redis URL used when --redis is not given
   LOCKFLEET_KAFKA  Kafka bootstrap servers used when --kafka is not given
   LOCKFLEET_EVENT_KEY  the unlock-event key(s) when neither --event-key-env
@@ -73,10 +85,12 @@ Environment:
 
 Examples:
   lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full
-  lockfleet lock --kafka kafka1:9092,kafka2:9092 deploy -- ./deploy.sh)";
+  lockfleet lock --kafka kafka1:9092,kafka2:9092 deploy -- ./deploy.sh
+  lockfleet lock --config /etc/lockfleet/worker.yaml reindex -- ./reindex)";
 
 // Raw option values as CLI11 stores them.
 struct LockArgs {
+  std::string config_path;
   std::string redis_url;
   std::string wait;
   std::string lease;
@@ -89,6 +103,7 @@ struct LockArgs {
   std::string name;
   std::vector<std::string> stray;  // words after NAME and before "--"
   CLI::Option* name_option = nullptr;
+  CLI::Option* config_option = nullptr;
   CLI::Option* redis_option = nullptr;
   CLI::Option* wait_option = nullptr;
   CLI::Option* lease_option = nullptr;
@@ -128,45 +143,87 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
     throw UsageError("missing COMMAND after '--'");
   }
   request.command = context.trailing_args;
+
+  // Settings: a flag, else the --config file, else the environment, else
+  // the defaults.
+  std::optional<config::Config> config;
+  if (args.config_option->count() > 0) {
+    config = config::LoadFile(args.config_path);  // ConfigErrors: see run
+    request.redis = RedisOptionsFrom(config->redis);
+    request.redis_source = args.config_path + ": redis.url";
+    request.locks = LockOptionsFrom(*config);
+    request.wait = config->locks.wait;
+    if (config->kafka) {
+      request.kafka = KafkaOptionsFrom(*config->kafka);
+      request.kafka_source = args.config_path + ": kafka";
+    }
+  } else {
+    if (const char* env = std::getenv(kRedisUrlVariable);
+        env != nullptr && *env != '\0') {
+      request.redis.url = env;
+      request.redis_source = std::string("$") + kRedisUrlVariable;
+    } else {
+      request.redis.url = kDefaultRedisUrl;
+      request.redis_source = "default Redis URL";
+    }
+    if (const char* env = std::getenv(kKafkaVariable);
+        env != nullptr && *env != '\0') {
+      request.kafka = notifier::KafkaOptions{.bootstrap = env};
+      request.kafka_source = std::string("$") + kKafkaVariable;
+    }
+  }
+  if (args.redis_option->count() > 0) {
+    request.redis.url = args.redis_url;
+    request.redis_source = "--redis";
+  }
+  if (args.kafka_option->count() > 0) {
+    if (args.kafka.empty()) {
+      request.kafka.reset();  // '' turns Kafka off
+    } else {
+      // Over a config: its other Kafka settings (properties) still apply.
+      if (!request.kafka) request.kafka.emplace();
+      request.kafka->bootstrap = args.kafka;
+      request.kafka_source = "--kafka";
+    }
+  }
+  // Keys: an option names them; without one, the config's (its
+  // event_key_env / event_key_file), else $LOCKFLEET_EVENT_KEY.
+  const bool key_option = args.event_key.env_option->count() > 0 ||
+                          args.event_key.file_option->count() > 0;
+  if (request.kafka && (key_option || !config)) {
+    request.kafka->event_keys = ResolveEventKeys(args.event_key);
+  }
+
   if (args.wait_option->count() > 0) {
     request.wait = ParseDurationOption("--wait", args.wait);
   }
   if (args.lease_option->count() > 0) {
-    request.lease = ParseDurationOption("--lease", args.lease);
+    request.locks.default_lease = ParseDurationOption("--lease", args.lease);
   }
   if (args.park_cap_option->count() > 0) {
-    request.park_cap = ParseDurationOption("--park-cap", args.park_cap);
-    if (request.park_cap <= milliseconds(0) || request.park_cap > kMaxParkCap) {
+    const milliseconds park_cap =
+        ParseDurationOption("--park-cap", args.park_cap);
+    if (park_cap <= milliseconds(0) || park_cap > kMaxParkCap) {
       throw UsageError("--park-cap " + args.park_cap + ": must be 1ms.." +
                        config::FormatDuration(kMaxParkCap));
     }
+    request.locks.park_cap = park_cap;
+    if (!config) {
+      // In fair mode a queued waiter also wakes every presence_window / 3
+      // to keep its place, which would override a longer park cap: tie both
+      // to it. A park cap of 1s gives lockcore's defaults (3s, 2s). Claim
+      // within 2/3 of it: more than a park (presence/3), at most presence,
+      // so a killed waiter delays the queue by one presence window at most.
+      // (A config's windows are the fleet's: kept.)
+      request.locks.presence_window = std::max(3 * park_cap, milliseconds(30));
+      request.locks.claim_window = request.locks.presence_window * 2 / 3;
+    }
   }
-  request.fair = !args.no_fair;
+  if (args.no_fair) request.locks.fair = false;
   if (args.kill_after_option->count() > 0) {
     request.kill_after = ParseDurationOption("--kill-after", args.kill_after);
   }
   request.verbose = args.verbose;
-  if (args.kafka_option->count() > 0) {
-    request.kafka_bootstrap = args.kafka;  // "" turns Kafka off
-    request.kafka_source = "--kafka";
-  } else if (const char* env = std::getenv(kKafkaVariable); env != nullptr) {
-    request.kafka_bootstrap = env;
-    request.kafka_source = std::string("$") + kKafkaVariable;
-  }
-  if (!request.kafka_bootstrap.empty()) {
-    request.event_keys = ResolveEventKeys(args.event_key);
-  }
-  if (args.redis_option->count() > 0) {
-    request.redis_url = args.redis_url;
-    request.redis_url_source = "--redis";
-  } else if (const char* env = std::getenv(kRedisUrlVariable);
-             env != nullptr && *env != '\0') {
-    request.redis_url = env;
-    request.redis_url_source = std::string("$") + kRedisUrlVariable;
-  } else {
-    request.redis_url = kDefaultRedisUrl;
-    request.redis_url_source = "default Redis URL";
-  }
   return request;
 }
 
@@ -181,16 +238,26 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   app->footer(kLockFooter);
 
   auto args = std::make_shared<LockArgs>();
+  args->config_option =
+      app->add_option(
+             "--config", args->config_path,
+             "Read Redis, lock and Kafka settings (key prefix, lease, wait, "
+             "park cap, windows, kafka.properties such as SASL/SSL, event "
+             "key) from the deployment's config file, as 'lockfleet worker' "
+             "does; the options below override it")
+          ->type_name("FILE");
   args->redis_option =
       app->add_option("--redis", args->redis_url,
                       "Redis server: redis://[[user]:password@]host[:port][/db]"
-                      " or unix:///path/to/redis.sock. Default: "
-                      "$LOCKFLEET_REDIS, else redis://127.0.0.1:6379")
+                      " or unix:///path/to/redis.sock. Default: the config's "
+                      "redis.url, else $LOCKFLEET_REDIS, else "
+                      "redis://127.0.0.1:6379")
           ->type_name("URL");
   args->wait_option =
       app->add_option("--wait", args->wait,
                       "How long to wait for the lock, e.g. 500ms, 2s, 1.5m, 1h;"
-                      " 0 tries once. Default: wait without limit")
+                      " 0 tries once. Default: the config's locks.wait, else "
+                      "wait without limit")
           ->type_name("DURATION");
   args->lease_option =
       app->add_option(
@@ -198,7 +265,7 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "Watchdog lease of the lock: renewed every lease/3 while COMMAND "
              "runs, so it does not limit how long COMMAND may run; it bounds "
              "how long the lock outlives a killed or frozen lockfleet. "
-             "Default: " +
+             "Default: the config's locks.lease, else " +
                  config::FormatDuration(LockClientOptions{}.default_lease))
           ->type_name("DURATION");
   args->kafka_option =
@@ -207,7 +274,9 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "Kafka bootstrap servers (HOST:PORT[,HOST:PORT...]) for unlock "
              "events, which wake waiters in other processes at once. Optional:"
              " if Kafka is unreachable, lockfleet warns and works without it. "
-             "Default: $LOCKFLEET_KAFKA, else no Kafka; '' turns it off")
+             "Default: the config's kafka.bootstrap (with --config, "
+             "$LOCKFLEET_KAFKA is not read), else $LOCKFLEET_KAFKA, else no "
+             "Kafka; '' turns it off")
           ->type_name("BOOTSTRAP");
   AddEventKeyOptions(*app, args->event_key);
   args->kill_after_option =
@@ -219,10 +288,12 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "never kills. Default: " +
                  config::FormatDuration(LockRequest{}.kill_after))
           ->type_name("DURATION");
-  app->add_flag("--no-fair", args->no_fair,
-                "Barge instead of queueing: do not wait in line behind earlier "
-                "waiters (by default waiters are served in arrival order and a "
-                "release hands the lock straight to the next one)");
+  app->add_flag(
+      "--no-fair", args->no_fair,
+      "Barge instead of queueing: do not wait in line behind earlier "
+      "waiters (by default waiters are served in arrival order and a "
+      "release hands the lock straight to the next one; with --config, "
+      "as its locks.fair says)");
   app->add_flag("-v,--verbose", args->verbose,
                 "Report on stderr when waiting starts (and whether Kafka "
                 "wake-ups are on) and when the lock is acquired");
@@ -231,10 +302,12 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "--park-cap", args->park_cap,
              "Longest single sleep while waiting before checking Redis again; "
              "a safety net under Kafka wake-ups (a missed event costs at most "
-             "this). A waiter in the queue for the lock also renews its place "
-             "this often, and loses it when silent for 3 times this (a killed"
-             " waiter). At most 1h. Default: " +
-                 config::FormatDuration(LockRequest{}.park_cap))
+             "this). Without --config, a waiter in the queue for the lock also "
+             "renews its place this often, and loses it when silent for 3 "
+             "times this (a killed waiter); a config's locks.presence_window "
+             "decides that instead. At most 1h. Default: the config's "
+             "locks.park_cap, else " +
+                 config::FormatDuration(LockClientOptions{}.park_cap))
           ->type_name("DURATION")
           ->group("Advanced");
   args->name_option = app->add_option("NAME", args->name,
@@ -248,7 +321,13 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   subcommand.app = app;
   subcommand.takes_trailing_args = true;
   subcommand.run = [args](const Context& context) {
-    const LockRequest request = Validate(*args, context);
+    LockRequest request;
+    try {
+      request = Validate(*args, context);
+    } catch (const config::ConfigErrors& e) {
+      for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
+      return kExitUsage;
+    }
     return RunLock(request, context);
   };
   return subcommand;

@@ -136,18 +136,17 @@ int LockRun::Run() {
 
   std::shared_ptr<RedisClient> redis;
   try {
-    redis =
-        std::make_shared<RedisClient>(RedisOptions{.url = request_.redis_url});
+    redis = std::make_shared<RedisClient>(request_.redis);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kInvalidArgument) throw;
-    PrintError(request_.redis_url_source + ": " + e.what());
+    PrintError(request_.redis_source + ": " + e.what());
     return kExitUsage;
   }
 
   std::shared_ptr<notifier::KafkaNotifier> kafka;
-  if (!request_.kafka_bootstrap.empty()) {
+  if (request_.kafka) {
     try {
-      kafka = StartKafka(request_.kafka_bootstrap, request_.event_keys);
+      kafka = StartKafka(*request_.kafka);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kInvalidArgument) {
         PrintError(request_.kafka_source + ": " + e.what());
@@ -174,18 +173,8 @@ int LockRun::Run() {
 
 int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
                        const std::shared_ptr<notifier::KafkaNotifier>& kafka) {
-  LockClientOptions options;
-  if (request_.lease) options.default_lease = *request_.lease;
-  options.park_cap = request_.park_cap;
-  // In fair mode a queued waiter also wakes every presence_window / 3 to
-  // keep its place, which would override a longer park cap: tie both to it.
-  // A park cap of 1s gives lockcore's defaults (3s, 2s).
-  options.presence_window = std::max(3 * request_.park_cap, milliseconds(30));
-  // Claim within 2/3 of it: more than a park (presence/3), at most presence,
-  // so a killed waiter delays the queue by one presence window at most.
-  options.claim_window = options.presence_window * 2 / 3;
+  LockClientOptions options = request_.locks;
   options.publisher = kafka;
-  options.fair = request_.fair;
   std::unique_ptr<LockClient> client;
   try {
     client = std::make_unique<LockClient>(redis, options);

@@ -28,28 +28,32 @@
 #include <vector>
 
 #include "command.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
 
-// What the command line asked for, validated.
+// What the command line (and --config) asked for, validated.
 struct LockRequest {
   std::string name;
   std::vector<std::string> command;
-  std::optional<std::chrono::milliseconds> wait;   // nullopt: no limit
-  std::optional<std::chrono::milliseconds> lease;  // nullopt: the default
-  std::string redis_url;
-  std::string redis_url_source;  // "--redis" or "$LOCKFLEET_REDIS"
-  std::string kafka_bootstrap;   // empty: no Kafka
-  std::string kafka_source;      // "--kafka" or "$LOCKFLEET_KAFKA"
-  // Unlock-event keys (--event-key-env / --event-key-file /
-  // $LOCKFLEET_EVENT_KEY); empty: unsigned. SECRET: never print them.
-  std::vector<std::string> event_keys;
-  // Longest single sleep while waiting (LockClientOptions::park_cap), > 0.
-  std::chrono::milliseconds park_cap{1000};
+  std::optional<std::chrono::milliseconds> wait;  // nullopt: no limit
+  RedisOptions redis;
+  // Where redis.url came from, for messages: "--redis", "$LOCKFLEET_REDIS",
+  // "FILE: redis.url" or "default Redis URL".
+  std::string redis_source;
+  // The lock client's settings: key prefix, lease, park cap, windows and
+  // fairness (the publisher is set when Kafka starts).
+  LockClientOptions locks;
+  // Unlock events; nullopt: no Kafka. event_keys is a SECRET: never print
+  // them.
+  std::optional<notifier::KafkaOptions> kafka;
+  // Where kafka's bootstrap came from: "--kafka", "$LOCKFLEET_KAFKA" or
+  // "FILE: kafka".
+  std::string kafka_source;
   // SIGKILL COMMAND's group this long after asking it to stop; 0: never.
   std::chrono::milliseconds kill_after{10000};
-  // Fair queueing (the default) or barging (--no-fair).
-  bool fair = true;
   bool verbose = false;  // report waiting and acquiring on stderr
 };
 

@@ -121,6 +121,41 @@ TEST_F(BenchTest, KafkaModeWithSignedEvents) {
       << report.at("wakeups").dump();
 }
 
+// Issue 14 item 6: --config benches the deployment the file describes: its
+// Redis, its Kafka with its properties, and its event key (every contender
+// is handed the file and signs with the key its variable holds).
+TEST_F(BenchTest, ConfigGivesRedisKafkaAndTheEventKey) {
+  BrokerProcess broker;
+  TempDir dir;
+  const std::string config = dir.File("worker.yaml");
+  WriteFile(config, "redis:\n  url: " + redis_.url() +
+                        "\nkafka:\n  bootstrap: " + broker.bootstrap() +
+                        "\n  event_key_env: BENCH_KEY\n  properties:\n"
+                        "    socket.keepalive.enable: true\n");
+  const CliResult result =
+      RunCli({"bench", "--config", config, "--mode", "kafka", "--processes",
+              "2", "--seconds", "2", "--json"},
+             {"BENCH_KEY=bench-config-event-key-0123"}, kRunTimeout);
+  ASSERT_EQ(result.status, 0) << result.err;
+  const json report = json::parse(result.out);
+  ExpectSoundRun(report, 2, 1);
+  EXPECT_EQ(report.at("config").at("redis").get<std::string>(), redis_.url());
+  const std::string kafka = report.at("config").at("kafka").get<std::string>();
+  EXPECT_NE(kafka.find(broker.bootstrap()), std::string::npos) << kafka;
+  EXPECT_NE(kafka.find("signed events"), std::string::npos) << kafka;
+  EXPECT_GT(report.at("wakeups").value("event", json(0)).get<double>(), 0)
+      << report.at("wakeups").dump();
+
+  // The properties reach librdkafka: one it does not know fails the run.
+  WriteFile(config, "redis:\n  url: " + redis_.url() +
+                        "\nkafka:\n  bootstrap: " + broker.bootstrap() +
+                        "\n  properties:\n    no.such.property: 1\n");
+  const CliResult bad =
+      RunCli({"bench", "--config", config, "--seconds", "1"}, {}, kRunTimeout);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("no.such.property"), std::string::npos) << bad.err;
+}
+
 TEST_F(BenchTest, KafkaBargingWithItsOwnRedisAndBroker) {
   const json report = RunBench(
       {"--mode", "kafka", "--no-fair", "--processes", "2", "--threads", "1"});

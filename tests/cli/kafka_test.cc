@@ -125,11 +125,13 @@ class KafkaLockTest : public ::testing::Test {
   // Returns the time from the end of the holder's COMMAND to the start of
   // the waiter's, or nullopt after a failure.
   // `holder_options` are added to the holder's options, `waiter_env` to the
-  // waiter's environment.
+  // waiter's environment; `waiter_kafka` replaces the waiter's
+  // "--kafka BOOTSTRAP".
   std::optional<milliseconds> HandOffGap(
       const std::string& bootstrap, const std::string& name,
       const std::vector<std::string>& holder_options = {},
-      const std::vector<std::string>& waiter_env = {}) {
+      const std::vector<std::string>& waiter_env = {},
+      std::vector<std::string> waiter_kafka = {}) {
     std::vector<std::string> holder_args{"--kafka", bootstrap};
     holder_args.insert(holder_args.end(), holder_options.begin(),
                        holder_options.end());
@@ -141,9 +143,11 @@ class KafkaLockTest : public ::testing::Test {
                            "touch '" + held + "'; " + UntilExists(go) +
                                "; date +%s%N > '" + released + "'"));
     EXPECT_TRUE(WaitForFile(held)) << holder.Stderr();
-    CliProcess waiter(Lock({"--kafka", bootstrap, "--park-cap", "60s", "-v"},
-                           name, "date +%s%N > '" + acquired + "'"),
-                      waiter_env);
+    if (waiter_kafka.empty()) waiter_kafka = {"--kafka", bootstrap};
+    std::vector<std::string> waiter_args = waiter_kafka;
+    waiter_args.insert(waiter_args.end(), {"--park-cap", "60s", "-v"});
+    CliProcess waiter(
+        Lock(waiter_args, name, "date +%s%N > '" + acquired + "'"), waiter_env);
     // The generous deadline covers a slow start, not the hand-off.
     EXPECT_TRUE(WaitUntil(
         [&] {
@@ -295,6 +299,41 @@ TEST_F(KafkaLockTest, SignedEventsWakeAWaiterInAnotherProcess) {
       {"LOCKFLEET_EVENT_KEY=signed-hand-off-test-key"});
   ASSERT_TRUE(gap);
   EXPECT_LT(*gap, milliseconds(1000));
+}
+
+// Issue 14 item 6: with --config, Kafka comes from the deployment's file:
+// its bootstrap, its librdkafka properties (SASL/SSL) and its event key.
+TEST_F(KafkaLockTest, ConfigGivesKafkaItsPropertiesAndTheEventKey) {
+  BrokerProcess broker;
+  const std::string config = File("worker.yaml");
+  const std::string kafka = "kafka:\n  bootstrap: " + broker.bootstrap() +
+                            "\n  event_key_env: TEAM_EVENT_KEY\n";
+  WriteFile(config, "redis:\n  url: " + server_.url() + "\n" + kafka);
+  // The waiter reads the key from the config's variable and accepts only
+  // events signed with it (see HandOffGap); the holder signs with the same
+  // key from a file.
+  const std::string key_file = File("event-key");
+  WriteFile(key_file, "config-hand-off-test-key\n");
+  const std::optional<milliseconds> gap = HandOffGap(
+      broker.bootstrap(), "from-config", {"--event-key-file", key_file},
+      {"TEAM_EVENT_KEY=config-hand-off-test-key"}, {"--config", config});
+  ASSERT_TRUE(gap);
+  EXPECT_LT(*gap, milliseconds(1000));
+
+  // The config's kafka.properties reach librdkafka: a property it does not
+  // know is a usage error naming the file and the property, and a secret
+  // among them is never printed.
+  WriteFile(config, "redis:\n  url: " + server_.url() + "\n" + kafka +
+                        "  properties:\n    sasl.password: hunter2-SECRET\n"
+                        "    no.such.property: 1\n");
+  const CliResult bad = RunCli({"lock", "--config", config, "x", "--", "true"},
+                               {"TEAM_EVENT_KEY=config-hand-off-test-key"});
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find(config + ": kafka: Kafka property 'no.such.property'"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.err.find("hunter2"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find("config-hand-off"), std::string::npos) << bad.err;
 }
 
 TEST_F(KafkaLockTest, BadEventKeysExitTwoWithoutShowingTheKey) {

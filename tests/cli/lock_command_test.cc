@@ -897,5 +897,61 @@ TEST_F(LockCommandTest, CtrlZStopsCommandThenLockfleetAndContinues) {
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
+// Issue 14 item 6: `lock --config FILE` reads the deployment's config, as
+// the worker does, so the CLI takes the very lock the fleet takes.
+TEST_F(LockCommandTest, ConfigGivesRedisKeyPrefixAndLease) {
+  const std::string config = File("worker.yaml");
+  WriteFile(config, "redis:\n  url: " + server_.url() +
+                        "\n  key_prefix: team-a\nlocks:\n  lease: 45s\n");
+  CliProcess holder(
+      {"lock", "--config", config, kName, "--", "sh", "-c",
+       "touch '" + File("held") + "'; " + UntilExists(File("release"))});
+  ASSERT_TRUE(WaitForFile(File("held"))) << holder.Stderr();
+  const std::string key = std::string("team-a:{") + kName + "}:lock";
+  EXPECT_EQ(redis_->Execute({"EXISTS", key}).integer, 1);
+  EXPECT_FALSE(client_.Inspect(kName).locked);  // not under "lockfleet:"
+  const int64_t ttl = redis_->Execute({"PTTL", key}).integer;
+  EXPECT_GT(ttl, 30000) << "locks.lease not applied";
+  EXPECT_LE(ttl, 45000);
+  // A fleet process with the same config sees the lock held.
+  LockClient team_a(redis_, {.key_prefix = "team-a"});
+  EXPECT_FALSE(team_a.TryAcquire(kName));
+  WriteFile(File("release"), "");
+  EXPECT_EQ(holder.Wait(), 0) << holder.Stderr();
+  EXPECT_EQ(redis_->Execute({"EXISTS", key}).integer, 0);
+}
+
+TEST_F(LockCommandTest, OptionsOverrideTheConfig) {
+  const std::string config = File("worker.yaml");
+  // Nothing listens on port 9: only --redis can make this work.
+  WriteFile(config, "redis:\n  url: redis://127.0.0.1:9\nlocks:\n  wait: 0\n");
+  const CliResult unreachable =
+      RunCli({"lock", "--config", config, "x", "--", "true"});
+  EXPECT_EQ(unreachable.status, 69) << unreachable.err;
+  EXPECT_NE(unreachable.err.find("127.0.0.1:9"), std::string::npos)
+      << unreachable.err;
+  // locks.wait: 0 from the file: a busy lock is given up at once.
+  auto holder = StartHolder();
+  const CliResult busy = RunCli({"lock", "--config", config, "--redis",
+                                 server_.url(), kName, "--", "true"});
+  EXPECT_EQ(busy.status, 75) << busy.err;
+  EXPECT_NE(busy.err.find("is busy"), std::string::npos) << busy.err;
+  ReleaseHolder(*holder);
+}
+
+TEST_F(LockCommandTest, BadConfigExitsTwoNamingFileLineAndKey) {
+  const std::string config = File("bad.yaml");
+  WriteFile(config,
+            "redis:\n  url: " + server_.url() + "\nlocks:\n  leese: 10s\n");
+  const CliResult result =
+      RunCli({"lock", "--config", config, "x", "--", "true"});
+  EXPECT_EQ(result.status, 2) << result.err;
+  EXPECT_NE(result.err.find(config + ":4:"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("leese"), std::string::npos) << result.err;
+  EXPECT_EQ(RunCli({"lock", "--config", File("absent.yaml"), "x", "--", "true"})
+                .status,
+            2);
+}
+
 }  // namespace
 }  // namespace lockfleet::testing
