@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "lockfleet/config/duration.h"
 #include "lockfleet/config/error.h"
 #include "lockfleet/config/event_keys.h"
 #include "lockfleet/lockcore/error.h"
@@ -13,6 +14,7 @@
 namespace lockfleet::cli {
 
 using config::LogLevel;
+using std::chrono::milliseconds;
 
 namespace {
 
@@ -45,6 +47,13 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
     throw config::ConfigError(message);
   }
 
+  if (!config.worker.state_dir.empty()) {
+    try {
+      journal_ = worker::HoldJournal::Open(config.worker.state_dir);
+    } catch (const std::runtime_error& e) {
+      throw config::ConfigError(std::string("worker.state_dir: ") + e.what());
+    }
+  }
   redis_ = std::make_shared<RedisClient>(RedisOptionsFrom(config.redis));
   redis_->Execute({"PING"});  // fail fast: Redis must be there to start
   metrics_->AddRedisRoundTrips(
@@ -77,6 +86,15 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
   }
   locks_ = std::make_shared<LockClient>(redis_, std::move(lock_options));
   if (notifier_) notifier_->Subscribe(locks_.get());
+  if (journal_) {
+    // The previous process of this state directory is gone (the journal's
+    // flock says so): its grants need not wait out their lease.
+    for (const std::string& line : GiveBackLeftHolds(*journal_, *locks_)) {
+      logger_.Log(line.rfind("could not", 0) == 0 ? LogLevel::kWarning
+                                                  : LogLevel::kInfo,
+                  "worker", line);
+    }
+  }
   try {
     BuildWorker(config, overrides, std::move(handlers));
   } catch (...) {
@@ -99,6 +117,7 @@ void Fleet::BuildWorker(
           .handler_settings = config.worker.handlers,
           .worker_id = worker_id_,
           .observer = metrics_->worker_observer(),
+          .journal = journal_,
           .log = [logger = logger_](LogLevel level, std::string_view message) {
             logger.Log(level, "worker", message);
           }});
@@ -106,12 +125,27 @@ void Fleet::BuildWorker(
   std::unique_ptr<notifier::JobConsumer> jobs;
   if (config.worker.sources.kafka_jobs.enabled && config.kafka) {
     const config::KafkaConfig& kafka = *config.kafka;
+    // Crash-looping: stay out of the jobs group for a while (each join and
+    // each death of a member rebalances the whole group).
+    const milliseconds join_delay =
+        journal_ ? worker::JoinDelay(journal_->RecentCrashes())
+                 : milliseconds(0);
+    if (join_delay > milliseconds(0)) {
+      logger_.Log(
+          LogLevel::kWarning, "worker",
+          "crash loop: the last " + std::to_string(journal_->RecentCrashes()) +
+              " start(s) of this state directory ended within " +
+              std::to_string(worker::HoldJournal::kCrashWindow.count()) +
+              " s without a clean shutdown; joining the jobs group in " +
+              config::FormatDuration(join_delay));
+    }
     jobs = std::make_unique<notifier::JobConsumer>(notifier::JobConsumerOptions{
         .bootstrap = kafka.bootstrap,
         .topic = kafka.jobs_topic,
         .group = config.worker.sources.kafka_jobs.group,
         .client_id = kafka.client_id,
         .fetch_wait = kafka.fetch_wait,
+        .join_delay = join_delay,
         .properties = kafka.properties,
         .log = logger_.NotifierSink("jobs")});
   }
@@ -157,6 +191,8 @@ void Fleet::Start() { worker_->Start(); }
 
 void Fleet::Shutdown() {
   if (worker_) worker_->Shutdown();
+  // Graceful: the next start on this state directory is no crash.
+  if (journal_) journal_->MarkCleanExit();
 }
 
 std::string Fleet::metrics_url() const {

@@ -22,6 +22,7 @@
 #include "lockfleet/metrics/metrics.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 #include "lockfleet/worker/handler.h"
+#include "lockfleet/worker/hold_journal.h"
 #include "lockfleet/worker/worker.h"
 #include "logger.h"
 
@@ -58,6 +59,7 @@ class Fleet {
   Logger logger_;
   std::string worker_id_;
   std::shared_ptr<metrics::Metrics> metrics_;
+  std::shared_ptr<worker::HoldJournal> journal_;  // worker.state_dir
   std::shared_ptr<RedisClient> redis_;
   std::shared_ptr<notifier::KafkaNotifier> notifier_;
   std::shared_ptr<LockClient> locks_;

@@ -29,6 +29,8 @@ PACKAGES=(
   prometheus
   # model checking of the fair lock protocol (model/, scripts/model-check.sh)
   spin
+  # the real Apache Kafka broker of the real-broker tests (../shared/kafka)
+  openjdk-17-jre-headless
 )
 
 is_installed() {

@@ -74,6 +74,13 @@ suite() {
   say "$title took $((SECONDS - t0)) s"
 }
 
+# The real-broker tests (chaos scenario 7) need kafka-local and java.
+kafka_local="${LOCKFLEET_KAFKA_LOCAL:-$LOCKFLEET_ROOT/../shared/kafka/kafka-local}"
+if [[ ! -x "$kafka_local" ]] || ! command -v java >/dev/null; then
+  say "warning: no real Kafka broker ($kafka_local or java missing): the real-broker tests are skipped"
+  echo "warning: real-broker tests skipped (no kafka-local or java)" >>"$LOCKFLEET_SUMMARY_FILE"
+fi
+
 suite default "" '^(unit|integration|chaos)$'
 
 say "==== model: spin (model/) ===="

@@ -54,6 +54,10 @@ std::string CheckNonEmpty(std::string_view text) {
   return text.empty() ? "it is empty" : "";
 }
 
+std::string CheckOptionalPath(std::string_view text) {
+  return text.size() > 4096 ? "longer than 4096 bytes" : "";
+}
+
 std::string CheckListen(std::string_view text) {
   return text.empty() ? "" : CheckHostPort(text, 0);
 }

@@ -25,6 +25,8 @@ std::string CheckHostPort(std::string_view text, int min_port);
 
 // A listen address: HOST:PORT with PORT 0..65535 (0: any free port), or ""
 // (listen nowhere).
+// "" (none) or a path of at most 4096 bytes.
+std::string CheckOptionalPath(std::string_view text);
 std::string CheckListen(std::string_view text);
 
 // HOST:PORT[,HOST:PORT...], each optionally preceded by SCHEME://.

@@ -63,6 +63,10 @@ worker:
   max_attempts: 3           # tries of a job whose handler throws, 1..100
   dedup_ttl: 168h           # a finished job id is remembered this long
   health_listen: ""         # HOST:PORT for the health endpoint; "" for none
+  # This worker's own directory (one worker each; created if missing): after
+  # a crash the next process on it gives back the locks the crashed one held
+  # at once, instead of the fleet waiting locks.lease for them. "" for none.
+  state_dir: ""             # e.g. /var/lib/lockfleet
   sources:
     kafka_jobs:
       enabled: false        # true: consume jobs from kafka.jobs_topic

@@ -189,6 +189,8 @@ WorkerConfig ReadWorker(Context& context, const Value& value, bool has_kafka) {
   map.Read("dedup_ttl", out.dedup_ttl, Duration(seconds(1)));
   map.Read("health_listen", out.health_listen,
            Checked(kListenExpected, CheckListen));
+  map.Read("state_dir", out.state_dir,
+           Checked("a directory path, or \"\" for none", CheckOptionalPath));
   out.sources = ReadSources(
       context, map.Get("sources").value_or(Absent(value, "sources")),
       has_kafka);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <thread>
 
 #include "consumer_introspection.h"
 #include "lockfleet/notifier/job_topic.h"
@@ -93,12 +94,18 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
     if (!consumer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    join_at = Steady::now() + options.join_delay;
+    if (options.join_delay <= milliseconds(0)) Subscribe();
+    next_commit = Steady::now() + options.commit_interval;
+  }
+
+  void Subscribe() {
     RdKafka::ErrorCode rc = consumer->subscribe({options.topic});
     if (rc != RdKafka::ERR_NO_ERROR) {
       throw Error(ErrorCode::kKafka, "cannot subscribe to '" + options.topic +
                                          "': " + RdKafka::err2str(rc));
     }
-    next_commit = Steady::now() + options.commit_interval;
+    subscribed = true;
   }
 
   ~Impl() override {
@@ -112,6 +119,20 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   std::optional<JobRecord> Poll(milliseconds timeout) {
     if (closed) return std::nullopt;
     const Steady::time_point deadline = Steady::now() + timeout;
+    if (!subscribed) {
+      if (Steady::now() < join_at) {
+        std::this_thread::sleep_until(std::min(deadline, join_at));
+        return std::nullopt;
+      }
+      try {
+        Subscribe();
+      } catch (const Error& e) {
+        errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("subscribe", LogLevel::kError, e.what(), log);
+        join_at = Steady::now() + milliseconds(1000);  // tried again
+        return std::nullopt;
+      }
+    }
     while (true) {
       if (Steady::now() >= next_commit) {
         CommitDue(/*sync=*/false, {});
@@ -408,6 +429,8 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   std::atomic<JoinState> join_state{kUnknown};  // see OnJoinState
 
   // Poll-thread state.
+  bool subscribed = false;
+  Steady::time_point join_at;  // subscribe then (options.join_delay)
   bool paused = false;
   bool closed = false;
   bool commit_result_seen = false;

@@ -1,4 +1,4 @@
-# Scenarios 5-6 of the fault-injection suite (docs/RELIABILITY.md):
+# Scenarios 5-7 of the fault-injection suite (docs/RELIABILITY.md):
 #   worker_chaos  5  a `lockfleet worker` SIGTERMed / SIGKILLed mid-job,
 #                    with locks held and several jobs in flight
 #   input_chaos   6  bad input: garbage on the unlock and jobs topics, odd
@@ -21,3 +21,24 @@ foreach(scenario worker input)
     PROPERTIES LABELS chaos TIMEOUT 120
     DISCOVERY_TIMEOUT 60)
 endforeach()
+
+# Scenario 7: a crash-looping worker, on the embedded broker and on a real
+# Apache Kafka broker (kafka-local from ../shared/kafka beside the source
+# tree, or LOCKFLEET_KAFKA_LOCAL; the real-broker case is skipped, saying
+# why, when it or java is missing).
+set(LOCKFLEET_KAFKA_LOCAL "${PROJECT_SOURCE_DIR}/../shared/kafka/kafka-local"
+    CACHE FILEPATH "kafka-local script for the real-broker tests")
+add_executable(lockfleet_churn_chaos_test
+  ${CMAKE_CURRENT_SOURCE_DIR}/churn_chaos_test.cc)
+target_link_libraries(lockfleet_churn_chaos_test PRIVATE
+  lockfleet_worker_test_support lockfleet::worker lockfleet::metrics
+  GTest::gtest_main)
+target_compile_definitions(lockfleet_churn_chaos_test PRIVATE
+  LOCKFLEET_CLI_PATH="$<TARGET_FILE:lockfleet_cli>"
+  LOCKFLEET_KAFKA_LOCAL_DEFAULT="${LOCKFLEET_KAFKA_LOCAL}")
+add_dependencies(lockfleet_churn_chaos_test lockfleet_cli)
+lockfleet_set_warnings(lockfleet_churn_chaos_test)
+gtest_discover_tests(lockfleet_churn_chaos_test
+  TEST_PREFIX churn_chaos.
+  PROPERTIES LABELS chaos TIMEOUT 300
+  DISCOVERY_TIMEOUT 60)

@@ -407,6 +407,52 @@ TEST_F(WorkerCliTest, BadConfigFailsFastNamingTheProblem) {
       << typo_result.err;
 }
 
+// Issue 14 item 3: worker.state_dir serves one worker at a time, and a
+// worker restarted on it after a SIGKILL gives back the lock its crashed
+// predecessor held, instead of the fleet waiting out its 60 s lease.
+TEST_F(WorkerCliTest, AStateDirServesOneWorkerAndARestartGivesBackItsLocks) {
+  const std::string config = dir_.File("state.yaml");
+  std::ofstream(config)
+      << "redis:\n  url: " << server_.url()
+      << "\nlocks:\n  lease: 60s\nworker:\n  grace_period: 1s\n  state_dir: "
+      << dir_.File("state")
+      << "\n  sources:\n    schedules:\n"
+         "      - {name: long, lock: long-job, every: 1s, "
+         "handler: sleep, payload: {ms: 600000}}\n"
+         "metrics:\n  listen: 127.0.0.1:0\n";
+  const std::string key = "lockfleet:{long-job}:lock";
+  auto owner = [&] {
+    const Reply r = redis_->Execute({"HGET", key, "owner"});
+    return r.type == Reply::Type::kString ? r.str : std::string();
+  };
+  auto first = StartWorker(config, "crashy");
+  ASSERT_TRUE(WaitUntil([&] { return !owner().empty(); }, seconds(30)))
+      << first->Stderr();
+  const std::string crashed_owner = owner();
+
+  const CliResult second = RunCli({"worker", "--config", config});
+  EXPECT_EQ(second.status, 2) << second.err;
+  EXPECT_NE(second.err.find("in use by another running worker"),
+            std::string::npos)
+      << second.err;
+
+  first->Signal(SIGKILL);
+  first->Wait();
+  EXPECT_GT(redis_->Execute({"PTTL", key}).integer, 30000);
+  auto restarted = StartWorker(config, "crashy");
+  // Given back at start, then taken again by the restarted worker's own
+  // schedule: a new owner long before the old lease could run out.
+  EXPECT_TRUE(
+      WaitUntil([&] { return !owner().empty() && owner() != crashed_owner; },
+                seconds(20)))
+      << restarted->Stderr();
+  EXPECT_NE(restarted->Stderr().find("gave back lock 'long-job'"),
+            std::string::npos)
+      << restarted->Stderr();
+  restarted->Signal(SIGTERM);
+  EXPECT_EQ(restarted->Wait(seconds(60)), 0) << restarted->Stderr();
+}
+
 TEST_F(WorkerCliTest, RedisDownAtStartExitsUnavailable) {
   std::ofstream(dir_.File("down.yaml"))
       << "redis:\n  url: redis://127.0.0.1:1\n  connect_timeout: 200ms\n";

@@ -210,6 +210,37 @@ TEST_F(JobTopic, EverythingIsConsumedAndAFinishedGroupGetsNothingAgain) {
   EXPECT_EQ(second->stats().received, 0u);
 }
 
+// A crash-looping worker's consumer joins the group only after its
+// join_delay: a member it has not joined never takes partitions from the
+// others, so its next death strands none.
+TEST_F(JobTopic, AConsumerWithAJoinDelayStaysOutOfTheGroupUntilItEnds) {
+  broker_->CreateTopic(topic_, 2);
+  Produce(0, 4);
+  auto member = NewConsumer();
+  std::vector<JobRecord> kept;
+  ASSERT_TRUE(PollUntilAssigned(*member, 2, &kept));
+  JobConsumerOptions delayed = ConsumerOptions();
+  delayed.join_delay = milliseconds(3000);
+  const Steady::time_point created = Steady::now();
+  JobConsumer late(delayed);
+  // Within the delay: nothing polled, no rebalance, the member keeps both.
+  while (Steady::now() < created + milliseconds(2000)) {
+    EXPECT_FALSE(late.Poll(kPoll));
+    if (auto r = member->Poll(kPoll)) kept.push_back(std::move(*r));
+  }
+  EXPECT_EQ(late.stats().rebalances, 0u);
+  EXPECT_EQ(late.stats().assigned_partitions, 0);
+  EXPECT_EQ(member->stats().assigned_partitions, 2);
+  // Then it joins and gets its share.
+  const auto deadline = Steady::now() + kDeadline;
+  while (late.stats().assigned_partitions != 1 && Steady::now() < deadline) {
+    late.Poll(kPoll);
+    member->Poll(kPoll);
+  }
+  EXPECT_EQ(late.stats().assigned_partitions, 1);
+  EXPECT_GE(Steady::now() - created, milliseconds(3000));
+}
+
 TEST_F(JobTopic, AnUnfinishedRecordIsDeliveredAgainWithEverythingAfterIt) {
   broker_->CreateTopic(topic_, 1);
   Produce(0, 10);

@@ -178,6 +178,14 @@ bool JobRunner::RetryWhileRedisDown(const std::function<void()>& action,
   }
 }
 
+HoldJournal::Entry JobRunner::Journal(std::string_view lock,
+                                      const Lease& lease) {
+  if (!options_.journal) return {};
+  HoldJournal::Entry entry =
+      options_.journal->Record(lock, lease.owner(), lease.fence());
+  return entry;
+}
+
 bool JobRunner::Backoff(int attempt, std::stop_token stop) {
   milliseconds delay = options_.retry_backoff;
   for (int i = 1; i < attempt && delay < kMaxBackoff; ++i) delay *= 2;
@@ -258,6 +266,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
         !Backoff(std::min(attempt + redis_outages + leases_lost, 6), stop)) {
       return finish(JobResult::kCancelled);
     }
+    HoldJournal::Entry journaled;  // declared first: ends after the lease
     Lease lease;
     JobResult result = JobResult::kOk;
     try {
@@ -278,6 +287,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
       } else {
         lease = locks_->Acquire(job.lock, acquire);
       }
+      journaled = Journal(job.lock, lease);
       if (redis_->Execute({"EXISTS", done_key}).integer == 1) {
         return finish(JobResult::kDuplicate);
       }
@@ -434,6 +444,7 @@ OccurrenceResult JobRunner::RunOccurrence(
       out.retry_after = std::max(got.holder_ttl, milliseconds(50));
       return out;
     }
+    HoldJournal::Entry journaled = Journal(schedule.lock, got.lease);
     Lease lease = std::move(got.lease);
     // Checked again under the lock, in one script with a claim: from here on
     // a stale runner's late record (an older grant) is refused, and a grant

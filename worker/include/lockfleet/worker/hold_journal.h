@@ -1,0 +1,135 @@
+// HoldJournal: the grants a worker process holds right now, kept in a file
+// of its state directory (worker.state_dir), so that the next process
+// started on that directory — after a crash, the OOM killer, a SIGKILL, a
+// container restart — gives them back at once instead of leaving them to run
+// out their lease (locks.lease, 30 s by default) while the rest of the fleet
+// waits for them. A crash-looping worker otherwise strands a few locks per
+// crash; with a handful of hot locks the whole fleet stalls.
+//
+// Safety: the directory belongs to one process at a time. Open() takes an
+// exclusive flock(2) on DIR/worker.lock and keeps it for the life of the
+// journal; the kernel drops it when the process ends, however it ends. So a
+// process that gets it knows every earlier holder of the directory is gone
+// (a dead holder neither renews nor writes) and may give its grants back. A
+// grant is given back only as that very grant — ForceUnlock with the
+// recorded owner and fencing token as expectations — so a lock that has
+// passed to anyone else since is left alone. A second process on a
+// directory in use is refused (Open throws).
+//
+// The file DIR/holds is an array of fixed-size slots, one per grant held;
+// each is written with one pwrite(2) when the grant is taken and zeroed when
+// it ends, and carries a checksum (a slot torn by a crash of the machine
+// mid-write is ignored: the lease covers it, as it covers every hold when
+// the whole node goes away).
+//
+// The directory also remembers how this worker's last starts ended
+// (DIR/starts): RecentCrashes() counts the starts in a row that ended
+// within kCrashWindow without MarkCleanExit(), so a crash-looping worker can
+// hold back from what its crashes disturb (the jobs group: see JoinDelay).
+//
+// Thread-safety: Record and Entry's destructor may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockfleet {
+class LockClient;
+}
+
+namespace lockfleet::worker {
+
+class HoldJournal {
+ public:
+  struct Hold {
+    std::string lock;
+    std::string owner;
+    int64_t fence = 0;
+  };
+
+  // Clears its slot when destroyed (the grant ended). Movable; a
+  // default-constructed Entry records nothing.
+  class Entry {
+   public:
+    Entry() = default;
+    Entry(Entry&& other) noexcept;
+    Entry& operator=(Entry&& other) noexcept;
+    ~Entry();
+
+   private:
+    friend class HoldJournal;
+    Entry(HoldJournal* journal, size_t slot) : journal_(journal), slot_(slot) {}
+    HoldJournal* journal_ = nullptr;
+    size_t slot_ = 0;
+  };
+
+  // Locks `dir` (created if missing, mode 0700) and reads what an earlier
+  // process left in it (Left()), then empties the journal. Throws
+  // std::runtime_error naming the path when the directory cannot be used,
+  // or when another live process holds it.
+  static std::unique_ptr<HoldJournal> Open(const std::string& dir);
+
+  ~HoldJournal();
+  HoldJournal(const HoldJournal&) = delete;
+  HoldJournal& operator=(const HoldJournal&) = delete;
+
+  // The grants the previous process of this directory held when it ended
+  // (none after a graceful shutdown).
+  const std::vector<Hold>& Left() const { return left_; }
+
+  // Records a grant just taken. A write error is returned as an empty
+  // Entry and counted (write_errors()): the grant is then only covered by
+  // its lease, as without a journal.
+  Entry Record(std::string_view lock, std::string_view owner, int64_t fence);
+
+  uint64_t write_errors() const;
+  const std::string& path() const { return path_; }
+
+  // A start that ends uncleanly sooner than this after it began counts as
+  // a crash of a crash loop.
+  static constexpr std::chrono::seconds kCrashWindow{60};
+  // How many starts in a row before this one ended so (0: the last one ended
+  // cleanly, or lived longer than kCrashWindow).
+  int RecentCrashes() const { return recent_crashes_; }
+  // Records that this process is ending gracefully (call at the end of a
+  // shutdown): the next start is not counted as after a crash.
+  void MarkCleanExit();
+
+ private:
+  HoldJournal(std::string dir, int lock_fd, int file_fd, std::vector<Hold> left,
+              int recent_crashes);
+  void Clear(size_t slot);
+  void WriteStart(bool clean);
+
+  const std::string path_;  // DIR/holds
+  const int lock_fd_;       // DIR/worker.lock, flock'ed
+  const int fd_;            // DIR/holds
+  const std::vector<Hold> left_;
+  const std::string starts_path_;  // DIR/starts
+  const int recent_crashes_;
+  const int64_t started_ms_;
+  mutable std::mutex mu_;
+  std::vector<size_t> free_;   // guarded by mu_; slots to reuse
+  size_t slots_ = 0;           // guarded by mu_; slots in the file
+  uint64_t write_errors_ = 0;  // guarded by mu_
+};
+
+// How long a worker that crashed `crashes` times in a row waits before it
+// joins the jobs group: 0 for none, then 2 s doubling to 60 s. (Each join
+// and each death of a member makes the whole group rebalance; a member
+// that dies holding partitions strands them until the broker drops it.)
+std::chrono::milliseconds JoinDelay(int crashes);
+
+// Gives back the grants `journal` found (see the class comment): each with
+// ForceUnlock expecting its owner and fence. Returns one line per grant
+// for the log ("gave back ...", "left ...: it has passed on", or the
+// error). Never throws.
+std::vector<std::string> GiveBackLeftHolds(const HoldJournal& journal,
+                                           LockClient& locks);
+
+}  // namespace lockfleet::worker

@@ -1,0 +1,270 @@
+#include "lockfleet/worker/hold_journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <utility>
+
+#include "lockfleet/lockcore/lock_client.h"
+
+namespace lockfleet::worker {
+namespace {
+
+// One slot: magic, fence, owner and lock lengths, FNV-1a checksum of
+// everything after it, then owner and lock bytes; zero-padded.
+constexpr size_t kSlotBytes = 2048;
+constexpr size_t kHeaderBytes = 1 + 8 + 2 + 2 + 4;
+constexpr size_t kMaxOwnerBytes = 256;
+static_assert(kHeaderBytes + kMaxOwnerBytes + kMaxLockNameBytes <= kSlotBytes);
+constexpr unsigned char kMagic = 0xA7;
+
+uint32_t Fnv1a(const unsigned char* data, size_t size) {
+  uint32_t hash = 2166136261u;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+void PutLe(unsigned char* at, uint64_t value, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) at[i] = (value >> (8 * i)) & 0xff;
+}
+
+uint64_t GetLe(const unsigned char* at, size_t bytes) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < bytes; ++i) value |= uint64_t{at[i]} << (8 * i);
+  return value;
+}
+
+// Wall-clock time (it must compare across processes and restarts).
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// The slot's hold, or false for an empty or damaged slot.
+bool Decode(const unsigned char* slot, HoldJournal::Hold* hold) {
+  if (slot[0] != kMagic) return false;
+  const size_t owner_len = GetLe(slot + 9, 2);
+  const size_t lock_len = GetLe(slot + 11, 2);
+  if (owner_len == 0 || owner_len > kMaxOwnerBytes || lock_len == 0 ||
+      lock_len > kMaxLockNameBytes) {
+    return false;
+  }
+  const unsigned char* body = slot + kHeaderBytes;
+  const uint32_t sum = static_cast<uint32_t>(GetLe(slot + 13, 4));
+  // The checksum covers fence, lengths and bytes.
+  uint32_t expect = Fnv1a(slot + 1, 12);
+  expect ^= Fnv1a(body, owner_len + lock_len);
+  if (sum != expect) return false;
+  hold->fence = static_cast<int64_t>(GetLe(slot + 1, 8));
+  hold->owner.assign(reinterpret_cast<const char*>(body), owner_len);
+  hold->lock.assign(reinterpret_cast<const char*>(body) + owner_len, lock_len);
+  return hold->fence > 0;
+}
+
+}  // namespace
+
+HoldJournal::Entry::Entry(Entry&& other) noexcept
+    : journal_(std::exchange(other.journal_, nullptr)), slot_(other.slot_) {}
+
+HoldJournal::Entry& HoldJournal::Entry::operator=(Entry&& other) noexcept {
+  if (this != &other) {
+    if (journal_ != nullptr) journal_->Clear(slot_);
+    journal_ = std::exchange(other.journal_, nullptr);
+    slot_ = other.slot_;
+  }
+  return *this;
+}
+
+HoldJournal::Entry::~Entry() {
+  if (journal_ != nullptr) journal_->Clear(slot_);
+}
+
+std::unique_ptr<HoldJournal> HoldJournal::Open(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw std::runtime_error(Errno("cannot create state directory", dir));
+  }
+  const std::string lock_path = dir + "/worker.lock";
+  const int lock_fd =
+      open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) throw std::runtime_error(Errno("cannot open", lock_path));
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const bool busy = errno == EWOULDBLOCK;
+    const std::string message =
+        busy ? "state directory " + dir +
+                   " is in use by another running worker (each worker "
+                   "needs its own worker.state_dir)"
+             : Errno("cannot lock", lock_path);
+    close(lock_fd);
+    throw std::runtime_error(message);
+  }
+  const std::string path = dir + "/holds";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    close(lock_fd);
+    throw std::runtime_error(Errno("cannot open", path));
+  }
+  std::vector<Hold> left;
+  unsigned char slot[kSlotBytes];
+  for (off_t at = 0;; at += kSlotBytes) {
+    const ssize_t n = pread(fd, slot, kSlotBytes, at);
+    if (n < static_cast<ssize_t>(kSlotBytes)) break;  // end (or a torn tail)
+    Hold hold;
+    if (Decode(slot, &hold)) left.push_back(std::move(hold));
+  }
+  // What was left is returned to the caller to give back; the file starts
+  // empty for this process.
+  if (ftruncate(fd, 0) != 0) {
+    const std::string message = Errno("cannot truncate", path);
+    close(fd);
+    close(lock_fd);
+    throw std::runtime_error(message);
+  }
+  // How the previous start ended: "START_MS CLEAN CRASHES".
+  int crashes = 0;
+  {
+    std::ifstream in(dir + "/starts");
+    int64_t started = 0;
+    int clean = 1, before = 0;
+    if (in >> started >> clean >> before && clean == 0 &&
+        NowMs() - started < std::chrono::milliseconds(kCrashWindow).count()) {
+      crashes = std::min(before + 1, 1000);
+    }
+  }
+  auto journal = std::unique_ptr<HoldJournal>(
+      new HoldJournal(dir, lock_fd, fd, std::move(left), crashes));
+  journal->WriteStart(/*clean=*/false);
+  return journal;
+}
+
+HoldJournal::HoldJournal(std::string dir, int lock_fd, int file_fd,
+                         std::vector<Hold> left, int recent_crashes)
+    : path_(dir + "/holds"),
+      lock_fd_(lock_fd),
+      fd_(file_fd),
+      left_(std::move(left)),
+      starts_path_(dir + "/starts"),
+      recent_crashes_(recent_crashes),
+      started_ms_(NowMs()) {}
+
+void HoldJournal::WriteStart(bool clean) {
+  // Written whole to a new file, then renamed over the old one.
+  const std::string tmp = starts_path_ + ".new";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << started_ms_ << ' ' << (clean ? 1 : 0) << ' ' << recent_crashes_
+        << '\n';
+    if (!out) return;  // then the next start just does not see this one
+  }
+  std::rename(tmp.c_str(), starts_path_.c_str());
+}
+
+void HoldJournal::MarkCleanExit() { WriteStart(/*clean=*/true); }
+
+std::chrono::milliseconds JoinDelay(int crashes) {
+  if (crashes <= 0) return std::chrono::milliseconds(0);
+  const int doublings = std::min(crashes - 1, 5);  // 2 s .. 64 s
+  return std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(2000) * (1 << doublings),
+      std::chrono::seconds(60));
+}
+
+HoldJournal::~HoldJournal() {
+  close(fd_);
+  close(lock_fd_);  // drops the flock
+}
+
+HoldJournal::Entry HoldJournal::Record(std::string_view lock,
+                                       std::string_view owner, int64_t fence) {
+  std::lock_guard guard(mu_);
+  if (lock.empty() || lock.size() > kMaxLockNameBytes || owner.empty() ||
+      owner.size() > kMaxOwnerBytes || fence <= 0) {
+    ++write_errors_;
+    return Entry();
+  }
+  size_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = slots_++;
+  }
+  unsigned char data[kSlotBytes] = {};
+  data[0] = kMagic;
+  PutLe(data + 1, static_cast<uint64_t>(fence), 8);
+  PutLe(data + 9, owner.size(), 2);
+  PutLe(data + 11, lock.size(), 2);
+  unsigned char* body = data + kHeaderBytes;
+  std::memcpy(body, owner.data(), owner.size());
+  std::memcpy(body + owner.size(), lock.data(), lock.size());
+  const uint32_t sum =
+      Fnv1a(data + 1, 12) ^ Fnv1a(body, owner.size() + lock.size());
+  PutLe(data + 13, sum, 4);
+  if (pwrite(fd_, data, kSlotBytes, static_cast<off_t>(slot * kSlotBytes)) !=
+      static_cast<ssize_t>(kSlotBytes)) {
+    ++write_errors_;
+    free_.push_back(slot);
+    return Entry();
+  }
+  return Entry(this, slot);
+}
+
+void HoldJournal::Clear(size_t slot) {
+  std::lock_guard guard(mu_);
+  static const unsigned char kZero[kSlotBytes] = {};
+  // Only the magic byte matters; the whole slot keeps the file tidy.
+  if (pwrite(fd_, kZero, kSlotBytes, static_cast<off_t>(slot * kSlotBytes)) !=
+      static_cast<ssize_t>(kSlotBytes)) {
+    ++write_errors_;  // the next process finds it: ForceUnlock then
+                      // mismatches or finds the lock free
+  }
+  free_.push_back(slot);
+}
+
+uint64_t HoldJournal::write_errors() const {
+  std::lock_guard guard(mu_);
+  return write_errors_;
+}
+
+std::vector<std::string> GiveBackLeftHolds(const HoldJournal& journal,
+                                           LockClient& locks) {
+  std::vector<std::string> lines;
+  for (const HoldJournal::Hold& hold : journal.Left()) {
+    const std::string what =
+        "lock '" + hold.lock + "' (fence " + std::to_string(hold.fence) + ")";
+    try {
+      const ForceUnlockResult r = locks.ForceUnlock(
+          hold.lock, {.expect_owner = hold.owner, .expect_fence = hold.fence});
+      if (r.was_locked) {
+        lines.push_back("gave back " + what +
+                        ", held by the previous process of this state "
+                        "directory when it ended");
+      } else {
+        lines.push_back("left " + what +
+                        " alone: it has ended or passed on since");
+      }
+    } catch (const std::exception& e) {
+      lines.push_back("could not give back " + what + ": " + e.what() +
+                      " (it runs out with its lease)");
+    }
+  }
+  return lines;
+}
+
+}  // namespace lockfleet::worker
