@@ -187,7 +187,11 @@ Fleet::~Fleet() {
   notifier_.reset();  // flushes queued unlock events
 }
 
-void Fleet::Start() { worker_->Start(); }
+void Fleet::Start() {
+  worker_->Start();
+  // Serving: from now on, an end without a graceful shutdown is a crash.
+  if (journal_) journal_->MarkRunning();
+}
 
 void Fleet::Shutdown() {
   if (worker_) worker_->Shutdown();

@@ -220,11 +220,13 @@ TEST_F(JobTopic, AConsumerWithAJoinDelayStaysOutOfTheGroupUntilItEnds) {
   std::vector<JobRecord> kept;
   ASSERT_TRUE(PollUntilAssigned(*member, 2, &kept));
   JobConsumerOptions delayed = ConsumerOptions();
-  delayed.join_delay = milliseconds(3000);
+  // Longer than the mock's rebalance (session - 1 s = 2 s), so a consumer
+  // that joined at once would show up as a rebalance within the window.
+  delayed.join_delay = milliseconds(6000);
   const Steady::time_point created = Steady::now();
   JobConsumer late(delayed);
   // Within the delay: nothing polled, no rebalance, the member keeps both.
-  while (Steady::now() < created + milliseconds(2000)) {
+  while (Steady::now() < created + milliseconds(5000)) {
     EXPECT_FALSE(late.Poll(kPoll));
     if (auto r = member->Poll(kPoll)) kept.push_back(std::move(*r));
   }
@@ -238,7 +240,7 @@ TEST_F(JobTopic, AConsumerWithAJoinDelayStaysOutOfTheGroupUntilItEnds) {
     member->Poll(kPoll);
   }
   EXPECT_EQ(late.stats().assigned_partitions, 1);
-  EXPECT_GE(Steady::now() - created, milliseconds(3000));
+  EXPECT_GE(Steady::now() - created, milliseconds(6000));
 }
 
 TEST_F(JobTopic, AnUnfinishedRecordIsDeliveredAgainWithEverythingAfterIt) {

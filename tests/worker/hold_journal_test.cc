@@ -113,13 +113,56 @@ TEST(HoldJournal, DamagedSlotsAreIgnored) {
     // Flip one byte of slot "b" and cut the file inside a third slot.
     std::fstream file(dir.path() + "/holds",
                       std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(2048 + 20);
+    file.seekp(2 * 2048 + 20);  // slot 0 names the writer
     file.put('X');
     file.seekp(0, std::ios::end);
     file.write("partial", 7);
   }
   EXPECT_EQ(Names(*HoldJournal::Open(dir.path())),
             std::vector<std::string>{"a/owner/1"});
+}
+
+// Deleting the journal under a live worker (a tmp cleaner, an operator)
+// must not make its live grants look abandoned: the lock is on the file.
+TEST(HoldJournal, AJournalDeletedUnderALiveWorkerGivesNothingBack) {
+  StateDir dir;
+  auto live = HoldJournal::Open(dir.path());
+  HoldJournal::Entry held = live->Record("live", "owner", 5);
+  ASSERT_EQ(unlink((dir.path() + "/holds").c_str()), 0);
+  auto second = HoldJournal::Open(dir.path());
+  EXPECT_TRUE(second->Left().empty());
+}
+
+// Starts that end without a clean exit soon after they began count as a
+// crash loop; a start that never served (MarkRunning) does not add one; a
+// clean exit resets the count.
+TEST(HoldJournal, CountsCrashLoopsFromServingStarts) {
+  StateDir dir;
+  auto start = [&] { return HoldJournal::Open(dir.path()); };
+  auto first = start();
+  EXPECT_EQ(first->RecentCrashes(), 0);
+  first->MarkRunning();
+  first.reset();  // crashed
+  auto second = start();
+  EXPECT_EQ(second->RecentCrashes(), 1);
+  second->MarkRunning();
+  second.reset();
+  auto third = start();
+  EXPECT_EQ(third->RecentCrashes(), 2);
+  third.reset();  // ended before serving (Redis down at start, say)
+  auto fourth = start();
+  EXPECT_EQ(fourth->RecentCrashes(), 2);
+  fourth->MarkRunning();
+  fourth->MarkCleanExit();
+  fourth.reset();
+  EXPECT_EQ(start()->RecentCrashes(), 0);
+
+  EXPECT_EQ(JoinDelay(0), milliseconds(0));
+  EXPECT_EQ(JoinDelay(1), milliseconds(2000));
+  EXPECT_EQ(JoinDelay(2), milliseconds(4000));
+  EXPECT_EQ(JoinDelay(5), milliseconds(32000));
+  EXPECT_EQ(JoinDelay(6), milliseconds(60000));
+  EXPECT_EQ(JoinDelay(1000), milliseconds(60000));
 }
 
 TEST(HoldJournal, UnusableDirectoryIsAClearError) {
@@ -148,11 +191,17 @@ TEST_F(HoldJournalGiveBack, GivesBackTheCrashedHoldsOnlyAsTheyWere) {
   ASSERT_TRUE(moved);
   const HoldJournal::Hold k{"kept", kept.lease.owner(), kept.lease.fence()};
   const HoldJournal::Hold m{"moved", moved.lease.owner(), moved.lease.fence()};
+  // "again": taken again by the same owner later, under a newer grant.
+  AcquireResult again =
+      crashed->TryAcquire("again", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(again);
+  const HoldJournal::Hold g{"again", again.lease.owner(), again.lease.fence()};
   ASSERT_EQ(CrashAfter([&] {
               auto journal = HoldJournal::Open(dir.path());
-              static HoldJournal::Entry a, b;
+              static HoldJournal::Entry a, b, c;
               a = journal->Record(k.lock, k.owner, k.fence);
               b = journal->Record(m.lock, m.owner, m.fence);
+              c = journal->Record(g.lock, g.owner, g.fence);
               journal.release();
             }),
             0);
@@ -164,17 +213,26 @@ TEST_F(HoldJournalGiveBack, GivesBackTheCrashedHoldsOnlyAsTheyWere) {
       other->TryAcquire("moved", {.lease = milliseconds(60000)});
   ASSERT_TRUE(next);
 
+  ASSERT_TRUE(admin->ForceUnlock("again").was_locked);
+  AcquireResult newer =
+      crashed->TryAcquire("again", {.lease = milliseconds(60000)});
+  ASSERT_TRUE(newer);
+  ASSERT_EQ(newer.lease.owner(), g.owner);  // same owner, new fence
+  ASSERT_GT(newer.lease.fence(), g.fence);
+
   auto journal = HoldJournal::Open(dir.path());
   auto restarted = NewClient();
   const std::vector<std::string> lines =
       GiveBackLeftHolds(*journal, *restarted);
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(
       lines[0].rfind(
           "gave back lock 'kept' (fence " + std::to_string(k.fence) + ")", 0),
       0u)
       << lines[0];
   EXPECT_EQ(lines[1].rfind("left lock 'moved'", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("left lock 'again'", 0), 0u) << lines[2];
+  EXPECT_EQ(restarted->Inspect("again").fence, newer.lease.fence());
   EXPECT_FALSE(restarted->Inspect("kept").locked);
   const LockInfo now = restarted->Inspect("moved");
   EXPECT_TRUE(now.locked);

@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -57,6 +60,78 @@ std::string Errno(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
 
+bool IsNetworkFilesystem(long type) {
+  switch (static_cast<unsigned long>(type)) {
+    case 0x6969:      // NFS
+    case 0x517B:      // SMB
+    case 0xFF534D42:  // CIFS
+    case 0xFE534D42:  // SMB2
+    case 0x00C36400:  // Ceph
+    case 0x65735546:  // FUSE (sshfs, s3fs, ...)
+    case 0x01021997:  // 9P / v9fs
+    case 0x013111A8:  // IBRIX
+    case 0x47504653:  // GPFS
+    case 0x0BD00BD0:  // Lustre
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Who writes a journal: this boot (a reboot ends every process), a pid and
+// that process's start time (pids are reused).
+struct Writer {
+  std::string boot_id;
+  int64_t pid = 0;
+  uint64_t start_ticks = 0;
+  bool operator==(const Writer&) const = default;
+};
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Field 22 of /proc/PID/stat (after the command name in parentheses), or 0.
+uint64_t StartTicks(int64_t pid) {
+  const std::string stat = FirstLine("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+// The writer `pid` would be now (start_ticks 0 when it is not running).
+Writer CurrentWriter(int64_t pid) {
+  return {FirstLine("/proc/sys/kernel/random/boot_id"), pid, StartTicks(pid)};
+}
+
+constexpr unsigned char kWriterMagic = 0xB0;
+
+void EncodeWriter(const Writer& w, unsigned char* slot) {
+  std::memset(slot, 0, kSlotBytes);
+  slot[0] = kWriterMagic;
+  PutLe(slot + 1, static_cast<uint64_t>(w.pid), 8);
+  PutLe(slot + 9, w.start_ticks, 8);
+  const size_t n = std::min<size_t>(w.boot_id.size(), 64);
+  slot[17] = static_cast<unsigned char>(n);
+  std::memcpy(slot + 18, w.boot_id.data(), n);
+}
+
+bool DecodeWriter(const unsigned char* slot, Writer* w) {
+  if (slot[0] != kWriterMagic || slot[17] > 64) return false;
+  w->pid = static_cast<int64_t>(GetLe(slot + 1, 8));
+  w->start_ticks = GetLe(slot + 9, 8);
+  w->boot_id.assign(reinterpret_cast<const char*>(slot + 18), slot[17]);
+  return w->pid > 0 && w->start_ticks > 0;
+}
+
 // The slot's hold, or false for an empty or damaged slot.
 bool Decode(const unsigned char* slot, HoldJournal::Hold* hold) {
   if (slot[0] != kMagic) return false;
@@ -100,63 +175,84 @@ std::unique_ptr<HoldJournal> HoldJournal::Open(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     throw std::runtime_error(Errno("cannot create state directory", dir));
   }
-  const std::string lock_path = dir + "/worker.lock";
-  const int lock_fd =
-      open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0) throw std::runtime_error(Errno("cannot open", lock_path));
-  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    const bool busy = errno == EWOULDBLOCK;
-    const std::string message =
-        busy ? "state directory " + dir +
-                   " is in use by another running worker (each worker "
-                   "needs its own worker.state_dir)"
-             : Errno("cannot lock", lock_path);
-    close(lock_fd);
-    throw std::runtime_error(message);
+  // flock on a network filesystem cannot prove the other process dead (NFS
+  // locks are host-local or lease-based, and can be lost unseen).
+  struct statfs fs;
+  if (statfs(dir.c_str(), &fs) == 0 && IsNetworkFilesystem(fs.f_type)) {
+    throw std::runtime_error(
+        "state directory " + dir +
+        " is on a network filesystem; use a directory local to the worker's "
+        "host or pod");
   }
   const std::string path = dir + "/holds";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    close(lock_fd);
-    throw std::runtime_error(Errno("cannot open", path));
+  if (fd < 0) throw std::runtime_error(Errno("cannot open", path));
+  auto fail = [&](const std::string& message) {
+    close(fd);
+    throw std::runtime_error(message);
+  };
+  // The lock is on the journal itself: a process writing it holds it, so
+  // deleting or replacing the file cannot make a live process's grants
+  // look abandoned (a new file has none).
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    fail(errno == EWOULDBLOCK
+             ? "state directory " + dir +
+                   " is in use by another running worker (each worker "
+                   "needs its own worker.state_dir)"
+             : Errno("cannot lock", path));
+  }
+  struct stat opened, named;
+  if (fstat(fd, &opened) != 0 || stat(path.c_str(), &named) != 0 ||
+      opened.st_ino != named.st_ino || opened.st_dev != named.st_dev) {
+    fail(path + " was replaced while it was being opened; try again");
+  }
+  unsigned char slot[kSlotBytes];
+  Writer writer;
+  if (pread(fd, slot, kSlotBytes, 0) == static_cast<ssize_t>(kSlotBytes) &&
+      DecodeWriter(slot, &writer) && writer.pid != getpid() &&
+      writer == CurrentWriter(writer.pid)) {
+    // The writer is alive on this boot: the flock should have said so.
+    // (This very process may reopen a journal it closed.)
+    fail("state directory " + dir + " is in use by process " +
+         std::to_string(writer.pid) +
+         " (each worker needs its own "
+         "worker.state_dir)");
   }
   std::vector<Hold> left;
-  unsigned char slot[kSlotBytes];
-  for (off_t at = 0;; at += kSlotBytes) {
+  for (off_t at = kSlotBytes;; at += kSlotBytes) {
     const ssize_t n = pread(fd, slot, kSlotBytes, at);
     if (n < static_cast<ssize_t>(kSlotBytes)) break;  // end (or a torn tail)
     Hold hold;
     if (Decode(slot, &hold)) left.push_back(std::move(hold));
   }
   // What was left is returned to the caller to give back; the file starts
-  // empty for this process.
-  if (ftruncate(fd, 0) != 0) {
-    const std::string message = Errno("cannot truncate", path);
-    close(fd);
-    close(lock_fd);
-    throw std::runtime_error(message);
+  // again with this process as its writer.
+  EncodeWriter(CurrentWriter(getpid()), slot);
+  if (ftruncate(fd, 0) != 0 ||
+      pwrite(fd, slot, kSlotBytes, 0) != static_cast<ssize_t>(kSlotBytes)) {
+    fail(Errno("cannot rewrite", path));
   }
-  // How the previous start ended: "START_MS CLEAN CRASHES".
+  // The previous start: "START_MS CLEAN CRASHES" (see MarkRunning).
   int crashes = 0;
   {
     std::ifstream in(dir + "/starts");
     int64_t started = 0;
     int clean = 1, before = 0;
-    if (in >> started >> clean >> before && clean == 0 &&
-        NowMs() - started < std::chrono::milliseconds(kCrashWindow).count()) {
-      crashes = std::min(before + 1, 1000);
+    if (in >> started >> clean >> before && clean == 0) {
+      const int64_t gap = NowMs() - started;
+      // A negative gap is a clock step, not a crash.
+      if (gap >= 0 && gap < std::chrono::milliseconds(kCrashWindow).count()) {
+        crashes = std::min(before + 1, 1000);
+      }
     }
   }
-  auto journal = std::unique_ptr<HoldJournal>(
-      new HoldJournal(dir, lock_fd, fd, std::move(left), crashes));
-  journal->WriteStart(/*clean=*/false);
-  return journal;
+  return std::unique_ptr<HoldJournal>(
+      new HoldJournal(dir, fd, std::move(left), crashes));
 }
 
-HoldJournal::HoldJournal(std::string dir, int lock_fd, int file_fd,
+HoldJournal::HoldJournal(const std::string& dir, int file_fd,
                          std::vector<Hold> left, int recent_crashes)
     : path_(dir + "/holds"),
-      lock_fd_(lock_fd),
       fd_(file_fd),
       left_(std::move(left)),
       starts_path_(dir + "/starts"),
@@ -175,6 +271,8 @@ void HoldJournal::WriteStart(bool clean) {
   std::rename(tmp.c_str(), starts_path_.c_str());
 }
 
+void HoldJournal::MarkRunning() { WriteStart(/*clean=*/false); }
+
 void HoldJournal::MarkCleanExit() { WriteStart(/*clean=*/true); }
 
 std::chrono::milliseconds JoinDelay(int crashes) {
@@ -186,8 +284,7 @@ std::chrono::milliseconds JoinDelay(int crashes) {
 }
 
 HoldJournal::~HoldJournal() {
-  close(fd_);
-  close(lock_fd_);  // drops the flock
+  close(fd_);  // drops the flock
 }
 
 HoldJournal::Entry HoldJournal::Record(std::string_view lock,
@@ -203,7 +300,7 @@ HoldJournal::Entry HoldJournal::Record(std::string_view lock,
     slot = free_.back();
     free_.pop_back();
   } else {
-    slot = slots_++;
+    slot = 1 + slots_++;  // slot 0: the writer
   }
   unsigned char data[kSlotBytes] = {};
   data[0] = kMagic;

@@ -7,25 +7,31 @@
 // crash; with a handful of hot locks the whole fleet stalls.
 //
 // Safety: the directory belongs to one process at a time. Open() takes an
-// exclusive flock(2) on DIR/worker.lock and keeps it for the life of the
-// journal; the kernel drops it when the process ends, however it ends. So a
-// process that gets it knows every earlier holder of the directory is gone
-// (a dead holder neither renews nor writes) and may give its grants back. A
-// grant is given back only as that very grant — ForceUnlock with the
-// recorded owner and fencing token as expectations — so a lock that has
-// passed to anyone else since is left alone. A second process on a
-// directory in use is refused (Open throws).
+// exclusive flock(2) on the journal file, DIR/holds, and keeps it for the
+// life of the journal; the kernel drops it when the process ends, however it
+// ends. So a process that gets it knows the writer of what it finds there is
+// gone (a dead holder neither renews nor writes) and may give its grants
+// back. Deleting or replacing the file cannot fool this: the new file is
+// empty. Belt and braces: the file names its writer (boot id, pid, process
+// start time), and a writer still alive on this boot makes Open refuse. A
+// directory on a network filesystem (NFS, SMB, Ceph, FUSE, ...) is refused:
+// flock there cannot prove another host's process dead. A grant is given
+// back only as that very grant — ForceUnlock with the recorded owner and
+// fencing token as expectations — so a lock that has passed to anyone else
+// since is left alone. A second process on a directory in use is refused.
 //
-// The file DIR/holds is an array of fixed-size slots, one per grant held;
-// each is written with one pwrite(2) when the grant is taken and zeroed when
-// it ends, and carries a checksum (a slot torn by a crash of the machine
-// mid-write is ignored: the lease covers it, as it covers every hold when
-// the whole node goes away).
+// The file is an array of fixed-size slots: the writer, then one per grant
+// held; each grant's slot is written with one pwrite(2) when the grant is
+// taken and zeroed when it ends, and carries a checksum (a slot torn by a
+// crash of the machine mid-write is ignored: the lease covers it, as it
+// covers every hold when the whole node goes away).
 //
-// The directory also remembers how this worker's last starts ended
-// (DIR/starts): RecentCrashes() counts the starts in a row that ended
-// within kCrashWindow without MarkCleanExit(), so a crash-looping worker can
-// hold back from what its crashes disturb (the jobs group: see JoinDelay).
+// The directory also remembers this worker's last start (DIR/starts):
+// RecentCrashes() counts the starts in a row that were followed within
+// kCrashWindow by another start without MarkCleanExit() in between, so a
+// crash-looping worker can hold back from what its crashes disturb (the jobs
+// group: see JoinDelay). A start counts once MarkRunning() is called (when
+// the worker serves), so exits at start (Redis down, a bad config) do not.
 //
 // Thread-safety: Record and Entry's destructor may be called from any thread.
 #pragma once
@@ -70,8 +76,8 @@ class HoldJournal {
 
   // Locks `dir` (created if missing, mode 0700) and reads what an earlier
   // process left in it (Left()), then empties the journal. Throws
-  // std::runtime_error naming the path when the directory cannot be used,
-  // or when another live process holds it.
+  // std::runtime_error naming the path when the directory cannot be used
+  // (or is on a network filesystem), or when another live process holds it.
   static std::unique_ptr<HoldJournal> Open(const std::string& dir);
 
   ~HoldJournal();
@@ -90,25 +96,27 @@ class HoldJournal {
   uint64_t write_errors() const;
   const std::string& path() const { return path_; }
 
-  // A start that ends uncleanly sooner than this after it began counts as
-  // a crash of a crash loop.
+  // A start followed by another one sooner than this, without a clean
+  // exit in between, counts as a crash of a crash loop.
   static constexpr std::chrono::seconds kCrashWindow{60};
   // How many starts in a row before this one ended so (0: the last one ended
-  // cleanly, or lived longer than kCrashWindow).
+  // cleanly, began longer than kCrashWindow ago, or never served).
   int RecentCrashes() const { return recent_crashes_; }
+  // Records this start (call once the worker serves): if it ends without
+  // MarkCleanExit() within kCrashWindow of now, the next start counts it.
+  void MarkRunning();
   // Records that this process is ending gracefully (call at the end of a
   // shutdown): the next start is not counted as after a crash.
   void MarkCleanExit();
 
  private:
-  HoldJournal(std::string dir, int lock_fd, int file_fd, std::vector<Hold> left,
+  HoldJournal(const std::string& dir, int file_fd, std::vector<Hold> left,
               int recent_crashes);
   void Clear(size_t slot);
   void WriteStart(bool clean);
 
   const std::string path_;  // DIR/holds
-  const int lock_fd_;       // DIR/worker.lock, flock'ed
-  const int fd_;            // DIR/holds
+  const int fd_;            // DIR/holds, flock'ed
   const std::vector<Hold> left_;
   const std::string starts_path_;  // DIR/starts
   const int recent_crashes_;
