@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "config_options.h"
-#include "event_key_options.h"
+#include "connection_options.h"
 #include "lock_run.h"
 #include "lockfleet/config/config.h"
 #include "lockfleet/config/duration.h"
@@ -19,9 +18,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr char kDefaultRedisUrl[] = "redis://127.0.0.1:6379";
-constexpr char kRedisUrlVariable[] = "LOCKFLEET_REDIS";
-constexpr char kKafkaVariable[] = "LOCKFLEET_KAFKA";
 // A waiter silent for 3 park caps loses its place in line; beyond an hour
 // that only keeps dead waiters around.
 constexpr milliseconds kMaxParkCap = std::chrono::hours(1);
@@ -90,24 +86,18 @@ Examples:
 
 // Raw option values as CLI11 stores them.
 struct LockArgs {
-  std::string config_path;
-  std::string redis_url;
+  ConnectionArgs connection;  // --config, --redis, --kafka, event key
   std::string wait;
   std::string lease;
-  std::string kafka;
   std::string park_cap;
   std::string kill_after;
   bool verbose = false;
   bool no_fair = false;
-  EventKeyArgs event_key;
   std::string name;
   std::vector<std::string> stray;  // words after NAME and before "--"
   CLI::Option* name_option = nullptr;
-  CLI::Option* config_option = nullptr;
-  CLI::Option* redis_option = nullptr;
   CLI::Option* wait_option = nullptr;
   CLI::Option* lease_option = nullptr;
-  CLI::Option* kafka_option = nullptr;
   CLI::Option* park_cap_option = nullptr;
   CLI::Option* kill_after_option = nullptr;
 };
@@ -146,53 +136,14 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
 
   // Settings: a flag, else the --config file, else the environment, else
   // the defaults.
-  std::optional<config::Config> config;
-  if (args.config_option->count() > 0) {
-    config = config::LoadFile(args.config_path);  // ConfigErrors: see run
-    request.redis = RedisOptionsFrom(config->redis);
-    request.redis_source = args.config_path + ": redis.url";
-    request.locks = LockOptionsFrom(*config);
-    request.wait = config->locks.wait;
-    if (config->kafka) {
-      request.kafka = KafkaOptionsFrom(*config->kafka);
-      request.kafka_source = args.config_path + ": kafka";
-    }
-  } else {
-    if (const char* env = std::getenv(kRedisUrlVariable);
-        env != nullptr && *env != '\0') {
-      request.redis.url = env;
-      request.redis_source = std::string("$") + kRedisUrlVariable;
-    } else {
-      request.redis.url = kDefaultRedisUrl;
-      request.redis_source = "default Redis URL";
-    }
-    if (const char* env = std::getenv(kKafkaVariable);
-        env != nullptr && *env != '\0') {
-      request.kafka = notifier::KafkaOptions{.bootstrap = env};
-      request.kafka_source = std::string("$") + kKafkaVariable;
-    }
-  }
-  if (args.redis_option->count() > 0) {
-    request.redis.url = args.redis_url;
-    request.redis_source = "--redis";
-  }
-  if (args.kafka_option->count() > 0) {
-    if (args.kafka.empty()) {
-      request.kafka.reset();  // '' turns Kafka off
-    } else {
-      // Over a config: its other Kafka settings (properties) still apply.
-      if (!request.kafka) request.kafka.emplace();
-      request.kafka->bootstrap = args.kafka;
-      request.kafka_source = "--kafka";
-    }
-  }
-  // Keys: an option names them; without one, the config's (its
-  // event_key_env / event_key_file), else $LOCKFLEET_EVENT_KEY.
-  const bool key_option = args.event_key.env_option->count() > 0 ||
-                          args.event_key.file_option->count() > 0;
-  if (request.kafka && (key_option || !config)) {
-    request.kafka->event_keys = ResolveEventKeys(args.event_key);
-  }
+  Connection connection = ResolveConnection(args.connection);
+  request.redis = std::move(connection.redis);
+  request.redis_source = std::move(connection.redis_source);
+  request.locks = std::move(connection.locks);
+  request.kafka = std::move(connection.kafka);
+  request.kafka_source = std::move(connection.kafka_source);
+  const bool from_config = connection.config.has_value();
+  if (from_config) request.wait = connection.config->locks.wait;
 
   if (args.wait_option->count() > 0) {
     request.wait = ParseDurationOption("--wait", args.wait);
@@ -208,7 +159,7 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
                        config::FormatDuration(kMaxParkCap));
     }
     request.locks.park_cap = park_cap;
-    if (!config) {
+    if (!from_config) {
       // In fair mode a queued waiter also wakes every presence_window / 3
       // to keep its place, which would override a longer park cap: tie both
       // to it. A park cap of 1s gives lockcore's defaults (3s, 2s). Claim
@@ -238,16 +189,16 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   app->footer(kLockFooter);
 
   auto args = std::make_shared<LockArgs>();
-  args->config_option =
+  args->connection.config_option =
       app->add_option(
-             "--config", args->config_path,
+             "--config", args->connection.config_path,
              "Read Redis, lock and Kafka settings (key prefix, lease, wait, "
              "park cap, windows, kafka.properties such as SASL/SSL, event "
              "key) from the deployment's config file, as 'lockfleet worker' "
              "does; the options below override it")
           ->type_name("FILE");
-  args->redis_option =
-      app->add_option("--redis", args->redis_url,
+  args->connection.redis_option =
+      app->add_option("--redis", args->connection.redis_url,
                       "Redis server: redis://[[user]:password@]host[:port][/db]"
                       " or unix:///path/to/redis.sock. Default: the config's "
                       "redis.url, else $LOCKFLEET_REDIS, else "
@@ -268,9 +219,9 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "Default: the config's locks.lease, else " +
                  config::FormatDuration(LockClientOptions{}.default_lease))
           ->type_name("DURATION");
-  args->kafka_option =
+  args->connection.kafka_option =
       app->add_option(
-             "--kafka", args->kafka,
+             "--kafka", args->connection.kafka,
              "Kafka bootstrap servers (HOST:PORT[,HOST:PORT...]) for unlock "
              "events, which wake waiters in other processes at once. Optional:"
              " if Kafka is unreachable, lockfleet warns and works without it. "
@@ -278,7 +229,7 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "$LOCKFLEET_KAFKA is not read), else $LOCKFLEET_KAFKA, else no "
              "Kafka; '' turns it off")
           ->type_name("BOOTSTRAP");
-  AddEventKeyOptions(*app, args->event_key);
+  AddEventKeyOptions(*app, args->connection.event_key);
   args->kill_after_option =
       app->add_option(
              "--kill-after", args->kill_after,

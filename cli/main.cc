@@ -16,6 +16,7 @@
 #include "demo_command.h"
 #include "jobs_command.h"
 #include "lock_command.h"
+#include "locks_command.h"
 #include "signals.h"
 #include "worker_command.h"
 
@@ -70,6 +71,9 @@ int Main(int argc, char** argv, SignalWatcher& signals,
 
   std::vector<Subcommand> subcommands;
   subcommands.push_back(AddLockCommand(app, *formatter));
+  subcommands.push_back(AddLocksCommand(app, *formatter));
+  subcommands.push_back(AddInspectCommand(app, *formatter));
+  subcommands.push_back(AddUnlockCommand(app, *formatter));
   subcommands.push_back(AddBrokerCommand(app, *formatter));
   subcommands.push_back(AddConfigCommand(app, *formatter));
   subcommands.push_back(AddWorkerCommand(app, *formatter));

@@ -1,0 +1,61 @@
+// Where a subcommand that talks to a deployment finds its Redis, its lock
+// settings and its Kafka (`lock`, `locks`, `inspect`, `unlock`): an option,
+// else the deployment's config file (--config, the worker's own loader and
+// mapping), else the environment ($LOCKFLEET_REDIS, $LOCKFLEET_KAFKA,
+// $LOCKFLEET_EVENT_KEY; not read with --config), else the defaults.
+//
+// Thread-safety: none needed; used while the command line is handled.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "event_key_options.h"
+#include "lockfleet/config/config.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/notifier/kafka_notifier.h"
+
+namespace lockfleet::cli {
+
+inline constexpr char kRedisUrlVariable[] = "LOCKFLEET_REDIS";
+inline constexpr char kKafkaVariable[] = "LOCKFLEET_KAFKA";
+inline constexpr char kDefaultRedisUrl[] = "redis://127.0.0.1:6379";
+
+// Raw option values as CLI11 stores them. The options are declared by the
+// subcommand (its own help texts) or by AddConnectionOptions.
+struct ConnectionArgs {
+  std::string config_path;
+  std::string redis_url;
+  std::string kafka;
+  EventKeyArgs event_key;
+  CLI::Option* config_option = nullptr;
+  CLI::Option* redis_option = nullptr;
+  CLI::Option* kafka_option = nullptr;  // null: the command has no Kafka
+};
+
+// Declares --config, --redis and (with `kafka`) --kafka and the event-key
+// options, with help texts for a tool that inspects or changes locks.
+void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka);
+
+struct Connection {
+  std::optional<config::Config> config;  // with --config
+  RedisOptions redis;
+  // Where redis.url came from, for messages: "--redis", "$LOCKFLEET_REDIS",
+  // "FILE: redis.url" or "default Redis URL".
+  std::string redis_source;
+  // The config's key prefix, lease, park cap, fairness and windows (the
+  // defaults without a config); no publisher.
+  LockClientOptions locks;
+  // Unlock events; nullopt: no Kafka. event_keys is a SECRET.
+  std::optional<notifier::KafkaOptions> kafka;
+  // "--kafka", "$LOCKFLEET_KAFKA" or "FILE: kafka".
+  std::string kafka_source;
+};
+
+// Throws config::ConfigErrors for a bad --config file, UsageError for a bad
+// event key.
+Connection ResolveConnection(const ConnectionArgs& args);
+
+}  // namespace lockfleet::cli

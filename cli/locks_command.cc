@@ -1,0 +1,437 @@
+#include "locks_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "connection_options.h"
+#include "kafka_wakeups.h"
+#include "lockfleet/config/config.h"
+#include "lockfleet/config/duration.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_url.h"
+
+namespace lockfleet::cli {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+// Exit status when the tool found nothing to show or did nothing.
+constexpr int kExitNothing = 1;
+// How many keys one SCAN call looks at.
+constexpr int kScanBatch = 1000;
+
+constexpr char kStatusFooter[] = R"(Exit status:
+  0   done
+  1   %s
+  2   bad arguments or --config file
+  69  Redis unreachable, timed out or refused authentication)";
+
+std::string Footer(const std::string& one, const std::string& extra = "") {
+  char text[512];
+  std::snprintf(text, sizeof(text), kStatusFooter, one.c_str());
+  return extra + text;
+}
+
+// Runs `body`, mapping what it throws to messages and exit statuses.
+int Guarded(const Connection& connection, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) {
+      PrintError(e.what());
+      return kExitUsage;
+    }
+    // lockcore's connection errors name the server already.
+    std::string url;
+    try {
+      url = ParseRedisUrl(connection.redis.url).Redacted();
+    } catch (const Error&) {
+    }
+    const std::string what = e.what();
+    PrintError((url.empty() || what.find(url) != std::string::npos
+                    ? what
+                    : "Redis at " + url + ": " + what) +
+               " (" + std::string(ErrorCodeName(e.code())) + "; from " +
+               connection.redis_source + ")");
+    return kExitUnavailable;
+  }
+}
+
+// The connection, or an exit status for a bad file or option.
+std::optional<Connection> Connect(const ConnectionArgs& args, int* status) {
+  try {
+    return ResolveConnection(args);
+  } catch (const config::ConfigErrors& e) {
+    for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
+    *status = kExitUsage;
+    return std::nullopt;
+  }
+}
+
+std::shared_ptr<RedisClient> NewRedis(const Connection& connection) {
+  try {
+    return std::make_shared<RedisClient>(connection.redis);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    throw UsageError(connection.redis_source + ": " + e.what());
+  }
+}
+
+std::string Ttl(milliseconds ttl) { return config::FormatDuration(ttl); }
+
+json LockJson(const std::string& name, const LockInfo& info) {
+  json queue = json::array();
+  for (const QueuedWaiter& w : info.queue) {
+    queue.push_back({{"waiter_id", w.waiter_id},
+                     {"owner", w.owner},
+                     {"presence_left_ms", w.presence_left.count()}});
+  }
+  return {{"name", name},
+          {"locked", info.locked},
+          {"owner", info.owner},
+          {"hold_count", info.hold_count},
+          {"ttl_ms", info.ttl.count()},
+          {"fence", info.fence},
+          {"last_fence", info.last_fence},
+          {"pending_waiter", info.pending_waiter},
+          {"queue", queue}};
+}
+
+// ---- locks ----------------------------------------------------------------
+
+struct LocksArgs {
+  ConnectionArgs connection;
+  std::string match;
+  CLI::Option* match_option = nullptr;
+  std::string prefix;
+  int limit = 1000;
+  bool json = false;
+};
+
+// "" if Redis's glob accepts `glob` as meant, else what is wrong.
+std::string CheckGlob(const std::string& glob) {
+  if (glob.empty()) return "it is empty";
+  bool in_class = false;
+  for (size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      if (++i == glob.size()) return "it ends with a lone '\\'";
+    } else if (glob[i] == '[') {
+      in_class = true;
+    } else if (glob[i] == ']') {
+      in_class = false;
+    }
+  }
+  return in_class ? "a '[' is never closed by ']'" : "";
+}
+
+std::string EscapeGlob(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+int RunLocks(const LocksArgs& args) {
+  const bool match = args.match_option->count() > 0;
+  if (match && !args.prefix.empty()) {
+    throw UsageError("--match and --prefix exclude each other");
+  }
+  if (args.limit < 1 || args.limit > 1'000'000) {
+    throw UsageError("--limit " + std::to_string(args.limit) +
+                     ": must be 1..1000000");
+  }
+  std::string glob = "*";
+  if (match) {
+    if (const std::string problem = CheckGlob(args.match); !problem.empty()) {
+      throw UsageError("--match " + Quoted(args.match) + ": " + problem);
+    }
+    glob = args.match;
+  } else if (!args.prefix.empty()) {
+    glob = EscapeGlob(args.prefix) + "*";
+  }
+  int status = kExitOk;
+  const std::optional<Connection> connection =
+      Connect(args.connection, &status);
+  if (!connection) return status;
+  return Guarded(*connection, [&] {
+    auto redis = NewRedis(*connection);
+    LockClient locks(redis, connection->locks);
+    const std::string head = connection->locks.key_prefix + ":{";
+    const std::string tail = "}:lock";
+    std::vector<std::pair<std::string, LockInfo>> found;
+    bool truncated = false;
+    std::string cursor = "0";
+    do {
+      const Reply reply =
+          redis->Execute({"SCAN", cursor, "MATCH", head + glob + tail, "COUNT",
+                          std::to_string(kScanBatch)});
+      cursor = reply.elements.at(0).str;
+      for (const Reply& key : reply.elements.at(1).elements) {
+        if (key.str.size() < head.size() + tail.size()) continue;
+        const std::string name = key.str.substr(
+            head.size(), key.str.size() - head.size() - tail.size());
+        if (static_cast<int>(found.size()) >= args.limit) {
+          truncated = true;
+          break;
+        }
+        LockInfo info = locks.Inspect(name);
+        if (info.locked) found.emplace_back(name, std::move(info));
+      }
+    } while (cursor != "0" && !truncated);
+    // Most waiters first, then the longest held (least lease left is not
+    // it: a watchdog renews), then by name.
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      if (a.second.queue.size() != b.second.queue.size())
+        return a.second.queue.size() > b.second.queue.size();
+      return a.first < b.first;
+    });
+    if (args.json) {
+      json out = {{"locks", json::array()}, {"truncated", truncated}};
+      for (const auto& [name, info] : found) {
+        out["locks"].push_back(LockJson(name, info));
+      }
+      std::cout << out.dump() << "\n";
+      return kExitOk;
+    }
+    if (found.empty()) {
+      std::cout << "no locks held"
+                << (glob == "*" ? "" : " matching " + Quoted(glob)) << "\n";
+      return kExitNothing;
+    }
+    std::cout << "LOCK\tHOLDER\tHOLDS\tTTL\tFENCE\tPENDING\tQUEUE\n";
+    for (const auto& [name, info] : found) {
+      std::cout << name << "\t" << info.owner << "\t" << info.hold_count << "\t"
+                << Ttl(info.ttl) << "\t" << info.fence << "\t"
+                << (info.pending_waiter.empty() ? "-" : info.pending_waiter)
+                << "\t" << info.queue.size() << "\n";
+    }
+    if (truncated) {
+      PrintError("more than " + std::to_string(args.limit) +
+                 " locks: narrow with --match or --prefix, or raise --limit");
+    }
+    return kExitOk;
+  });
+}
+
+// ---- inspect --------------------------------------------------------------
+
+struct InspectArgs {
+  ConnectionArgs connection;
+  std::string name;
+  bool json = false;
+};
+
+int RunInspect(const InspectArgs& args) {
+  int status = kExitOk;
+  const std::optional<Connection> connection =
+      Connect(args.connection, &status);
+  if (!connection) return status;
+  return Guarded(*connection, [&] {
+    LockClient locks(NewRedis(*connection), connection->locks);
+    const LockInfo info = locks.Inspect(args.name);
+    const bool unknown =
+        !info.locked && info.queue.empty() && info.last_fence == 0;
+    if (args.json) {
+      std::cout << LockJson(args.name, info).dump() << "\n";
+      return unknown ? kExitNothing : kExitOk;
+    }
+    if (unknown) {
+      PrintError(
+          "no lock " + Quoted(args.name) + ": never taken under key prefix " +
+          Quoted(connection->locks.key_prefix) + " (or its keys were deleted)");
+      return kExitNothing;
+    }
+    std::ostringstream out;
+    out << "lock " << Quoted(args.name) << ": ";
+    if (info.locked) {
+      out << "held by " << info.owner << " (" << info.hold_count
+          << (info.hold_count == 1 ? " hold" : " holds") << "), fence "
+          << info.fence << ", lease " << Ttl(info.ttl) << " left";
+    } else {
+      out << "free";
+    }
+    out << "; highest fence issued " << info.last_fence << "\n";
+    if (!info.pending_waiter.empty()) {
+      out << "handed to waiter " << info.pending_waiter
+          << ", not claimed yet\n";
+    }
+    out << "queue: " << info.queue.size()
+        << (info.queue.size() == 1 ? " waiter" : " waiters") << "\n";
+    int position = 0;
+    for (const QueuedWaiter& w : info.queue) {
+      out << "  " << ++position << ". " << w.waiter_id << "  owner " << w.owner
+          << "  presence " << Ttl(w.presence_left) << " left\n";
+    }
+    std::cout << out.str();
+    return kExitOk;
+  });
+}
+
+// ---- unlock ---------------------------------------------------------------
+
+struct UnlockArgs {
+  ConnectionArgs connection;
+  std::string name;
+  bool force = false;
+  std::string expect_owner;
+  int64_t expect_fence = 0;
+};
+
+int RunUnlock(const UnlockArgs& args) {
+  if (!args.force) {
+    throw UsageError(
+        "unlock removes a grant another process holds: give --force (and "
+        "--expect-owner/--expect-fence, from 'lockfleet inspect', to remove "
+        "exactly the grant you looked at)");
+  }
+  if (args.expect_fence < 0) {
+    throw UsageError("--expect-fence " + std::to_string(args.expect_fence) +
+                     ": must be >= 1");
+  }
+  int status = kExitOk;
+  const std::optional<Connection> connection =
+      Connect(args.connection, &status);
+  if (!connection) return status;
+  std::shared_ptr<notifier::KafkaNotifier> kafka;
+  if (connection->kafka) {
+    try {
+      kafka = StartKafka(*connection->kafka);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kInvalidArgument) {
+        PrintError(connection->kafka_source + ": " + e.what());
+        return kExitUsage;
+      }
+      PrintError("warning: cannot start the Kafka client (" +
+                 std::string(e.what()) +
+                 "); the holder learns at its next renewal");
+    }
+  }
+  status = Guarded(*connection, [&] {
+    LockClientOptions options = connection->locks;
+    options.publisher = kafka;
+    LockClient locks(NewRedis(*connection), options);
+    const ForceUnlockResult r = locks.ForceUnlock(
+        args.name,
+        {.expect_owner = args.expect_owner, .expect_fence = args.expect_fence});
+    if (r.mismatch) {
+      PrintError("left lock " + Quoted(args.name) + " alone: it is held by " +
+                 r.previous_owner + " under fence " +
+                 std::to_string(r.previous_fence) + ", not the grant expected");
+      return kExitNothing;
+    }
+    if (!r.was_locked) {
+      std::cout << "lock " << Quoted(args.name)
+                << " was not held: nothing removed\n";
+      return kExitNothing;
+    }
+    std::cout << "force-unlocked " << Quoted(args.name)
+              << ": removed the grant of " << r.previous_owner << " (fence "
+              << r.previous_fence << "); "
+              << (kafka ? "published a force event (its holder checks at once)"
+                        : "no Kafka: its holder learns at its next renewal")
+              << "\n";
+    return kExitOk;
+  });
+  if (kafka != nullptr &&
+      !ShutDownKafka(std::move(kafka), milliseconds(5000))) {
+    PrintError("warning: the Kafka client did not shut down in time");
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
+}
+
+}  // namespace
+
+Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter) {
+  CLI::App* app = parent.add_subcommand(
+      "locks",
+      "List the locks held now, most waiters first: holder, holds, lease "
+      "left, fencing token, pending hand-off, queue length.");
+  formatter.SetSynopsis(app,
+                        "[--match GLOB | --prefix P] [--limit N] [--json]");
+  app->footer(Footer("no lock is held (matching)",
+                     "Reads Redis with SCAN in batches (never KEYS).\n\n"));
+  auto args = std::make_shared<LocksArgs>();
+  AddConnectionOptions(*app, args->connection, /*kafka=*/false);
+  args->match_option =
+      app->add_option(
+             "--match", args->match,
+             "Only lock names matching this Redis glob (*, ?, [abc], \\ "
+             "escapes)")
+          ->type_name("GLOB");
+  app->add_option("--prefix", args->prefix,
+                  "Only lock names that start with P (taken literally)")
+      ->type_name("P");
+  app->add_option("--limit", args->limit,
+                  "List at most N locks (1..1000000). Default: 1000")
+      ->type_name("N");
+  app->add_flag("--json", args->json,
+                "One JSON object: {\"locks\": [...], \"truncated\": bool}");
+  Subcommand subcommand;
+  subcommand.app = app;
+  subcommand.run = [args](const Context&) { return RunLocks(*args); };
+  return subcommand;
+}
+
+Subcommand AddInspectCommand(CLI::App& parent, HelpFormatter& formatter) {
+  CLI::App* app = parent.add_subcommand(
+      "inspect",
+      "Show one lock in full: holder, holds, lease left, fencing tokens, "
+      "pending hand-off and the queue with each waiter's presence left.");
+  formatter.SetSynopsis(app, "NAME [--json]");
+  app->footer(Footer("no such lock (never taken under the key prefix)"));
+  auto args = std::make_shared<InspectArgs>();
+  AddConnectionOptions(*app, args->connection, /*kafka=*/false);
+  app->add_flag("--json", args->json, "One JSON object");
+  app->add_option("NAME", args->name, "The lock")->required()->type_name("");
+  Subcommand subcommand;
+  subcommand.app = app;
+  subcommand.run = [args](const Context&) { return RunInspect(*args); };
+  return subcommand;
+}
+
+Subcommand AddUnlockCommand(CLI::App& parent, HelpFormatter& formatter) {
+  CLI::App* app = parent.add_subcommand(
+      "unlock",
+      "Force a lock free: remove its grant (only the expected one when "
+      "--expect-owner/--expect-fence say which), hand it to the first live "
+      "waiter and publish a force event.");
+  formatter.SetSynopsis(app,
+                        "--force NAME [--expect-owner O] [--expect-fence F]");
+  app->footer(Footer(
+      "nothing removed: the lock was not held, or held by another grant "
+      "than the expected one",
+      "The holder is told through Redis, never by the event alone: it stops "
+      "at its next renewal, or at once when the force event reaches it. "
+      "Retry-safe: a retry after a lost reply never removes the next "
+      "holder's grant.\n\n"));
+  auto args = std::make_shared<UnlockArgs>();
+  AddConnectionOptions(*app, args->connection, /*kafka=*/true);
+  app->add_flag("--force", args->force, "Required: yes, remove the grant");
+  app->add_option("--expect-owner", args->expect_owner,
+                  "Remove the grant only if this owner holds it")
+      ->type_name("O");
+  app->add_option("--expect-fence", args->expect_fence,
+                  "Remove the grant only if it has this fencing token")
+      ->type_name("F");
+  app->add_option("NAME", args->name, "The lock")->required()->type_name("");
+  Subcommand subcommand;
+  subcommand.app = app;
+  subcommand.run = [args](const Context&) { return RunUnlock(*args); };
+  return subcommand;
+}
+
+}  // namespace lockfleet::cli
