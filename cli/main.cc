@@ -14,6 +14,7 @@
 #include "command.h"
 #include "config_command.h"
 #include "demo_command.h"
+#include "git_describe.h"
 #include "jobs_command.h"
 #include "lock_command.h"
 #include "locks_command.h"
@@ -67,7 +68,10 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   app.formatter(formatter);
   app.require_subcommand(1);
   app.footer(kMainFooter);
-  app.set_version_flag("--version", std::string(LOCKFLEET_VERSION));
+  const std::string describe = LOCKFLEET_GIT_DESCRIBE;
+  app.set_version_flag("--version",
+                       std::string("lockfleet ") + LOCKFLEET_VERSION +
+                           (describe.empty() ? "" : " (git " + describe + ")"));
 
   std::vector<Subcommand> subcommands;
   subcommands.push_back(AddLockCommand(app, *formatter));

@@ -47,7 +47,10 @@ esac
 [[ -n "$build_dir" ]] || build_dir="$(default_build_dir "$sanitize")"
 [[ "$build_dir" == /* ]] || build_dir="$LOCKFLEET_ROOT/$build_dir"
 
-args=(-S "$LOCKFLEET_ROOT" -B "$build_dir" "-DLOCKFLEET_SANITIZE=$sanitize")
+# Warnings are errors in the project's own builds (and so in CI), not in
+# everyone's (CMakeLists.txt: LOCKFLEET_WERROR defaults to OFF).
+args=(-S "$LOCKFLEET_ROOT" -B "$build_dir" "-DLOCKFLEET_SANITIZE=$sanitize"
+      -DLOCKFLEET_WERROR=ON)
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   args+=(-G Ninja)
 fi

@@ -10,6 +10,7 @@
 #          (with scripts/sanitizers/: the C11-threads shim preloaded and
 #          tsan.supp, both for librdkafka)
 #        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
+#        build-release/ (Release, -O3, as packagers build): label unit
 #   4. scripts/model-check.sh: spin checks the Promela model of the fair
 #      lock protocol (model/), and that it catches the re-introduced bugs
 #   5. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
@@ -107,6 +108,24 @@ if [[ "$sanitizers" == true ]]; then
     suite asan address '^(unit|integration)$'
     [[ ${#failed[@]} -eq 0 ]]
   ) || failed+=("asan")
+fi
+
+if [[ "$sanitizers" == true ]]; then
+  # The build packagers make: Release (-O3), which warns where
+  # RelWithDebInfo (-O2) does not. Built with warnings as errors; its unit
+  # tests run.
+  t0=$SECONDS
+  say "==== release: build (build-release) ===="
+  if bash "$LOCKFLEET_ROOT/scripts/build.sh" --type Release \
+      "$LOCKFLEET_ROOT/build-release"; then
+    say "==== release: test ===="
+    run_ctest release "$LOCKFLEET_ROOT/build-release" -j "$LOCKFLEET_JOBS" \
+      -L '^unit$' || failed+=("release (tests)")
+  else
+    echo "release: build failed" >>"$LOCKFLEET_SUMMARY_FILE"
+    failed+=("release (build)")
+  fi
+  say "release took $((SECONDS - t0)) s"
 fi
 
 if [[ "$fuzz" == true ]]; then

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -141,11 +140,10 @@ std::string FormatDuration(std::chrono::milliseconds duration) {
     if (ms < unit_ms || (remainder * 1000) % unit_ms != 0) continue;
     std::string out = sign + std::to_string(ms / unit_ms);
     if (remainder != 0) {
-      char thousandths[8];
-      std::snprintf(thousandths, sizeof(thousandths), "%03u",
-                    static_cast<unsigned>(remainder * 1000 / unit_ms));
-      std::string_view digits(thousandths);
-      while (digits.back() == '0') digits.remove_suffix(1);
+      // remainder < unit_ms: three digits, 001..999.
+      std::string digits = std::to_string(remainder * 1000 / unit_ms);
+      digits.insert(0, 3 - digits.size(), '0');
+      while (digits.back() == '0') digits.pop_back();
       out += '.';
       out += digits;
     }

@@ -66,6 +66,13 @@ if(EXPECT_CLI)
   if(NOT EXISTS "${_prefix}/bin/lockfleet")
     message(FATAL_ERROR "[install test] bin/lockfleet not installed")
   endif()
+  # --version: "lockfleet VERSION" and, from a git checkout, "(git ...)".
+  execute_process(COMMAND "${_prefix}/bin/lockfleet" --version
+                  OUTPUT_VARIABLE _version RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0 OR NOT _version MATCHES "^lockfleet ${EXPECT_VERSION}")
+    message(FATAL_ERROR
+      "[install test] lockfleet --version printed '${_version}' (${_rc})")
+  endif()
 endif()
 
 # ---- 3. consumer ----

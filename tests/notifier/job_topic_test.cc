@@ -299,8 +299,15 @@ TEST_F(JobTopic, TwoConsumersShareThePartitionsAndGetEachRecordOnce) {
   pb.Stop();
   std::vector<JobRecord> all = pa.records();
   for (JobRecord& r : pb.records()) all.push_back(std::move(r));
-  EXPECT_EQ(all.size(), 40u);  // exactly once: no record twice
-  EXPECT_EQ(Keys(all), KeyRange(0, 40));
+  // Exactly once when the revoke-time commit of the moved partitions went
+  // through. The embedded broker refuses commits while members rejoin, and
+  // on a slow machine (TSan, a loaded CI) the revoke's commit can land in
+  // that window: the moved partitions' finished records then come again to
+  // b — at least once, which is the contract (done markers dedupe jobs).
+  if (a->stats().commit_failures == 0) {
+    EXPECT_EQ(all.size(), 40u);  // no record twice
+  }
+  EXPECT_EQ(Keys(all), KeyRange(0, 40));  // none lost
   EXPECT_FALSE(pb.records().empty());
   EXPECT_GE(a->stats().rebalances, 2u);  // assigned, then gave some up
   // (Commits may fail while the group rebalances: the embedded broker,
