@@ -89,10 +89,11 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
   if (journal_) {
     // The previous process of this state directory is gone (the journal's
     // flock says so): its grants need not wait out their lease.
-    for (const std::string& line : GiveBackLeftHolds(*journal_, *locks_)) {
-      logger_.Log(line.rfind("could not", 0) == 0 ? LogLevel::kWarning
-                                                  : LogLevel::kInfo,
-                  "worker", line);
+    for (const worker::GiveBack& g : GiveBackLeftHolds(*journal_, *locks_)) {
+      logger_.Log(g.outcome == worker::GiveBack::Outcome::kFailed
+                      ? LogLevel::kWarning
+                      : LogLevel::kInfo,
+                  "worker", g.message);
     }
   }
   try {

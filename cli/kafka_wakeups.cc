@@ -98,6 +98,25 @@ std::shared_ptr<notifier::KafkaNotifier> StartKafka(
   return std::make_shared<notifier::KafkaNotifier>(std::move(options));
 }
 
+std::shared_ptr<notifier::KafkaNotifier> StartOptionalKafka(
+    const std::optional<notifier::KafkaOptions>& options,
+    const std::string& source, std::string_view without, bool* bad) {
+  *bad = false;
+  if (!options) return nullptr;
+  try {
+    return StartKafka(*options);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) {
+      PrintError(source + ": " + e.what());
+      *bad = true;
+    } else {
+      PrintError("warning: cannot start the Kafka client (" +
+                 std::string(e.what()) + "); " + std::string(without));
+    }
+    return nullptr;
+  }
+}
+
 bool ShutDownKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,
                    std::chrono::milliseconds budget) {
   std::promise<void> done;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,14 @@ std::string CheckBootstrap(std::string_view bootstrap);
 // key or property, Error(kKafka) if librdkafka refuses to start.
 std::shared_ptr<notifier::KafkaNotifier> StartKafka(
     notifier::KafkaOptions options);
+
+// StartKafka for a tool to which Kafka is only a speed-up: nullptr without
+// `options`. A bad bootstrap, key or property is the user's: it is printed
+// as "SOURCE: ..." and *bad set (exit 2). Any other failure is one warning,
+// "cannot start the Kafka client (...); WITHOUT", and nullptr.
+std::shared_ptr<notifier::KafkaNotifier> StartOptionalKafka(
+    const std::optional<notifier::KafkaOptions>& options,
+    const std::string& source, std::string_view without, bool* bad);
 
 // Destroys `notifier` — which flushes its last unlock events for up to 1 s —
 // on another thread, and waits for that at most `budget`. Returns false if

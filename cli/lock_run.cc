@@ -143,20 +143,12 @@ int LockRun::Run() {
     return kExitUsage;
   }
 
-  std::shared_ptr<notifier::KafkaNotifier> kafka;
-  if (request_.kafka) {
-    try {
-      kafka = StartKafka(*request_.kafka);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kInvalidArgument) {
-        PrintError(request_.kafka_source + ": " + e.what());
-        return kExitUsage;
-      }
-      // Kafka only speeds up waiting; never fail the lock over it.
-      PrintError("warning: cannot start the Kafka client (" +
-                 std::string(e.what()) + "); continuing without unlock events");
-    }
-  }
+  // Kafka only speeds up waiting; never fail the lock over it.
+  bool bad_kafka = false;
+  std::shared_ptr<notifier::KafkaNotifier> kafka =
+      StartOptionalKafka(request_.kafka, request_.kafka_source,
+                         "continuing without unlock events", &bad_kafka);
+  if (bad_kafka) return kExitUsage;
 
   const int status = RunClient(redis, kafka);
   if (kafka != nullptr && !ShutDownKafka(std::move(kafka), kKafkaShutdown)) {

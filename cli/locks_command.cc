@@ -298,26 +298,17 @@ int RunUnlock(const UnlockArgs& args) {
   }
   if (args.expect_fence < 0) {
     throw UsageError("--expect-fence " + std::to_string(args.expect_fence) +
-                     ": must be >= 1");
+                     ": must be >= 1 (or 0, the default: any)");
   }
   int status = kExitOk;
   const std::optional<Connection> connection =
       Connect(args.connection, &status);
   if (!connection) return status;
-  std::shared_ptr<notifier::KafkaNotifier> kafka;
-  if (connection->kafka) {
-    try {
-      kafka = StartKafka(*connection->kafka);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kInvalidArgument) {
-        PrintError(connection->kafka_source + ": " + e.what());
-        return kExitUsage;
-      }
-      PrintError("warning: cannot start the Kafka client (" +
-                 std::string(e.what()) +
-                 "); the holder learns at its next renewal");
-    }
-  }
+  bool bad_kafka = false;
+  std::shared_ptr<notifier::KafkaNotifier> kafka =
+      StartOptionalKafka(connection->kafka, connection->kafka_source,
+                         "the holder learns at its next renewal", &bad_kafka);
+  if (bad_kafka) return kExitUsage;
   status = Guarded(*connection, [&] {
     LockClientOptions options = connection->locks;
     options.publisher = kafka;

@@ -113,7 +113,7 @@ TEST(HoldJournal, DamagedSlotsAreIgnored) {
     // Flip one byte of slot "b" and cut the file inside a third slot.
     std::fstream file(dir.path() + "/holds",
                       std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(2 * 2048 + 20);  // slot 0 names the writer
+    file.seekp(2048 + 20);
     file.put('X');
     file.seekp(0, std::ios::end);
     file.write("partial", 7);
@@ -222,16 +222,20 @@ TEST_F(HoldJournalGiveBack, GivesBackTheCrashedHoldsOnlyAsTheyWere) {
 
   auto journal = HoldJournal::Open(dir.path());
   auto restarted = NewClient();
-  const std::vector<std::string> lines =
-      GiveBackLeftHolds(*journal, *restarted);
+  const std::vector<GiveBack> lines = GiveBackLeftHolds(*journal, *restarted);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(
-      lines[0].rfind(
+      lines[0].message.rfind(
           "gave back lock 'kept' (fence " + std::to_string(k.fence) + ")", 0),
       0u)
-      << lines[0];
-  EXPECT_EQ(lines[1].rfind("left lock 'moved'", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2].rfind("left lock 'again'", 0), 0u) << lines[2];
+      << lines[0].message;
+  EXPECT_EQ(lines[0].outcome, GiveBack::Outcome::kGivenBack);
+  EXPECT_EQ(lines[1].outcome, GiveBack::Outcome::kPassedOn);
+  EXPECT_EQ(lines[2].outcome, GiveBack::Outcome::kPassedOn);
+  EXPECT_EQ(lines[1].message.rfind("left lock 'moved'", 0), 0u)
+      << lines[1].message;
+  EXPECT_EQ(lines[2].message.rfind("left lock 'again'", 0), 0u)
+      << lines[2].message;
   EXPECT_EQ(restarted->Inspect("again").fence, newer.lease.fence());
   EXPECT_FALSE(restarted->Inspect("kept").locked);
   const LockInfo now = restarted->Inspect("moved");

@@ -10,10 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -30,12 +28,18 @@ constexpr size_t kMaxOwnerBytes = 256;
 static_assert(kHeaderBytes + kMaxOwnerBytes + kMaxLockNameBytes <= kSlotBytes);
 constexpr unsigned char kMagic = 0xA7;
 
-uint32_t Fnv1a(const unsigned char* data, size_t size) {
+// FNV-1a over the slot's fence and lengths (bytes 1..12) and its `body`
+// bytes: everything a slot says but the magic and the checksum itself.
+uint32_t Checksum(const unsigned char* slot, size_t body) {
   uint32_t hash = 2166136261u;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= data[i];
-    hash *= 16777619u;
-  }
+  auto add = [&hash](const unsigned char* data, size_t size) {
+    for (size_t i = 0; i < size; ++i) {
+      hash ^= data[i];
+      hash *= 16777619u;
+    }
+  };
+  add(slot + 1, 12);
+  add(slot + kHeaderBytes, body);
   return hash;
 }
 
@@ -78,60 +82,6 @@ bool IsNetworkFilesystem(long type) {
   }
 }
 
-// Who writes a journal: this boot (a reboot ends every process), a pid and
-// that process's start time (pids are reused).
-struct Writer {
-  std::string boot_id;
-  int64_t pid = 0;
-  uint64_t start_ticks = 0;
-  bool operator==(const Writer&) const = default;
-};
-
-std::string FirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// Field 22 of /proc/PID/stat (after the command name in parentheses), or 0.
-uint64_t StartTicks(int64_t pid) {
-  const std::string stat = FirstLine("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
-}
-
-// The writer `pid` would be now (start_ticks 0 when it is not running).
-Writer CurrentWriter(int64_t pid) {
-  return {FirstLine("/proc/sys/kernel/random/boot_id"), pid, StartTicks(pid)};
-}
-
-constexpr unsigned char kWriterMagic = 0xB0;
-
-void EncodeWriter(const Writer& w, unsigned char* slot) {
-  std::memset(slot, 0, kSlotBytes);
-  slot[0] = kWriterMagic;
-  PutLe(slot + 1, static_cast<uint64_t>(w.pid), 8);
-  PutLe(slot + 9, w.start_ticks, 8);
-  const size_t n = std::min<size_t>(w.boot_id.size(), 64);
-  slot[17] = static_cast<unsigned char>(n);
-  std::memcpy(slot + 18, w.boot_id.data(), n);
-}
-
-bool DecodeWriter(const unsigned char* slot, Writer* w) {
-  if (slot[0] != kWriterMagic || slot[17] > 64) return false;
-  w->pid = static_cast<int64_t>(GetLe(slot + 1, 8));
-  w->start_ticks = GetLe(slot + 9, 8);
-  w->boot_id.assign(reinterpret_cast<const char*>(slot + 18), slot[17]);
-  return w->pid > 0 && w->start_ticks > 0;
-}
-
 // The slot's hold, or false for an empty or damaged slot.
 bool Decode(const unsigned char* slot, HoldJournal::Hold* hold) {
   if (slot[0] != kMagic) return false;
@@ -142,11 +92,9 @@ bool Decode(const unsigned char* slot, HoldJournal::Hold* hold) {
     return false;
   }
   const unsigned char* body = slot + kHeaderBytes;
-  const uint32_t sum = static_cast<uint32_t>(GetLe(slot + 13, 4));
-  // The checksum covers fence, lengths and bytes.
-  uint32_t expect = Fnv1a(slot + 1, 12);
-  expect ^= Fnv1a(body, owner_len + lock_len);
-  if (sum != expect) return false;
+  if (GetLe(slot + 13, 4) != Checksum(slot, owner_len + lock_len)) {
+    return false;
+  }
   hold->fence = static_cast<int64_t>(GetLe(slot + 1, 8));
   hold->owner.assign(reinterpret_cast<const char*>(body), owner_len);
   hold->lock.assign(reinterpret_cast<const char*>(body) + owner_len, lock_len);
@@ -207,31 +155,16 @@ std::unique_ptr<HoldJournal> HoldJournal::Open(const std::string& dir) {
     fail(path + " was replaced while it was being opened; try again");
   }
   unsigned char slot[kSlotBytes];
-  Writer writer;
-  if (pread(fd, slot, kSlotBytes, 0) == static_cast<ssize_t>(kSlotBytes) &&
-      DecodeWriter(slot, &writer) && writer.pid != getpid() &&
-      writer == CurrentWriter(writer.pid)) {
-    // The writer is alive on this boot: the flock should have said so.
-    // (This very process may reopen a journal it closed.)
-    fail("state directory " + dir + " is in use by process " +
-         std::to_string(writer.pid) +
-         " (each worker needs its own "
-         "worker.state_dir)");
-  }
   std::vector<Hold> left;
-  for (off_t at = kSlotBytes;; at += kSlotBytes) {
+  for (off_t at = 0;; at += kSlotBytes) {
     const ssize_t n = pread(fd, slot, kSlotBytes, at);
     if (n < static_cast<ssize_t>(kSlotBytes)) break;  // end (or a torn tail)
     Hold hold;
     if (Decode(slot, &hold)) left.push_back(std::move(hold));
   }
   // What was left is returned to the caller to give back; the file starts
-  // again with this process as its writer.
-  EncodeWriter(CurrentWriter(getpid()), slot);
-  if (ftruncate(fd, 0) != 0 ||
-      pwrite(fd, slot, kSlotBytes, 0) != static_cast<ssize_t>(kSlotBytes)) {
-    fail(Errno("cannot rewrite", path));
-  }
+  // empty for this process.
+  if (ftruncate(fd, 0) != 0) fail(Errno("cannot truncate", path));
   // The previous start: "START_MS CLEAN CRASHES" (see MarkRunning).
   int crashes = 0;
   {
@@ -252,8 +185,7 @@ std::unique_ptr<HoldJournal> HoldJournal::Open(const std::string& dir) {
 
 HoldJournal::HoldJournal(const std::string& dir, int file_fd,
                          std::vector<Hold> left, int recent_crashes)
-    : path_(dir + "/holds"),
-      fd_(file_fd),
+    : fd_(file_fd),
       left_(std::move(left)),
       starts_path_(dir + "/starts"),
       recent_crashes_(recent_crashes),
@@ -292,7 +224,6 @@ HoldJournal::Entry HoldJournal::Record(std::string_view lock,
   std::lock_guard guard(mu_);
   if (lock.empty() || lock.size() > kMaxLockNameBytes || owner.empty() ||
       owner.size() > kMaxOwnerBytes || fence <= 0) {
-    ++write_errors_;
     return Entry();
   }
   size_t slot;
@@ -300,7 +231,7 @@ HoldJournal::Entry HoldJournal::Record(std::string_view lock,
     slot = free_.back();
     free_.pop_back();
   } else {
-    slot = 1 + slots_++;  // slot 0: the writer
+    slot = slots_++;
   }
   unsigned char data[kSlotBytes] = {};
   data[0] = kMagic;
@@ -310,12 +241,9 @@ HoldJournal::Entry HoldJournal::Record(std::string_view lock,
   unsigned char* body = data + kHeaderBytes;
   std::memcpy(body, owner.data(), owner.size());
   std::memcpy(body + owner.size(), lock.data(), lock.size());
-  const uint32_t sum =
-      Fnv1a(data + 1, 12) ^ Fnv1a(body, owner.size() + lock.size());
-  PutLe(data + 13, sum, 4);
+  PutLe(data + 13, Checksum(data, owner.size() + lock.size()), 4);
   if (pwrite(fd_, data, kSlotBytes, static_cast<off_t>(slot * kSlotBytes)) !=
       static_cast<ssize_t>(kSlotBytes)) {
-    ++write_errors_;
     free_.push_back(slot);
     return Entry();
   }
@@ -326,22 +254,16 @@ void HoldJournal::Clear(size_t slot) {
   std::lock_guard guard(mu_);
   static const unsigned char kZero[kSlotBytes] = {};
   // Only the magic byte matters; the whole slot keeps the file tidy.
-  if (pwrite(fd_, kZero, kSlotBytes, static_cast<off_t>(slot * kSlotBytes)) !=
-      static_cast<ssize_t>(kSlotBytes)) {
-    ++write_errors_;  // the next process finds it: ForceUnlock then
-                      // mismatches or finds the lock free
-  }
+  // A failed write leaves an ended grant behind: harmless, the next
+  // process's ForceUnlock then finds the lock free or held by another grant.
+  [[maybe_unused]] const ssize_t n =
+      pwrite(fd_, kZero, kSlotBytes, static_cast<off_t>(slot * kSlotBytes));
   free_.push_back(slot);
 }
 
-uint64_t HoldJournal::write_errors() const {
-  std::lock_guard guard(mu_);
-  return write_errors_;
-}
-
-std::vector<std::string> GiveBackLeftHolds(const HoldJournal& journal,
-                                           LockClient& locks) {
-  std::vector<std::string> lines;
+std::vector<GiveBack> GiveBackLeftHolds(const HoldJournal& journal,
+                                        LockClient& locks) {
+  std::vector<GiveBack> out;
   for (const HoldJournal::Hold& hold : journal.Left()) {
     const std::string what =
         "lock '" + hold.lock + "' (fence " + std::to_string(hold.fence) + ")";
@@ -349,19 +271,22 @@ std::vector<std::string> GiveBackLeftHolds(const HoldJournal& journal,
       const ForceUnlockResult r = locks.ForceUnlock(
           hold.lock, {.expect_owner = hold.owner, .expect_fence = hold.fence});
       if (r.was_locked) {
-        lines.push_back("gave back " + what +
-                        ", held by the previous process of this state "
-                        "directory when it ended");
+        out.push_back({GiveBack::Outcome::kGivenBack,
+                       "gave back " + what +
+                           ", held by the previous process of this state "
+                           "directory when it ended"});
       } else {
-        lines.push_back("left " + what +
-                        " alone: it has ended or passed on since");
+        out.push_back(
+            {GiveBack::Outcome::kPassedOn,
+             "left " + what + " alone: it has ended or passed on since"});
       }
     } catch (const std::exception& e) {
-      lines.push_back("could not give back " + what + ": " + e.what() +
-                      " (it runs out with its lease)");
+      out.push_back({GiveBack::Outcome::kFailed,
+                     "could not give back " + what + ": " + e.what() +
+                         " (it runs out with its lease)"});
     }
   }
-  return lines;
+  return out;
 }
 
 }  // namespace lockfleet::worker

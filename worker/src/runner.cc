@@ -183,6 +183,12 @@ HoldJournal::Entry JobRunner::Journal(std::string_view lock,
   if (!options_.journal) return {};
   HoldJournal::Entry entry =
       options_.journal->Record(lock, lease.owner(), lease.fence());
+  if (!entry && options_.log) {
+    options_.log(LogLevel::kWarning,
+                 "lock '" + std::string(lock) +
+                     "' not recorded in worker.state_dir (write failed): "
+                     "after a crash it runs out its lease");
+  }
   return entry;
 }
 

@@ -12,19 +12,17 @@
 // ends. So a process that gets it knows the writer of what it finds there is
 // gone (a dead holder neither renews nor writes) and may give its grants
 // back. Deleting or replacing the file cannot fool this: the new file is
-// empty. Belt and braces: the file names its writer (boot id, pid, process
-// start time), and a writer still alive on this boot makes Open refuse. A
-// directory on a network filesystem (NFS, SMB, Ceph, FUSE, ...) is refused:
-// flock there cannot prove another host's process dead. A grant is given
-// back only as that very grant — ForceUnlock with the recorded owner and
+// empty. A directory on a network filesystem (NFS, SMB, Ceph, FUSE, ...) is
+// refused: flock there cannot prove another host's process dead. A grant is
+// given back only as that very grant — ForceUnlock with the recorded owner and
 // fencing token as expectations — so a lock that has passed to anyone else
 // since is left alone. A second process on a directory in use is refused.
 //
-// The file is an array of fixed-size slots: the writer, then one per grant
-// held; each grant's slot is written with one pwrite(2) when the grant is
-// taken and zeroed when it ends, and carries a checksum (a slot torn by a
-// crash of the machine mid-write is ignored: the lease covers it, as it
-// covers every hold when the whole node goes away).
+// The file is an array of fixed-size slots, one per grant held; each is written
+// with one pwrite(2) when the grant is taken and zeroed when it ends, and
+// carries a checksum (a slot torn by a crash of the machine mid-write is
+// ignored: the lease covers it, as it covers every hold when the whole node
+// goes away).
 //
 // The directory also remembers this worker's last start (DIR/starts):
 // RecentCrashes() counts the starts in a row that were followed within
@@ -66,6 +64,7 @@ class HoldJournal {
     Entry(Entry&& other) noexcept;
     Entry& operator=(Entry&& other) noexcept;
     ~Entry();
+    explicit operator bool() const { return journal_ != nullptr; }
 
    private:
     friend class HoldJournal;
@@ -88,13 +87,10 @@ class HoldJournal {
   // (none after a graceful shutdown).
   const std::vector<Hold>& Left() const { return left_; }
 
-  // Records a grant just taken. A write error is returned as an empty
-  // Entry and counted (write_errors()): the grant is then only covered by
+  // Records a grant just taken. A write error (or an owner token longer
+  // than 256 bytes) gives an empty Entry: the grant is then only covered by
   // its lease, as without a journal.
   Entry Record(std::string_view lock, std::string_view owner, int64_t fence);
-
-  uint64_t write_errors() const;
-  const std::string& path() const { return path_; }
 
   // A start followed by another one sooner than this, without a clean
   // exit in between, counts as a crash of a crash loop.
@@ -115,16 +111,14 @@ class HoldJournal {
   void Clear(size_t slot);
   void WriteStart(bool clean);
 
-  const std::string path_;  // DIR/holds
-  const int fd_;            // DIR/holds, flock'ed
+  const int fd_;  // DIR/holds, flock'ed
   const std::vector<Hold> left_;
   const std::string starts_path_;  // DIR/starts
   const int recent_crashes_;
   const int64_t started_ms_;
   mutable std::mutex mu_;
-  std::vector<size_t> free_;   // guarded by mu_; slots to reuse
-  size_t slots_ = 0;           // guarded by mu_; slots in the file
-  uint64_t write_errors_ = 0;  // guarded by mu_
+  std::vector<size_t> free_;  // guarded by mu_; slots to reuse
+  size_t slots_ = 0;          // guarded by mu_; slots in the file
 };
 
 // How long a worker that crashed `crashes` times in a row waits before it
@@ -133,11 +127,20 @@ class HoldJournal {
 // that dies holding partitions strands them until the broker drops it.)
 std::chrono::milliseconds JoinDelay(int crashes);
 
+// What became of one grant the previous process left.
+struct GiveBack {
+  enum class Outcome {
+    kGivenBack,  // it was still that grant: removed
+    kPassedOn,   // it had ended or passed to another grant: left alone
+    kFailed,     // Redis failed: it runs out with its lease
+  };
+  Outcome outcome;
+  std::string message;  // for the log: "gave back lock 'NAME' (fence N)..."
+};
+
 // Gives back the grants `journal` found (see the class comment): each with
-// ForceUnlock expecting its owner and fence. Returns one line per grant
-// for the log ("gave back ...", "left ...: it has passed on", or the
-// error). Never throws.
-std::vector<std::string> GiveBackLeftHolds(const HoldJournal& journal,
-                                           LockClient& locks);
+// ForceUnlock expecting its owner and fence. Never throws.
+std::vector<GiveBack> GiveBackLeftHolds(const HoldJournal& journal,
+                                        LockClient& locks);
 
 }  // namespace lockfleet::worker
