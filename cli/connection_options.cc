@@ -1,8 +1,16 @@
 #include "connection_options.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
 
+#include "command.h"
 #include "config_options.h"
+#include "demo_support.h"
+#include "lockfleet/config/error.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_url.h"
 
 namespace lockfleet::cli {
 
@@ -11,7 +19,13 @@ void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka) {
       app.add_option("--config", args.config_path,
                      "Read Redis (URL, timeouts, key_prefix) and Kafka "
                      "settings from the deployment's config file, as "
-                     "'lockfleet worker' does; the options below override it")
+                     "'lockfleet worker' does; the options below override "
+                     "it" +
+                         std::string(args.discover_demo
+                                         ? ". Default: a running 'lockfleet "
+                                           "demo''s, unless --redis or "
+                                           "$LOCKFLEET_REDIS is given"
+                                         : ""))
           ->type_name("FILE");
   args.redis_option =
       app.add_option("--redis", args.redis_url,
@@ -31,16 +45,37 @@ void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka) {
   AddEventKeyOptions(app, args.event_key);
 }
 
+namespace {
+
+bool Given(const CLI::Option* option) {
+  return option != nullptr && option->count() > 0;
+}
+
+// The config file to read: --config, else a running demo's when asked to
+// look for one; "" for none.
+std::string ConfigPath(const ConnectionArgs& args) {
+  if (Given(args.config_option)) return args.config_path;
+  if (!args.discover_demo || Given(args.redis_option)) return "";
+  if (const char* env = std::getenv(kRedisUrlVariable);
+      env != nullptr && *env != '\0') {
+    return "";
+  }
+  const std::optional<std::filesystem::path> demo = FindRunningDemo();
+  return demo ? demo->string() : "";
+}
+
+}  // namespace
+
 Connection ResolveConnection(const ConnectionArgs& args) {
   Connection c;
-  if (args.config_option != nullptr && args.config_option->count() > 0) {
-    c.config = config::LoadFile(args.config_path);  // ConfigErrors
+  if (const std::string path = ConfigPath(args); !path.empty()) {
+    c.config = config::LoadFile(path);  // ConfigErrors
     c.redis = RedisOptionsFrom(c.config->redis);
-    c.redis_source = args.config_path + ": redis.url";
+    c.redis_source = path + ": redis.url";
     c.locks = LockOptionsFrom(*c.config);
     if (c.config->kafka) {
       c.kafka = KafkaOptionsFrom(*c.config->kafka);
-      c.kafka_source = args.config_path + ": kafka";
+      c.kafka_source = path + ": kafka";
     }
   } else {
     if (const char* env = std::getenv(kRedisUrlVariable);
@@ -57,7 +92,7 @@ Connection ResolveConnection(const ConnectionArgs& args) {
       c.kafka_source = std::string("$") + kKafkaVariable;
     }
   }
-  if (args.redis_option != nullptr && args.redis_option->count() > 0) {
+  if (Given(args.redis_option)) {
     c.redis.url = args.redis_url;
     c.redis_source = "--redis";
   }
@@ -85,6 +120,51 @@ Connection ResolveConnection(const ConnectionArgs& args) {
     c.kafka->event_keys = ResolveEventKeys(args.event_key);
   }
   return c;
+}
+
+// Runs `body`, mapping what it throws to messages and exit statuses.
+int Guarded(const Connection& connection, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) {
+      PrintError(e.what());
+      return kExitUsage;
+    }
+    // lockcore's connection errors name the server already.
+    std::string url;
+    try {
+      url = ParseRedisUrl(connection.redis.url).Redacted();
+    } catch (const Error&) {
+    }
+    const std::string what = e.what();
+    PrintError((url.empty() || what.find(url) != std::string::npos
+                    ? what
+                    : "Redis at " + url + ": " + what) +
+               " (" + std::string(ErrorCodeName(e.code())) + "; from " +
+               connection.redis_source + ")");
+    return kExitUnavailable;
+  }
+}
+
+// The connection, or an exit status for a bad file or option.
+std::optional<Connection> Connect(const ConnectionArgs& args, int* status) {
+  try {
+    return ResolveConnection(args);
+  } catch (const config::ConfigErrors& e) {
+    for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
+    *status = kExitUsage;
+    return std::nullopt;
+  }
+}
+
+std::shared_ptr<RedisClient> NewRedis(const Connection& connection) {
+  try {
+    return std::make_shared<RedisClient>(connection.redis);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    throw UsageError(connection.redis_source + ": " + e.what());
+  }
 }
 
 }  // namespace lockfleet::cli

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -33,17 +35,21 @@ struct ConnectionArgs {
   CLI::Option* config_option = nullptr;
   CLI::Option* redis_option = nullptr;
   CLI::Option* kafka_option = nullptr;  // null: the command has no Kafka
+  // With neither --config, --redis nor $LOCKFLEET_REDIS: use a running
+  // `lockfleet demo`'s config when there is one (demo_support.h).
+  bool discover_demo = false;
 };
 
 // Declares --config, --redis and (with `kafka`) --kafka and the event-key
-// options, with help texts for a tool that inspects or changes locks.
+// options, with help texts for a tool that inspects or changes locks. Set
+// args.discover_demo before.
 void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka);
 
 struct Connection {
   std::optional<config::Config> config;  // with --config
   RedisOptions redis;
   // Where redis.url came from, for messages: "--redis", "$LOCKFLEET_REDIS",
-  // "FILE: redis.url" or "default Redis URL".
+  // "FILE: redis.url" (also the running demo's FILE) or "default Redis URL".
   std::string redis_source;
   // The config's key prefix, lease, park cap, fairness and windows (the
   // defaults without a config); no publisher.
@@ -57,5 +63,19 @@ struct Connection {
 // Throws config::ConfigErrors for a bad --config file, UsageError for a bad
 // event key.
 Connection ResolveConnection(const ConnectionArgs& args);
+
+// ResolveConnection, or std::nullopt with *status set to kExitUsage after
+// printing what is wrong with the --config file.
+std::optional<Connection> Connect(const ConnectionArgs& args, int* status);
+
+// A client for the connection's Redis. Throws UsageError for a bad URL
+// (named with where it came from; its password redacted).
+std::shared_ptr<RedisClient> NewRedis(const Connection& connection);
+
+// Runs `body`, mapping what it throws to a message and an exit status:
+// Error(kInvalidArgument) → kExitUsage; any other lockfleet Error (Redis
+// unreachable, timed out, refused authentication) → kExitUnavailable,
+// naming the server (redacted) and where its URL came from.
+int Guarded(const Connection& connection, const std::function<int()>& body);
 
 }  // namespace lockfleet::cli

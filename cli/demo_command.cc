@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -135,6 +136,8 @@ class Demo {
   std::unique_ptr<notifier::EmbeddedBroker> broker_;
   std::vector<std::unique_ptr<SupervisedProcess>> workers_;
   std::vector<Endpoint> endpoints_;
+  // The config file's text, given the workers' metrics.targets ("" first).
+  std::function<std::string(const std::string& targets)> fleet_yaml_;
   long long commands_before_ = 0;
 };
 
@@ -179,18 +182,24 @@ int Demo::Setup() {
   }
 
   const fs::path config = dir_ / "fleet.yaml";
-  std::ofstream(config)
-      << "# Written by 'lockfleet demo': one file drives every worker.\n"
-      << "redis:\n  url: unix://" << socket
-      << "\n  pool_size: " << args_.threads + 2 << "\n"
-      << "kafka:\n  bootstrap: " << broker_->bootstrap()
-      << "\n  fetch_wait: 1ms\n  event_key_file: " << event_key.string() << "\n"
-      << "locks:\n  lease: 10s\n"
-      << "worker:\n  threads: " << args_.threads << "\n  grace_period: 5s\n"
-      << "  sources:\n    kafka_jobs:\n      enabled: true\n"
-      << "      group: lockfleet-demo\n"
-      << "metrics:\n  listen: 127.0.0.1:0\n"
-      << "logging:\n  level: warning\n";
+  fleet_yaml_ = [this, socket, event_key](const std::string& targets) {
+    std::ostringstream out;
+    out << "# Written by 'lockfleet demo': one file drives every worker.\n"
+        << "redis:\n  url: unix://" << socket
+        << "\n  pool_size: " << args_.threads + 2 << "\n"
+        << "kafka:\n  bootstrap: " << broker_->bootstrap()
+        << "\n  fetch_wait: 1ms\n  event_key_file: " << event_key.string()
+        << "\n"
+        << "locks:\n  lease: 10s\n"
+        << "worker:\n  threads: " << args_.threads << "\n  grace_period: 5s\n"
+        << "  sources:\n    kafka_jobs:\n      enabled: true\n"
+        << "      group: lockfleet-demo\n"
+        << "metrics:\n  listen: 127.0.0.1:0\n";
+    if (!targets.empty()) out << "  targets: [" << targets << "]\n";
+    out << "logging:\n  level: warning\n";
+    return out.str();
+  };
+  std::ofstream(config) << fleet_yaml_("");
 
   std::cout << "lockfleet demo: flash sale of " << args_.jobs
             << " purchase jobs over " << args_.products << " products x "
@@ -228,6 +237,20 @@ int Demo::Setup() {
     std::cout << "  worker-" << i + 1 << "      pid " << workers_[i]->pid()
               << ", metrics " << endpoint->url << "\n";
     endpoints_.push_back(*endpoint);
+  }
+  // The workers have read the file; now it also names their endpoints, for
+  // `lockfleet top` (which finds the running demo through the registry).
+  std::string targets;
+  for (const Endpoint& endpoint : endpoints_) {
+    targets += (targets.empty() ? "" : ", ") +
+               endpoint.url.substr(7, endpoint.url.size() - 7 - 8);
+  }
+  const fs::path written = dir_ / "fleet.yaml.new";
+  std::ofstream(written) << fleet_yaml_(targets);
+  std::error_code ec;
+  fs::rename(written, config, ec);
+  if (!ec && RegisterDemo(config)) {
+    std::cout << "  watch it      lockfleet top   (in another terminal)\n";
   }
   std::cout << std::flush;
   return kExitOk;
@@ -428,6 +451,7 @@ int Demo::Summarize(double elapsed_s) {
 }
 
 int Demo::Teardown(int status) {
+  UnregisterDemo();
   // Graceful first: every worker gets SIGTERM at once, then each is waited
   // for; a worker that does not stop in time is killed and fails the demo.
   for (auto& worker : workers_) worker->Signal(SIGTERM);

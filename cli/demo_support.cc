@@ -1,12 +1,17 @@
 #include "demo_support.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "lockfleet/metrics/http.h"
 
@@ -79,23 +84,83 @@ std::optional<Endpoint> ParseMetricsUrl(const std::string& ready_line) {
   return endpoint;
 }
 
-// Every worker's samples, concatenated (sums are fleet-wide).
-std::vector<metrics::Sample> ScrapeAll(const std::vector<Endpoint>& endpoints) {
-  std::vector<metrics::Sample> all;
-  for (const Endpoint& endpoint : endpoints) {
-    const metrics::HttpResponse response = metrics::HttpGet(
-        endpoint.host, endpoint.port, "/metrics", milliseconds(2000));
-    if (response.status != 200) continue;  // a worker gone: shows as less
-    std::vector<metrics::Sample> samples =
-        metrics::ParseExposition(response.body);
-    all.insert(all.end(), samples.begin(), samples.end());
-  }
-  return all;
-}
-
 double Jobs(const std::vector<metrics::Sample>& samples, const char* result) {
   return metrics::SumSamples(samples, "lockfleet_jobs_total",
                              {{"source", "kafka"}, {"result", result}});
+}
+
+std::filesystem::path DemoRegistryPath() {
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+      runtime != nullptr && runtime[0] == '/') {
+    return std::filesystem::path(runtime) / "lockfleet-demo";
+  }
+  return "/tmp/lockfleet-demo-" + std::to_string(::getuid());
+}
+
+bool RegisterDemo(const std::filesystem::path& config) {
+  const std::filesystem::path path = DemoRegistryPath();
+  const std::filesystem::path temp =
+      path.string() + "." + std::to_string(::getpid());
+  const int fd =
+      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  const std::string text =
+      std::to_string(::getpid()) + "\n" + config.string() + "\n";
+  const bool written = ::write(fd, text.data(), text.size()) ==
+                       static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The registration's pid and config, if the file is a regular file of ours.
+std::optional<std::pair<pid_t, std::filesystem::path>> ReadRegistration() {
+  const std::filesystem::path path = DemoRegistryPath();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char buffer[4200];
+  ssize_t size = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::getuid()) {
+    size = ::read(fd, buffer, sizeof(buffer));
+  }
+  ::close(fd);
+  if (size <= 0) return std::nullopt;
+  std::stringstream in(std::string(buffer, static_cast<size_t>(size)));
+  long pid = 0;
+  std::string config;
+  if (!(in >> pid) || pid <= 0 || !(in >> std::ws) ||
+      !std::getline(in, config) || config.empty()) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<pid_t>(pid), std::filesystem::path(config));
+}
+
+}  // namespace
+
+void UnregisterDemo() {
+  const auto registration = ReadRegistration();
+  if (registration && registration->first == ::getpid()) {
+    ::unlink(DemoRegistryPath().c_str());
+  }
+}
+
+std::optional<std::filesystem::path> FindRunningDemo() {
+  const auto registration = ReadRegistration();
+  if (!registration) return std::nullopt;
+  if (::kill(registration->first, 0) != 0 && errno == ESRCH) {
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(registration->second, ec)) {
+    return std::nullopt;
+  }
+  return registration->second;
 }
 
 long long TotalCommands(RedisClient& redis) {

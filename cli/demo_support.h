@@ -11,6 +11,7 @@
 
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/metrics/scrape.h"
+#include "metrics_targets.h"
 
 namespace lockfleet::cli {
 
@@ -27,20 +28,24 @@ std::string Tail(const std::filesystem::path& file, size_t max_lines = 20);
 // "1.23 ms" (or "n/a" for NaN) from seconds.
 std::string Ms(double seconds);
 
-// A worker's /metrics address.
-struct Endpoint {
-  std::string host;
-  uint16_t port = 0;
-  std::string url;
-};
-
 // From a worker's "ready worker=ID metrics=http://HOST:PORT/metrics ..."
 // line; std::nullopt if it serves no metrics or the line is not that.
 std::optional<Endpoint> ParseMetricsUrl(const std::string& ready_line);
 
-// Every worker's samples, concatenated, so sums are fleet-wide. A worker
-// that does not answer within 2 s is left out.
-std::vector<metrics::Sample> ScrapeAll(const std::vector<Endpoint>& endpoints);
+// A running demo registers its config (with the workers' metrics.targets)
+// so that `lockfleet top` and `lockfleet jobs` run without --config or
+// --redis find it: "<pid>\n<config path>\n" in the file
+// DemoRegistryPath(), $XDG_RUNTIME_DIR/lockfleet-demo (else
+// /tmp/lockfleet-demo-<uid>), mode 0600.
+std::filesystem::path DemoRegistryPath();
+// Registers this process's demo (replacing any other). Returns false when
+// the file cannot be written; the demo runs on without it.
+bool RegisterDemo(const std::filesystem::path& config);
+// Removes the registration if it is this process's.
+void UnregisterDemo();
+// The config of the registered demo if its process is alive and the file
+// is ours (owned by this user, not a symlink); std::nullopt otherwise.
+std::optional<std::filesystem::path> FindRunningDemo();
 
 // lockfleet_jobs_total{source="kafka",result=...} summed.
 double Jobs(const std::vector<metrics::Sample>& samples, const char* result);

@@ -40,51 +40,6 @@ std::string Footer(const std::string& one, const std::string& extra = "") {
   return extra + text;
 }
 
-// Runs `body`, mapping what it throws to messages and exit statuses.
-int Guarded(const Connection& connection, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kInvalidArgument) {
-      PrintError(e.what());
-      return kExitUsage;
-    }
-    // lockcore's connection errors name the server already.
-    std::string url;
-    try {
-      url = ParseRedisUrl(connection.redis.url).Redacted();
-    } catch (const Error&) {
-    }
-    const std::string what = e.what();
-    PrintError((url.empty() || what.find(url) != std::string::npos
-                    ? what
-                    : "Redis at " + url + ": " + what) +
-               " (" + std::string(ErrorCodeName(e.code())) + "; from " +
-               connection.redis_source + ")");
-    return kExitUnavailable;
-  }
-}
-
-// The connection, or an exit status for a bad file or option.
-std::optional<Connection> Connect(const ConnectionArgs& args, int* status) {
-  try {
-    return ResolveConnection(args);
-  } catch (const config::ConfigErrors& e) {
-    for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
-    *status = kExitUsage;
-    return std::nullopt;
-  }
-}
-
-std::shared_ptr<RedisClient> NewRedis(const Connection& connection) {
-  try {
-    return std::make_shared<RedisClient>(connection.redis);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kInvalidArgument) throw;
-    throw UsageError(connection.redis_source + ": " + e.what());
-  }
-}
-
 std::string Ttl(milliseconds ttl) { return config::FormatDuration(ttl); }
 
 json LockJson(const std::string& name, const LockInfo& info) {
@@ -168,28 +123,10 @@ int RunLocks(const LocksArgs& args) {
   return Guarded(*connection, [&] {
     auto redis = NewRedis(*connection);
     LockClient locks(redis, connection->locks);
-    const std::string head = connection->locks.key_prefix + ":{";
-    const std::string tail = "}:lock";
-    std::vector<std::pair<std::string, LockInfo>> found;
-    bool truncated = false;
-    std::string cursor = "0";
-    do {
-      const Reply reply =
-          redis->Execute({"SCAN", cursor, "MATCH", head + glob + tail, "COUNT",
-                          std::to_string(kScanBatch)});
-      cursor = reply.elements.at(0).str;
-      for (const Reply& key : reply.elements.at(1).elements) {
-        if (key.str.size() < head.size() + tail.size()) continue;
-        const std::string name = key.str.substr(
-            head.size(), key.str.size() - head.size() - tail.size());
-        if (static_cast<int>(found.size()) >= args.limit) {
-          truncated = true;
-          break;
-        }
-        LockInfo info = locks.Inspect(name);
-        if (info.locked) found.emplace_back(name, std::move(info));
-      }
-    } while (cursor != "0" && !truncated);
+    HeldLocks held = ScanHeldLocks(*redis, locks, connection->locks.key_prefix,
+                                   glob, static_cast<size_t>(args.limit));
+    std::vector<std::pair<std::string, LockInfo>>& found = held.locks;
+    const bool truncated = held.truncated;
     // Most waiters first, then the longest held (least lease left is not
     // it: a watchdog renews), then by name.
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -346,6 +283,33 @@ int RunUnlock(const UnlockArgs& args) {
 
 }  // namespace
 
+HeldLocks ScanHeldLocks(RedisClient& redis, LockClient& locks,
+                        const std::string& key_prefix, const std::string& glob,
+                        size_t limit) {
+  const std::string head = key_prefix + ":{";
+  const std::string tail = "}:lock";
+  HeldLocks out;
+  std::string cursor = "0";
+  do {
+    const Reply reply =
+        redis.Execute({"SCAN", cursor, "MATCH", head + glob + tail, "COUNT",
+                       std::to_string(kScanBatch)});
+    cursor = reply.elements.at(0).str;
+    for (const Reply& key : reply.elements.at(1).elements) {
+      if (key.str.size() < head.size() + tail.size()) continue;
+      if (out.locks.size() >= limit) {
+        out.truncated = true;
+        return out;
+      }
+      std::string name = key.str.substr(
+          head.size(), key.str.size() - head.size() - tail.size());
+      LockInfo info = locks.Inspect(name);
+      if (info.locked) out.locks.emplace_back(std::move(name), std::move(info));
+    }
+  } while (cursor != "0");
+  return out;
+}
+
 Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter) {
   CLI::App* app = parent.add_subcommand(
       "locks",
@@ -356,6 +320,7 @@ Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter) {
   app->footer(Footer("no lock is held (matching)",
                      "Reads Redis with SCAN in batches (never KEYS).\n\n"));
   auto args = std::make_shared<LocksArgs>();
+  args->connection.discover_demo = true;
   AddConnectionOptions(*app, args->connection, /*kafka=*/false);
   args->match_option =
       app->add_option(
@@ -385,6 +350,7 @@ Subcommand AddInspectCommand(CLI::App& parent, HelpFormatter& formatter) {
   formatter.SetSynopsis(app, "NAME [--json]");
   app->footer(Footer("no such lock (never taken under the key prefix)"));
   auto args = std::make_shared<InspectArgs>();
+  args->connection.discover_demo = true;
   AddConnectionOptions(*app, args->connection, /*kafka=*/false);
   app->add_flag("--json", args->json, "One JSON object");
   app->add_option("NAME", args->name, "The lock")->required()->type_name("");

@@ -13,10 +13,28 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "command.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
 
 namespace lockfleet::cli {
+
+struct HeldLocks {
+  std::vector<std::pair<std::string, LockInfo>> locks;  // in SCAN order
+  bool truncated = false;  // more than `limit` lock keys matched
+};
+
+// The locks held now whose names match `glob` (Redis MATCH syntax; "*" for
+// all): SCAN over "<key_prefix>:{<glob>}:lock" in batches (never KEYS) and
+// Inspect of each key found, up to `limit` keys. Throws lockfleet Error
+// when Redis fails.
+HeldLocks ScanHeldLocks(RedisClient& redis, LockClient& locks,
+                        const std::string& key_prefix, const std::string& glob,
+                        size_t limit);
 
 Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter);
 Subcommand AddInspectCommand(CLI::App& parent, HelpFormatter& formatter);

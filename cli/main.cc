@@ -19,6 +19,7 @@
 #include "lock_command.h"
 #include "locks_command.h"
 #include "signals.h"
+#include "top_command.h"
 #include "worker_command.h"
 
 namespace lockfleet::cli {
@@ -78,6 +79,7 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   subcommands.push_back(AddLocksCommand(app, *formatter));
   subcommands.push_back(AddInspectCommand(app, *formatter));
   subcommands.push_back(AddUnlockCommand(app, *formatter));
+  subcommands.push_back(AddTopCommand(app, *formatter));
   subcommands.push_back(AddBrokerCommand(app, *formatter));
   subcommands.push_back(AddConfigCommand(app, *formatter));
   subcommands.push_back(AddWorkerCommand(app, *formatter));

@@ -19,12 +19,16 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   # HMAC-SHA256 of unlock events (kafka.event_key)
   libssl-dev
+  # the terminal view of `lockfleet top`
+  libncurses-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/sanitizer runtimes
   clang libclang-rt-14-dev
   # servers and tools the tests and the demo run (redis-server brings redis-cli)
   redis-server redis-tools kcat
+  # drives `lockfleet top` in a terminal, as a person would (tests/cli)
+  tmux
   # promtool (checks the metrics exposition and the alert rules)
   prometheus
   # model checking of the fair lock protocol (model/, scripts/model-check.sh)

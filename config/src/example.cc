@@ -94,6 +94,9 @@ worker:
 
 metrics:
   listen: ""                # HOST:PORT for /metrics, e.g. 127.0.0.1:9464; "" for none
+  # The workers' /metrics endpoints, for 'lockfleet top' and 'lockfleet jobs
+  # status' (the workers ignore it). Default: none.
+  # targets: [10.0.0.11:9464, 10.0.0.12:9464]
 
 logging:
   level: info               # debug | info | warning | error

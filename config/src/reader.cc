@@ -208,6 +208,14 @@ Value Absent(const Value& parent, std::string_view key) {
                parent.key_mark};
 }
 
+Value Item(const Value& list, size_t index) {
+  const YAML::Node item = list.node[index];
+  const bool empty = !item.IsDefined() || item.IsNull();
+  return Value{item, IndexPath(list.path, index),
+               empty ? list.key_mark : item.Mark(),
+               empty ? list.key_mark : item.Mark()};
+}
+
 MapReader::MapReader(Context& context, const Value& value,
                      std::string_view expected)
     : context_(context), value_(value) {

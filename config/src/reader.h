@@ -72,6 +72,10 @@ std::string IndexPath(std::string_view parent, size_t index);
 // positions are the parent's key, where "missing required key" points.
 Value Absent(const Value& parent, std::string_view key);
 
+// Element `index` of the list `list` (REQUIRES: a sequence with more than
+// `index` elements); an empty element points at the list's key.
+Value Item(const Value& list, size_t index);
+
 // One mapping of the document. Not thread-safe.
 class MapReader {
  public:

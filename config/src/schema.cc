@@ -227,10 +227,40 @@ LocksConfig ReadLocks(Context& context, const Value& value) {
   return out;
 }
 
+// metrics.targets: a list of HOST:PORT, each once.
+std::vector<std::string> ReadTargets(Context& context, const Value& value) {
+  std::vector<std::string> out;
+  const YAML::Node& node = value.node;
+  if (!node.IsDefined() || node.IsNull()) return out;
+  if (!node.IsSequence()) {
+    context.Error(value,
+                  "expected a list of HOST:PORT (the workers' "
+                  "metrics.listen), found " +
+                      Found(node));
+    return out;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const Value item_value = Item(value, i);
+    std::optional<std::string> target = ParseChecked(
+        context, item_value, kTargetExpected,
+        [](std::string_view text) { return CheckHostPort(text, 1); });
+    if (!target) continue;
+    if (std::find(out.begin(), out.end(), *target) != out.end()) {
+      context.Error(item_value, "'" + *target + "' is listed twice");
+      continue;
+    }
+    out.push_back(std::move(*target));
+  }
+  return out;
+}
+
 MetricsConfig ReadMetrics(Context& context, const Value& value) {
   MetricsConfig out;
   MapReader map(context, value, "a mapping of metrics settings");
   map.Read("listen", out.listen, Checked(kListenExpected, CheckListen));
+  if (std::optional<Value> targets = map.Get("targets")) {
+    out.targets = ReadTargets(context, *targets);
+  }
   map.Finish();
   return out;
 }

@@ -10,6 +10,8 @@ namespace lockfleet::config::internal {
 
 inline constexpr char kListenExpected[] =
     "HOST:PORT to listen on, or \"\" for none";
+inline constexpr char kTargetExpected[] =
+    "HOST:PORT of a worker's /metrics endpoint";
 
 // Reads every section of `root` (a mapping), recording each problem in
 // `context` and leaving defaults where a value is wrong or absent.

@@ -123,11 +123,8 @@ std::vector<ScheduleConfig> ReadSchedules(Context& context,
   }
   std::map<std::string, int> first_line;  // by schedule name
   for (size_t i = 0; i < node.size(); ++i) {
-    const YAML::Node item = node[i];
-    const bool empty = !item.IsDefined() || item.IsNull();
-    const Value item_value{item, IndexPath(value.path, i),
-                           empty ? value.key_mark : item.Mark(),
-                           empty ? value.key_mark : item.Mark()};
+    const Value item_value = Item(value, i);
+    const YAML::Node& item = item_value.node;
     if (!item.IsMap()) {
       context.Error(item_value,
                     "expected a schedule: a mapping with name, every or "

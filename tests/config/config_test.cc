@@ -181,7 +181,7 @@ TEST(ConfigErrorTest, UnknownKeySuggestionsIgnoreCaseAndDashes) {
 
 TEST(ConfigErrorTest, UnknownKeyWithoutAnythingCloseListsTheKeys) {
   EXPECT_EQ(OnlyError(std::string(kMinimal) + "metrics: {port: 1}\n").message,
-            "unknown key; expected one of listen");
+            "unknown key; expected one of listen, targets");
   EXPECT_EQ(OnlyError(std::string(kMinimal) + "zzz: 1\n").message,
             "unknown key; expected one of redis, kafka, locks, worker, "
             "metrics, logging");
@@ -352,6 +352,33 @@ TEST(ConfigErrorTest, RedisUrlErrorHidesThePassword) {
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "'redis://user:***@h:99999'",
                       message);
   EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+}
+
+TEST(ConfigTest, MetricsTargetsAreTheWorkersEndpoints) {
+  EXPECT_TRUE(Load(kMinimal).metrics.targets.empty());
+  const Config config =
+      Load(std::string(kMinimal) +
+           "metrics:\n  targets: [10.0.0.1:9464, \"[::1]:9465\", w3:80]\n");
+  EXPECT_EQ(config.metrics.targets,
+            (std::vector<std::string>{"10.0.0.1:9464", "[::1]:9465", "w3:80"}));
+}
+
+TEST(ConfigErrorTest, BadMetricsTargets) {
+  const Diagnostic port0 =
+      OnlyError(std::string(kMinimal) + "metrics:\n  targets: [a:1, b:0]\n");
+  EXPECT_EQ(port0.path, "metrics.targets[1]");
+  EXPECT_EQ(port0.line, 4);
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring,
+                      "expected HOST:PORT of a worker's /metrics endpoint, "
+                      "found 'b:0'",
+                      port0.message);
+  EXPECT_PRED_FORMAT2(
+      ::testing::IsSubstring, "'a:1' is listed twice",
+      OnlyError(std::string(kMinimal) + "metrics: {targets: [a:1, a:1]}")
+          .message);
+  EXPECT_PRED_FORMAT2(
+      ::testing::IsSubstring, "expected a list of HOST:PORT",
+      OnlyError(std::string(kMinimal) + "metrics: {targets: a:1}").message);
 }
 
 TEST(ConfigErrorTest, BadHostPorts) {

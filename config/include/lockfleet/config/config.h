@@ -233,6 +233,10 @@ struct MetricsConfig {
   // HOST:PORT to serve /metrics on (port 0: any free port); "" (the
   // default) serves none.
   std::string listen;
+  // HOST:PORT of each worker's /metrics endpoint (their `metrics.listen`),
+  // read by the tools that watch the fleet (`lockfleet top`, `lockfleet
+  // jobs status`); the workers themselves ignore it. Default: none.
+  std::vector<std::string> targets;
 
   bool operator==(const MetricsConfig&) const = default;
 };

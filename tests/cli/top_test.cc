@@ -1,0 +1,370 @@
+// `lockfleet top` as a person uses it: a running `lockfleet demo` (found
+// without flags, through its registration), `top` started in a tmux pane,
+// keys sent with send-keys, the pane read back with capture-pane and what
+// is on the screen asserted. Plus --once and the errors, without tmux.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_process.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "support/redis_server.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kLease{120000};
+
+std::string Shell(const std::string& command, int* status = nullptr) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
+    out.append(buffer, n);
+  }
+  const int rc = ::pclose(pipe);
+  if (status != nullptr) *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return out;
+}
+
+std::string Quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A tmux server of its own (its own socket), one session running COMMAND in
+// a 150x45 pane; killed on destruction.
+class Tmux {
+ public:
+  Tmux(const TempDir& dir, const std::string& command)
+      : socket_(dir.File("tmux.sock")) {
+    int status = -1;
+    const std::string out =
+        Shell("tmux -S " + Quote(socket_) +
+                  " -f /dev/null new-session -d -s top -x 150 -y 45 " +
+                  Quote(command),
+              &status);
+    started_ = status == 0;
+    if (!started_) error_ = out;
+  }
+  ~Tmux() { Shell("tmux -S " + Quote(socket_) + " kill-server"); }
+
+  bool started() const { return started_; }
+  const std::string& error() const { return error_; }
+
+  std::string Capture() {
+    return Shell("tmux -S " + Quote(socket_) + " capture-pane -p -t top");
+  }
+  // Keys as tmux names them ("s", "Enter", "Escape", "C-c").
+  void Keys(const std::string& keys) {
+    Shell("tmux -S " + Quote(socket_) + " send-keys -t top " + keys);
+  }
+  void Type(const std::string& text) {
+    Shell("tmux -S " + Quote(socket_) + " send-keys -t top -l " + Quote(text));
+  }
+  void Resize(int width, int height) {
+    Shell("tmux -S " + Quote(socket_) + " resize-window -t top -x " +
+          std::to_string(width) + " -y " + std::to_string(height));
+  }
+
+  // Polls the pane until `ok` accepts it (up to `timeout`); returns the
+  // last capture either way, and whether it was accepted.
+  bool WaitFor(const std::function<bool(const std::string&)>& ok,
+               std::string* screen, milliseconds timeout = seconds(60)) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      *screen = Capture();
+      if (ok(*screen)) return true;
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  }
+
+ private:
+  std::string socket_;
+  bool started_ = false;
+  std::string error_;
+};
+
+bool Has(const std::string& screen, const std::string& text) {
+  return screen.find(text) != std::string::npos;
+}
+
+// The screen's row for lock `name` split into words.
+std::vector<std::string> Row(const std::string& screen,
+                             const std::string& name) {
+  for (const std::string& line : Lines(screen)) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    std::vector<std::string> words;
+    std::stringstream in(line);
+    for (std::string word; in >> word;) words.push_back(word);
+    return words;
+  }
+  return {};
+}
+
+std::string HeaderClock(const std::string& screen) {
+  std::smatch m;
+  static const std::regex clock("lockfleet top  ([0-9:]{8})");
+  return std::regex_search(screen, m, clock) ? m[1].str() : "";
+}
+
+class TopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (Shell("command -v tmux").empty()) {
+      GTEST_SKIP() << "tmux not found (scripts/setup.sh installs it)";
+    }
+  }
+};
+
+TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
+  TempDir runtime;  // the demo registers itself here
+  const std::string env = "XDG_RUNTIME_DIR=" + runtime.path();
+  CliProcess demo({"demo", "--workers", "2", "--threads", "2", "--jobs",
+                   "300000", "--timeout", "900"},
+                  {env});
+  struct StopDemo {
+    CliProcess& demo;
+    ~StopDemo() {
+      demo.Signal(SIGINT);
+      demo.Wait(seconds(60));
+    }
+  } stop_demo{demo};
+  // Its redis-server, from "  redis-server  unix://..." once the workers
+  // are up ("watch it" follows them).
+  std::string redis_url;
+  const auto deadline = Clock::now() + seconds(120);
+  while (Clock::now() < deadline && demo.Running()) {
+    const std::string out = demo.Stdout();
+    std::smatch m;
+    static const std::regex url("redis-server  (unix://\\S+)");
+    if (Has(out, "watch it") && std::regex_search(out, m, url)) {
+      redis_url = m[1].str();
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  ASSERT_FALSE(redis_url.empty()) << demo.Stdout() << demo.Stderr();
+
+  // A lock of our own among the demo's: held, with one waiter queued.
+  auto redis = std::make_shared<RedisClient>(RedisOptions{.url = redis_url});
+  LockClient holder(redis);
+  AcquireResult held = holder.TryAcquire("report:nightly", {.lease = kLease});
+  ASSERT_TRUE(held);
+  std::stop_source stop_waiter;
+  auto waiter = std::async(std::launch::async, [&] {
+    LockClient other(redis);
+    other.AcquireFor("report:nightly", seconds(120),
+                     {.stop = stop_waiter.get_token()});
+  });
+  struct StopWaiter {
+    std::stop_source& stop;
+    std::future<void>& waiter;
+    ~StopWaiter() {
+      stop.request_stop();
+      waiter.wait();
+    }
+  } stop_waiter_at_end{stop_waiter, waiter};
+
+  TempDir dir;
+  Tmux tmux(dir, "env " + env + " " + LockfleetBinary() +
+                     " top --interval 500ms; echo EXIT=$?; sleep 600");
+  ASSERT_TRUE(tmux.started()) << tmux.error();
+  std::string screen;
+
+  // The demo found without flags: its two workers up, its product locks
+  // acquired (a class row with a rate), our lock with its holder and waiter.
+  ASSERT_TRUE(tmux.WaitFor(
+      [](const std::string& s) {
+        std::vector<std::string> row = Row(s, "report:nightly");
+        int up = 0;
+        for (const std::string& line : Lines(s)) {
+          up +=
+              std::regex_search(line, std::regex("^127\\.0\\.0\\.1:\\d+ +up "));
+        }
+        return row.size() >= 7 && up == 2 && Has(s, "\nproduct ") &&
+               Has(s, "2 workers");
+      },
+      &screen))
+      << screen;
+  std::vector<std::string> row = Row(screen, "report:nightly");
+  EXPECT_EQ(row[1], held.lease.owner()) << screen;
+  EXPECT_EQ(row[row.size() - 2], "1") << screen;  // WAITERS
+  EXPECT_TRUE(Has(screen, "s sort: waiters")) << screen;
+  EXPECT_TRUE(Has(screen, "WAITERS*")) << screen;
+
+  // s: the next sort column.
+  tmux.Keys("s");
+  EXPECT_TRUE(tmux.WaitFor(
+      [](const std::string& s) {
+        return Has(s, "s sort: wait ") && Has(s, "WAITED*");
+      },
+      &screen, seconds(20)))
+      << screen;
+
+  // /: a filter typed at the prompt; only matching locks stay.
+  tmux.Keys("/");
+  tmux.Type("nightly");
+  EXPECT_TRUE(tmux.WaitFor(
+      [](const std::string& s) { return Has(s, "filter: nightly_"); }, &screen,
+      seconds(20)))
+      << screen;
+  tmux.Keys("Enter");
+  EXPECT_TRUE(tmux.WaitFor(
+      [](const std::string& s) {
+        bool product_lock = false;
+        for (const std::string& line : Lines(s)) {
+          product_lock = product_lock || line.rfind("product:", 0) == 0;
+        }
+        return Has(s, "/ filter: nightly") && !product_lock &&
+               Row(s, "report:nightly").size() >= 7;
+      },
+      &screen, seconds(20)))
+      << screen;
+
+  // p: paused — the header says so and its clock stops.
+  tmux.Keys("p");
+  ASSERT_TRUE(
+      tmux.WaitFor([](const std::string& s) { return Has(s, "[paused]"); },
+                   &screen, seconds(20)))
+      << screen;
+  const std::string paused_at = HeaderClock(screen);
+  ASSERT_FALSE(paused_at.empty()) << screen;
+  std::this_thread::sleep_for(milliseconds(2500));
+  screen = tmux.Capture();
+  EXPECT_EQ(HeaderClock(screen), paused_at) << screen;
+  tmux.Keys("p");
+  EXPECT_TRUE(tmux.WaitFor(
+      [&](const std::string& s) {
+        return !Has(s, "[paused]") && HeaderClock(s) != paused_at;
+      },
+      &screen, seconds(20)))
+      << screen;
+
+  // A smaller terminal: redrawn to fit, the key help still on the last line.
+  tmux.Resize(100, 20);
+  EXPECT_TRUE(tmux.WaitFor(
+      [](const std::string& s) {
+        const std::vector<std::string> lines = Lines(s);
+        return lines.size() == 20 && lines.back().rfind("s sort:", 0) == 0;
+      },
+      &screen, seconds(20)))
+      << screen;
+
+  // q: quits with status 0 and gives the terminal back.
+  tmux.Keys("q");
+  EXPECT_TRUE(
+      tmux.WaitFor([](const std::string& s) { return Has(s, "EXIT=0"); },
+                   &screen, seconds(20)))
+      << screen;
+}
+
+TEST_F(TopTest, CtrlCEndsTheViewWithTheSignalsStatus) {
+  RedisServer server;
+  TempDir dir;
+  Tmux tmux(dir, std::string(LockfleetBinary()) + " top --redis " +
+                     server.url() + "; echo EXIT=$?; sleep 600");
+  ASSERT_TRUE(tmux.started()) << tmux.error();
+  std::string screen;
+  ASSERT_TRUE(tmux.WaitFor(
+      [](const std::string& s) { return Has(s, "(no lock held)"); }, &screen))
+      << screen;
+  // No metrics targets: said, not an empty table.
+  EXPECT_TRUE(Has(screen, "0 workers")) << screen;
+  EXPECT_TRUE(Has(screen, "no metrics: give --metrics")) << screen;
+  tmux.Keys("C-c");
+  EXPECT_TRUE(
+      tmux.WaitFor([](const std::string& s) { return Has(s, "EXIT=130"); },
+                   &screen, seconds(20)))
+      << screen;
+}
+
+TEST(TopOnce, PrintsOneFrameWithTheHeldLocks) {
+  RedisServer server;
+  auto redis = std::make_shared<RedisClient>(RedisOptions{.url = server.url()});
+  LockClient holder(redis);
+  AcquireResult held = holder.TryAcquire("orders/42", {.lease = kLease});
+  ASSERT_TRUE(held);
+  const CliResult result = RunCli({"top", "--once", "--redis", server.url()});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out.rfind("lockfleet top  ", 0), 0u) << result.out;
+  EXPECT_TRUE(Has(result.out, "locks held 1 ")) << result.out;
+  const std::vector<std::string> row = Row(result.out, "orders/42");
+  ASSERT_GE(row.size(), 7u) << result.out;
+  EXPECT_EQ(row[1], held.lease.owner());
+  EXPECT_EQ(row[4], std::to_string(held.lease.fence())) << result.out;
+  EXPECT_FALSE(Has(result.out, "s sort:")) << "no key help without keys";
+}
+
+TEST(TopOnce, BadArgumentsAndNoTerminalAreUsageErrors) {
+  RedisServer server;
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"top", "--once", "--interval", "10ms"},
+        {"top", "--once", "--interval", "soon"},
+        {"top", "--once", "--sort", "size"},
+        {"top", "--once", "--limit", "0"},
+        {"top", "--once", "--metrics", "localhost"},
+        {"top", "--once", "--metrics", "host:0"}}) {
+    std::vector<std::string> args = bad;
+    args.insert(args.begin() + 1, {"--redis", server.url()});
+    const CliResult result = RunCli(args);
+    EXPECT_EQ(result.status, 2) << bad.back() << ": " << result.err;
+    EXPECT_TRUE(Has(result.err, "lockfleet: ")) << result.err;
+  }
+  // Not a terminal: the live view refuses and points at --once.
+  const CliResult piped = RunCli({"top", "--redis", server.url()});
+  EXPECT_EQ(piped.status, 2) << piped.err;
+  EXPECT_TRUE(Has(piped.err, "--once")) << piped.err;
+}
+
+TEST(TopOnce, UnreachableRedisIsExit69WithoutThePassword) {
+  const int port = UnusedTcpPort();
+  const CliResult result =
+      RunCli({"top", "--once", "--redis",
+              "redis://admin:s3cret-pw@127.0.0.1:" + std::to_string(port)});
+  EXPECT_EQ(result.status, 69) << result.err;
+  EXPECT_TRUE(Has(result.err, "127.0.0.1:" + std::to_string(port)))
+      << result.err;
+  EXPECT_FALSE(Has(result.err, "s3cret-pw")) << result.err;
+}
+
+TEST(TopOnce, AWorkerThatDoesNotAnswerIsShownDown) {
+  RedisServer server;
+  const int port = UnusedTcpPort();
+  const CliResult result =
+      RunCli({"top", "--once", "--interval", "200ms", "--redis", server.url(),
+              "--metrics", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_TRUE(std::regex_search(
+      result.out,
+      std::regex("\n127\\.0\\.0\\.1:" + std::to_string(port) + " +down ")))
+      << result.out;
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
