@@ -12,6 +12,7 @@
 #include "broker_command.h"
 #include "child_process.h"
 #include "command.h"
+#include "completion_command.h"
 #include "config_command.h"
 #include "demo_command.h"
 #include "git_describe.h"
@@ -86,6 +87,7 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   subcommands.push_back(AddJobsCommand(app, *formatter));
   subcommands.push_back(AddDemoCommand(app, *formatter));
   subcommands.push_back(AddBenchCommand(app, *formatter));
+  subcommands.push_back(AddCompletionCommand(app, *formatter));
 
   try {
     app.parse(static_cast<int>(front.size()), front.data());

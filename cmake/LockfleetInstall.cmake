@@ -7,6 +7,7 @@
 #   bin/lockfleet                      the CLI (target lockfleet_cli)
 #   lib/cmake/lockfleet/               lockfleetConfig.cmake, its version file
 #                                      and lockfleetTargets.cmake
+#   lib/pkgconfig/lockfleet*.pc        pkg-config files (LockfleetPkgConfig.cmake)
 # so that a consumer writes
 #   find_package(lockfleet 0.1 REQUIRED)
 #   target_link_libraries(app PRIVATE lockfleet::lockcore)
@@ -184,6 +185,8 @@ install(FILES
           "${PROJECT_BINARY_DIR}/lockfleetConfigVersion.cmake"
         DESTINATION "${LOCKFLEET_INSTALL_CMAKEDIR}"
         COMPONENT lockfleet_development)
+
+include("${CMAKE_CURRENT_LIST_DIR}/LockfleetPkgConfig.cmake")
 
 unset(_lockfleet_libraries)
 unset(_lockfleet_link_items)

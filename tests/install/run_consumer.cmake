@@ -4,6 +4,8 @@
 #      headers leaking into include/, the lockfleet binary)
 #   3. configure + build consumer/ against that prefix only, and run its
 #      programs (consumer_notifier only when lockfleet::notifier exists)
+#   4. build and run the same programs with `pkg-config --cflags --libs`
+#      (the prefix's lockfleet-*.pc), without CMake
 foreach(_var IN ITEMS BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR GENERATOR CXX_COMPILER
                       EXPECT_VERSION)
   if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
@@ -73,6 +75,16 @@ if(EXPECT_CLI)
     message(FATAL_ERROR
       "[install test] lockfleet --version printed '${_version}' (${_rc})")
   endif()
+  # The bash completion, where bash-completion finds it, and valid bash.
+  set(_completion "${_prefix}/share/bash-completion/completions/lockfleet")
+  if(NOT EXISTS "${_completion}")
+    message(FATAL_ERROR "[install test] ${_completion} not installed")
+  endif()
+  run(completion-syntax bash -n "${_completion}")
+  file(STRINGS "${_completion}" _complete REGEX "^complete -F _lockfleet lockfleet$")
+  if(NOT _complete)
+    message(FATAL_ERROR "[install test] ${_completion} registers no completion")
+  endif()
 endif()
 
 # ---- 3. consumer ----
@@ -127,4 +139,55 @@ endfunction()
 
 run_program(consumer TRUE)
 run_program(consumer_notifier "${EXPECT_NOTIFIER}")
+
+# ---- 4. the same programs built with pkg-config, without CMake ----
+if(NOT PKG_CONFIG)
+  message(FATAL_ERROR "[install test] -DPKG_CONFIG=... is required")
+endif()
+file(GLOB_RECURSE _pc_files "${_prefix}/*/lockfleet.pc")
+if(NOT _pc_files)
+  message(FATAL_ERROR "[install test] no lockfleet.pc under ${_prefix}")
+endif()
+list(GET _pc_files 0 _pc_file)
+get_filename_component(_pc_dir "${_pc_file}" DIRECTORY)
+# Only the prefix's files, and the system's for the dependencies.
+set(_pkg_config "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${_pc_dir}" "${PKG_CONFIG}")
+file(GLOB _all_pc "${_pc_dir}/lockfleet*.pc")
+foreach(_pc IN LISTS _all_pc)
+  get_filename_component(_module "${_pc}" NAME_WE)
+  run(pkg-config-validate ${_pkg_config} --validate "${_module}")
+endforeach()
+execute_process(COMMAND ${_pkg_config} --modversion lockfleet
+                OUTPUT_VARIABLE _pc_version OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0 OR NOT _pc_version STREQUAL EXPECT_VERSION)
+  message(FATAL_ERROR
+    "[install test] pkg-config --modversion lockfleet: '${_pc_version}' (${_rc})")
+endif()
+# pc_program(NAME SOURCE MODULE): compile and link SOURCE with the flags
+# `pkg-config --cflags --libs MODULE` gives, then run it like the others.
+function(pc_program name source module)
+  execute_process(COMMAND ${_pkg_config} --cflags --libs "${module}"
+                  OUTPUT_VARIABLE _flags OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "[install test] pkg-config --cflags --libs ${module} failed")
+  endif()
+  separate_arguments(_flags UNIX_COMMAND "${_flags}")
+  separate_arguments(_extra UNIX_COMMAND "${CONSUMER_FLAGS}")
+  file(MAKE_DIRECTORY "${WORK_DIR}/pkg-config")
+  set(_exe "${WORK_DIR}/pkg-config/${name}")
+  run(pkg-config-build "${CXX_COMPILER}" ${_extra} -o "${_exe}"
+      "${CONSUMER_SOURCE_DIR}/${source}" ${_flags})
+  execute_process(COMMAND "${_exe}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out
+                  ERROR_VARIABLE _err)
+  message(STATUS "[install test] ${name} (pkg-config) said: ${_out}${_err}")
+  if(NOT _rc EQUAL 0 OR NOT _out MATCHES ": ok")
+    message(FATAL_ERROR "[install test] ${name} (pkg-config) failed (${_rc})")
+  endif()
+endfunction()
+pc_program(consumer main.cc lockfleet-lockcore)
+if(EXPECT_NOTIFIER)
+  pc_program(consumer_notifier notifier_main.cc lockfleet-notifier)
+endif()
 message(STATUS "[install test] ok: lockfleet ${EXPECT_VERSION} installs and is usable")

@@ -1,0 +1,111 @@
+// `lockfleet completion bash`: the script is valid bash, and completing
+// partial command lines with it offers what the CLI accepts — run in a real
+// bash, as the shell would.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_process.h"
+
+namespace lockfleet::testing {
+namespace {
+
+class CompletionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CliResult result = RunCli({"completion", "bash"});
+    ASSERT_EQ(result.status, 0) << result.err;
+    WriteFile(dir_.File("lockfleet.bash"), result.out);
+    WriteFile(dir_.File("fleet.yaml"), "redis: {url: redis://h:1}\n");
+  }
+
+  // What the completion offers for `line` (the last word is the one being
+  // completed; a trailing space means an empty word), one per element.
+  std::vector<std::string> Complete(const std::string& line) {
+    std::vector<std::string> words;
+    std::stringstream in(line);
+    for (std::string w; in >> w;) words.push_back(w);
+    if (!line.empty() && line.back() == ' ') words.push_back("");
+    std::string array;
+    for (const std::string& w : words) array += " '" + w + "'";
+    const std::string script =
+        "cd '" + dir_.path() + "' && source lockfleet.bash && COMP_WORDS=(" +
+        array + ") && COMP_CWORD=" + std::to_string(words.size() - 1) +
+        " && _lockfleet && printf '%s\\n' \"${COMPREPLY[@]}\"";
+    const std::string command = "bash -c " + Quote(script) + " 2>&1";
+    std::vector<std::string> out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return out;
+    char buffer[4096];
+    std::string text;
+    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
+      text.append(buffer, n);
+    }
+    ::pclose(pipe);
+    std::stringstream lines(text);
+    for (std::string l; std::getline(lines, l);) {
+      if (!l.empty()) out.push_back(l);
+    }
+    return out;
+  }
+
+  static std::string Quote(const std::string& text) {
+    std::string out = "'";
+    for (char c : text)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+
+  TempDir dir_;
+};
+
+using Words = std::vector<std::string>;
+
+TEST_F(CompletionTest, TheScriptIsValidBash) {
+  const std::string command = "bash -n '" + dir_.File("lockfleet.bash") + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+}
+
+TEST_F(CompletionTest, CompletesSubcommandsAtEveryLevel) {
+  EXPECT_EQ(Complete("lockfleet lo"), Words({"lock", "locks"}));
+  EXPECT_EQ(Complete("lockfleet config "),
+            Words({"check", "example", "--help", "-h"}));
+  EXPECT_EQ(Complete("lockfleet config ch"), Words({"check"}));
+  EXPECT_EQ(Complete("lockfleet jobs pro"), Words({"produce"}));
+}
+
+TEST_F(CompletionTest, CompletesEachSubcommandsOwnOptions) {
+  EXPECT_EQ(Complete("lockfleet top --so"), Words({"--sort"}));
+  EXPECT_EQ(Complete("lockfleet unlock --expect-"),
+            Words({"--expect-owner", "--expect-fence"}));
+  // An option's value is not taken for a subcommand: `--config jobs` is a
+  // file called jobs, and `top`'s options still follow.
+  EXPECT_EQ(Complete("lockfleet top --config jobs --on"), Words({"--once"}));
+  // Internal options (hidden from --help) are not offered.
+  EXPECT_EQ(Complete("lockfleet bench --child"), Words());
+}
+
+TEST_F(CompletionTest, CompletesFilesWhereAFileIsExpected) {
+  EXPECT_EQ(Complete("lockfleet lock --config fl"), Words({"fleet.yaml"}));
+  EXPECT_EQ(Complete("lockfleet config check fl"), Words({"fleet.yaml"}));
+  // A value that is not a file: nothing offered, not the options.
+  EXPECT_EQ(Complete("lockfleet top --sort "), Words());
+}
+
+TEST_F(CompletionTest, CompletesTheCommandAfterTheSeparator) {
+  const Words commands = Complete("lockfleet lock report -- ech");
+  EXPECT_NE(std::find(commands.begin(), commands.end(), "echo"),
+            commands.end());
+}
+
+TEST_F(CompletionTest, OnlyBashIsSupported) {
+  const CliResult result = RunCli({"completion", "fish"});
+  EXPECT_EQ(result.status, 2) << result.err;
+  EXPECT_NE(result.err.find("only bash"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
