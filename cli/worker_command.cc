@@ -15,6 +15,7 @@
 #include "lockfleet/config/error.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/worker/builtin_handlers.h"
+#include "systemd_notify.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 constexpr char kDescription[] =
     "Run one process of the job-worker fleet: take jobs from the Kafka jobs "
     "topic and the configured schedules, run each under its lock, serve "
-    "/metrics and /healthz. Start as many as you like, on any machines.";
+    "/metrics, /livez and /readyz. Start as many as you like, on any machines.";
 
 constexpr char kFooter[] =
     R"(Everything comes from the config file (see 'lockfleet config example').
@@ -82,6 +83,14 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
   }
   const Logger logger(config.logging);
   std::signal(SIGPIPE, SIG_IGN);
+  // Under systemd (Type=notify): READY=1 once serving, WATCHDOG=1 from the
+  // main loop (what /livez answers: the process runs; a Redis outage is no
+  // reason to be restarted), STOPPING=1 when the drain starts.
+  const SystemdNotifier systemd;
+  if (!systemd.error().empty()) {
+    logger.Log(config::LogLevel::kWarning, "worker",
+               "not notifying systemd: " + systemd.error());
+  }
 
   std::mutex mu;
   std::condition_variable signalled;
@@ -127,12 +136,36 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
                  (config.worker.sources.kafka_jobs.enabled ? "on" : "off") +
                  ", " + std::to_string(config.worker.sources.schedules.size()) +
                  " schedules" + EventKeySummary(config));
+  systemd.Notify("READY=1\nSTATUS=serving with " +
+                 std::to_string(config.worker.threads) + " threads");
   {
     std::unique_lock lock(mu);
-    signalled.wait(lock, [&] { return stop_signal != 0; });
+    if (const auto interval = systemd.watchdog_interval()) {
+      while (!signalled.wait_for(lock, *interval,
+                                 [&] { return stop_signal != 0; })) {
+        systemd.Notify("WATCHDOG=1");
+      }
+    } else {
+      signalled.wait(lock, [&] { return stop_signal != 0; });
+    }
   }
   logger.Log(config::LogLevel::kInfo, "worker",
              std::string("shutting down (") + strsignal(stop_signal) + ")");
+  systemd.Notify("STOPPING=1\nSTATUS=draining");
+  // The drain may outlast the watchdog; the backstop below bounds it, so
+  // the pings go on from a thread of their own meanwhile.
+  std::jthread drain_pings;
+  if (const auto interval = systemd.watchdog_interval()) {
+    drain_pings = std::jthread([&systemd, interval](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      while (!cv.wait_for(lock, stop, *interval, [] { return false; }) &&
+             !stop.stop_requested()) {
+        systemd.Notify("WATCHDOG=1");
+      }
+    });
+  }
   // Backstop: shutdown must end even if something below it does not (a
   // handler ignoring its stop token, a Kafka client waiting on a broker
   // that is gone). Past the grace period plus kShutdownSlack the process
@@ -150,6 +183,7 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
   backstop.detach();
   fleet->Shutdown();
   fleet.reset();
+  drain_pings = {};
   logger.Log(config::LogLevel::kInfo, "worker", "stopped");
   return kExitOk;
 }
@@ -174,7 +208,8 @@ Subcommand AddWorkerCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "Serve /metrics here instead of metrics.listen (port 0: any)")
       ->type_name("HOST:PORT");
   app->add_option("--health-listen", args->overrides.health_listen,
-                  "Serve /healthz here instead of worker.health_listen")
+                  "Serve /livez and /readyz here instead of "
+                  "worker.health_listen")
       ->type_name("HOST:PORT");
   Subcommand subcommand;
   subcommand.app = app;

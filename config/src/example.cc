@@ -62,7 +62,7 @@ worker:
   grace_period: 20s         # running jobs get this long on shutdown
   max_attempts: 3           # tries of a job whose handler throws, 1..100
   dedup_ttl: 168h           # a finished job id is remembered this long
-  health_listen: ""         # HOST:PORT for the health endpoint; "" for none
+  health_listen: ""         # HOST:PORT for /livez and /readyz; "" for none
   # This worker's own directory (one worker each; created if missing): after
   # a crash the next process on it gives back the locks the crashed one held
   # at once, instead of the fleet waiting locks.lease for them. "" for none.

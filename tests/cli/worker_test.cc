@@ -4,9 +4,14 @@
 // outcomes (what ran, how often, which locks are free), never about speed;
 // waits are generous so a loaded machine only makes them slower.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -451,6 +456,85 @@ TEST_F(WorkerCliTest, AStateDirServesOneWorkerAndARestartGivesBackItsLocks) {
       << restarted->Stderr();
   restarted->Signal(SIGTERM);
   EXPECT_EQ(restarted->Wait(seconds(60)), 0) << restarted->Stderr();
+}
+
+// systemd's side of Type=notify + WatchdogSec: a datagram socket named by
+// $NOTIFY_SOCKET, read here as systemd would.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    bound_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~NotifySocket() { ::close(fd_); }
+  bool bound() const { return bound_; }
+
+  // The next message, or "" after `timeout`.
+  std::string Next(milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return "";
+    char buffer[4096];
+    const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+    return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : "";
+  }
+
+  // Messages until one contains `what` (returned), or "" after `timeout`;
+  // every message seen is appended to `seen`.
+  std::string Until(const std::string& what, milliseconds timeout,
+                    std::vector<std::string>* seen) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string message = Next(milliseconds(200));
+      if (message.empty()) continue;
+      seen->push_back(message);
+      if (message.find(what) != std::string::npos) return message;
+    }
+    return "";
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+};
+
+TEST_F(WorkerCliTest, UnderSystemdItNotifiesReadyPingsTheWatchdogAndStops) {
+  NotifySocket systemd(dir_.File("notify"));
+  ASSERT_TRUE(systemd.bound());
+  const std::string config = WriteConfig(
+      "worker:\n  threads: 1\n  grace_period: 2s\n  health_listen: "
+      "127.0.0.1:0\n");
+  CliProcess worker(
+      {"worker", "--config", config, "--id", "w1"},
+      {"NOTIFY_SOCKET=" + dir_.File("notify"), "WATCHDOG_USEC=400000"});
+  std::vector<std::string> seen;
+  const std::string ready = systemd.Until("READY=1", kLong, &seen);
+  ASSERT_FALSE(ready.empty()) << worker.Stderr();
+  EXPECT_NE(ready.find("STATUS=serving with 1 threads"), std::string::npos)
+      << ready;
+  // Pings at half the watchdog's 400 ms: several within a few seconds.
+  int pings = 0;
+  for (int i = 0; i < 3; ++i) {
+    pings += !systemd.Until("WATCHDOG=1", seconds(10), &seen).empty();
+  }
+  EXPECT_EQ(pings, 3);
+  worker.Signal(SIGTERM);
+  EXPECT_FALSE(systemd.Until("STOPPING=1", kLong, &seen).empty());
+  EXPECT_EQ(worker.Wait(kLong), 0) << worker.Stderr();
+
+  // WATCHDOG_PID naming another process: that process pings, not this one.
+  std::vector<std::string> other_seen;
+  NotifySocket other(dir_.File("notify2"));
+  CliProcess second({"worker", "--config", config, "--id", "w2"},
+                    {"NOTIFY_SOCKET=" + dir_.File("notify2"),
+                     "WATCHDOG_USEC=400000", "WATCHDOG_PID=1"});
+  ASSERT_FALSE(other.Until("READY=1", kLong, &other_seen).empty());
+  EXPECT_TRUE(other.Until("WATCHDOG=1", seconds(2), &other_seen).empty());
+  second.Signal(SIGTERM);
+  EXPECT_EQ(second.Wait(kLong), 0) << second.Stderr();
 }
 
 TEST_F(WorkerCliTest, RedisDownAtStartExitsUnavailable) {

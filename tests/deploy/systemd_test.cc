@@ -91,6 +91,20 @@ TEST_F(SystemdTest, StopsGracefullyWithinTimeoutStopSec) {
   EXPECT_NE(Only("RestartPreventExitStatus").find('2'), std::string::npos);
 }
 
+// The worker speaks sd_notify (tests/cli/worker_test.cc,
+// UnderSystemdItNotifiesReadyPingsTheWatchdogAndStops): the unit listens to
+// it, and its watchdog leaves room for a loaded host (pings every half).
+TEST_F(SystemdTest, WaitsForReadyAndWatchesTheWorker) {
+  EXPECT_EQ(Only("Type"), "notify");
+  EXPECT_EQ(Only("NotifyAccess"), "main");
+  const std::string watchdog = Only("WatchdogSec");
+  ASSERT_FALSE(watchdog.empty());
+  EXPECT_GE(ParseTimeSpan(watchdog), std::chrono::seconds(10)) << watchdog;
+  // A watchdog kill is a failure, so Restart= must bring the worker back.
+  EXPECT_TRUE(Only("Restart") == "on-failure" || Only("Restart") == "always" ||
+              Only("Restart") == "on-watchdog");
+}
+
 // Every ${VAR} of the config is set by the EnvironmentFile, shipped beside
 // the unit with the same name.
 TEST_F(SystemdTest, EnvironmentFileProvidesEveryConfigVariable) {
