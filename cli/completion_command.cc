@@ -60,7 +60,7 @@ void Walk(const CLI::App& app, const std::string& path,
     for (const std::string& s : option->get_snames()) names.push_back("-" + s);
     for (const std::string& name : names) {
       level.words.push_back(name);
-      if (option->get_type_size() != 0) {
+      if (option->get_expected_max() != 0) {  // not a flag
         level.takes_value.insert(name);
         if (IsFile(option->get_type_name())) level.file_values.insert(name);
       }
@@ -133,6 +133,16 @@ _lockfleet() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" i word
   local words subs values files operand
   ((COMP_CWORD > 0)) && prev="${COMP_WORDS[COMP_CWORD - 1]}"
+  # bash splits --option=value at '=' (COMP_WORDBREAKS): the word before the
+  # '=' is the option, and "--option=" alone is completed as the option.
+  if [[ "$cur" == "=" ]]; then
+    prev="${COMP_WORDS[COMP_CWORD - 1]}"
+    cur=""
+  elif [[ "$prev" == "=" ]] && ((COMP_CWORD > 1)); then
+    prev="${COMP_WORDS[COMP_CWORD - 2]}"
+  fi
+  # A value being typed in quotes: complete what is inside them.
+  cur="${cur#[\"\']}"
   COMPREPLY=()
   _lockfleet_level ""
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -148,7 +158,9 @@ _lockfleet() {
       fi
       return 0
     fi
-    if [[ "$values" == *" $word "* ]]; then
+    if [[ "${COMP_WORDS[i + 1]}" == "=" ]]; then
+      ((i += 2))  # --option=value
+    elif [[ "$values" == *" $word "* ]]; then
       ((i++))  # the option's value
     elif [[ "$word" != -* && "$subs" == *" $word "* ]]; then
       path="$path $word"

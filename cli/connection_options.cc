@@ -22,9 +22,10 @@ void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka) {
                      "'lockfleet worker' does; the options below override "
                      "it" +
                          std::string(args.discover_demo
-                                         ? ". Default: a running 'lockfleet "
-                                           "demo''s, unless --redis or "
-                                           "$LOCKFLEET_REDIS is given"
+                                         ? ". Default: the config of a "
+                                           "running 'lockfleet demo', unless "
+                                           "--redis or $LOCKFLEET_REDIS is "
+                                           "given"
                                          : ""))
           ->type_name("FILE");
   args.redis_option =
@@ -51,24 +52,26 @@ bool Given(const CLI::Option* option) {
   return option != nullptr && option->count() > 0;
 }
 
-// The config file to read: --config, else a running demo's when asked to
-// look for one; "" for none.
-std::string ConfigPath(const ConnectionArgs& args) {
-  if (Given(args.config_option)) return args.config_path;
-  if (!args.discover_demo || Given(args.redis_option)) return "";
-  if (const char* env = std::getenv(kRedisUrlVariable);
-      env != nullptr && *env != '\0') {
-    return "";
-  }
-  const std::optional<std::filesystem::path> demo = FindRunningDemo();
-  return demo ? demo->string() : "";
+// Whether the command line and environment name no Redis at all.
+bool NoConnectionGiven(const ConnectionArgs& args) {
+  if (Given(args.config_option) || Given(args.redis_option)) return false;
+  const char* env = std::getenv(kRedisUrlVariable);
+  return env == nullptr || *env == '\0';
 }
 
 }  // namespace
 
 Connection ResolveConnection(const ConnectionArgs& args) {
   Connection c;
-  if (const std::string path = ConfigPath(args); !path.empty()) {
+  std::string path = Given(args.config_option) ? args.config_path : "";
+  if (NoConnectionGiven(args)) {
+    if (const std::optional<std::filesystem::path> demo = FindRunningDemo()) {
+      c.demo_config = demo->string();
+      c.demo_ignored = !args.discover_demo;
+      if (args.discover_demo) path = c.demo_config;
+    }
+  }
+  if (!path.empty()) {
     c.config = config::LoadFile(path);  // ConfigErrors
     c.redis = RedisOptionsFrom(c.config->redis);
     c.redis_source = path + ": redis.url";
@@ -150,7 +153,15 @@ int Guarded(const Connection& connection, const std::function<int()>& body) {
 // The connection, or an exit status for a bad file or option.
 std::optional<Connection> Connect(const ConnectionArgs& args, int* status) {
   try {
-    return ResolveConnection(args);
+    Connection connection = ResolveConnection(args);
+    if (connection.demo_ignored) {
+      PrintError("note: a 'lockfleet demo' is running; this acts on " +
+                 connection.redis_source + ", not on it (--config " +
+                 connection.demo_config + " would)");
+    } else if (!connection.demo_config.empty()) {
+      PrintError("using the running demo's config " + connection.demo_config);
+    }
+    return connection;
   } catch (const config::ConfigErrors& e) {
     for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
     *status = kExitUsage;

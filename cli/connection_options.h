@@ -58,6 +58,11 @@ struct Connection {
   std::optional<notifier::KafkaOptions> kafka;
   // "--kafka", "$LOCKFLEET_KAFKA" or "FILE: kafka".
   std::string kafka_source;
+  // The running demo's config file, when the connection came from it (with
+  // discover_demo), or when a demo runs but this command, given no
+  // connection, did not look for it (then `demo_ignored`).
+  std::string demo_config;
+  bool demo_ignored = false;
 };
 
 // Throws config::ConfigErrors for a bad --config file, UsageError for a bad
@@ -65,7 +70,8 @@ struct Connection {
 Connection ResolveConnection(const ConnectionArgs& args);
 
 // ResolveConnection, or std::nullopt with *status set to kExitUsage after
-// printing what is wrong with the --config file.
+// printing what is wrong with the --config file. Says on stderr when the
+// connection is a running demo's, or when a demo runs that it is not.
 std::optional<Connection> Connect(const ConnectionArgs& args, int* status);
 
 // A client for the connection's Redis. Throws UsageError for a bad URL

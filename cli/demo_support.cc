@@ -101,8 +101,9 @@ bool RegisterDemo(const std::filesystem::path& config) {
   const std::filesystem::path path = DemoRegistryPath();
   const std::filesystem::path temp =
       path.string() + "." + std::to_string(::getpid());
-  const int fd =
-      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  // O_EXCL: never write through a file (or link) someone else put there.
+  const int fd = ::open(
+      temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   const std::string text =
       std::to_string(::getpid()) + "\n" + config.string() + "\n";
@@ -121,7 +122,9 @@ namespace {
 // The registration's pid and config, if the file is a regular file of ours.
 std::optional<std::pair<pid_t, std::filesystem::path>> ReadRegistration() {
   const std::filesystem::path path = DemoRegistryPath();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO planted under the name must not hang the open.
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   char buffer[4200];
@@ -153,11 +156,11 @@ void UnregisterDemo() {
 std::optional<std::filesystem::path> FindRunningDemo() {
   const auto registration = ReadRegistration();
   if (!registration) return std::nullopt;
-  if (::kill(registration->first, 0) != 0 && errno == ESRCH) {
-    return std::nullopt;
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(registration->second, ec)) {
+  // Alive and ours (EPERM: another user's process has that pid now).
+  if (::kill(registration->first, 0) != 0) return std::nullopt;
+  struct stat st {};
+  if (::lstat(registration->second.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_uid != ::getuid()) {
     return std::nullopt;
   }
   return registration->second;

@@ -43,8 +43,9 @@ std::filesystem::path DemoRegistryPath();
 bool RegisterDemo(const std::filesystem::path& config);
 // Removes the registration if it is this process's.
 void UnregisterDemo();
-// The config of the registered demo if its process is alive and the file
-// is ours (owned by this user, not a symlink); std::nullopt otherwise.
+// The config of the registered demo if its process is alive and both the
+// registration and the config are regular files of this user's (not
+// symlinks, not FIFOs: nothing here blocks); std::nullopt otherwise.
 std::optional<std::filesystem::path> FindRunningDemo();
 
 // lockfleet_jobs_total{source="kafka",result=...} summed.

@@ -285,25 +285,38 @@ int RunUnlock(const UnlockArgs& args) {
 
 HeldLocks ScanHeldLocks(RedisClient& redis, LockClient& locks,
                         const std::string& key_prefix, const std::string& glob,
-                        size_t limit) {
+                        size_t limit, const std::function<bool()>& stopped) {
   const std::string head = key_prefix + ":{";
   const std::string tail = "}:lock";
   HeldLocks out;
   std::string cursor = "0";
   do {
+    if (stopped && stopped()) return out;
     const Reply reply =
         redis.Execute({"SCAN", cursor, "MATCH", head + glob + tail, "COUNT",
                        std::to_string(kScanBatch)});
-    cursor = reply.elements.at(0).str;
-    for (const Reply& key : reply.elements.at(1).elements) {
+    if (reply.type != Reply::Type::kArray || reply.elements.size() != 2) {
+      throw Error(ErrorCode::kRedisProtocol, "unexpected reply to SCAN");
+    }
+    cursor = reply.elements[0].str;
+    for (const Reply& key : reply.elements[1].elements) {
       if (key.str.size() < head.size() + tail.size()) continue;
       if (out.locks.size() >= limit) {
         out.truncated = true;
         return out;
       }
+      if (stopped && stopped()) return out;
       std::string name = key.str.substr(
           head.size(), key.str.size() - head.size() - tail.size());
-      LockInfo info = locks.Inspect(name);
+      LockInfo info;
+      try {
+        info = locks.Inspect(name);
+      } catch (const Error& e) {
+        // A key no lock of ours could have made (an empty or overlong
+        // name): not a lock; skip it rather than fail the whole list.
+        if (e.code() != ErrorCode::kInvalidArgument) throw;
+        continue;
+      }
       if (info.locked) out.locks.emplace_back(std::move(name), std::move(info));
     }
   } while (cursor != "0");

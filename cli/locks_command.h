@@ -13,6 +13,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,11 +31,15 @@ struct HeldLocks {
 
 // The locks held now whose names match `glob` (Redis MATCH syntax; "*" for
 // all): SCAN over "<key_prefix>:{<glob>}:lock" in batches (never KEYS) and
-// Inspect of each key found, up to `limit` keys. Throws lockfleet Error
-// when Redis fails.
+// Inspect of each key found, up to `limit` keys; keys no lock name could
+// make are skipped. SCAN walks the whole keyspace (MATCH filters after), so
+// this costs one round trip per 1000 keys plus one per lock. Returns what
+// it has as soon as `stopped` (checked between round trips) says so.
+// Throws lockfleet Error when Redis fails.
 HeldLocks ScanHeldLocks(RedisClient& redis, LockClient& locks,
                         const std::string& key_prefix, const std::string& glob,
-                        size_t limit);
+                        size_t limit,
+                        const std::function<bool()>& stopped = nullptr);
 
 Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter);
 Subcommand AddInspectCommand(CLI::App& parent, HelpFormatter& formatter);

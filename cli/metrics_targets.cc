@@ -1,5 +1,6 @@
 #include "metrics_targets.h"
 
+#include <algorithm>
 #include <charconv>
 #include <future>
 
@@ -55,7 +56,10 @@ std::vector<Endpoint> ResolveTargets(
       throw UsageError("--metrics " + Quoted(target) +
                        ": expected HOST:PORT (port 1..65535)");
     }
-    out.push_back(std::move(*endpoint));
+    const bool listed =
+        std::any_of(out.begin(), out.end(),
+                    [&](const Endpoint& e) { return e.url == endpoint->url; });
+    if (!listed) out.push_back(std::move(*endpoint));  // each once
   }
   return out;
 }

@@ -65,7 +65,7 @@ bool SystemdNotifier::Notify(std::string_view state) const {
       static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address_.size() +
                              (address_[0] == '\0' ? 0 : 1));
   const ssize_t sent =
-      ::sendto(fd_, state.data(), state.size(), MSG_NOSIGNAL,
+      ::sendto(fd_, state.data(), state.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
                reinterpret_cast<const sockaddr*>(&addr), length);
   return sent == static_cast<ssize_t>(state.size());
 }

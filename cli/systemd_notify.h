@@ -36,8 +36,8 @@ class SystemdNotifier {
     return watchdog_;
   }
 
-  // Sends `state` (newline-separated KEY=VALUE lines). False when disabled
-  // or the send failed.
+  // Sends `state` (newline-separated KEY=VALUE lines) without ever blocking
+  // (a full socket drops it). False when disabled or the send failed.
   bool Notify(std::string_view state) const;
 
  private:

@@ -1,6 +1,7 @@
 #include "top_command.h"
 
 #include <curses.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -59,6 +60,7 @@ Exit status:
   2   bad arguments or --config file; no terminal (use --once)
   69  Redis unreachable (--once only: the live view shows the error and
       keeps trying)
+  74  the terminal went away (stdin at end of file)
   130 interrupted by SIGINT (143 SIGTERM, 129 SIGHUP)
 
 Examples:
@@ -95,12 +97,15 @@ class Collector {
         redis_(NewRedis(setup.connection)),
         locks_(redis_, setup.connection.locks) {}
 
-  // With `rethrow`, a Redis failure is thrown instead of observed.
-  top::Observation Collect(bool rethrow = false) {
+  // With `rethrow`, a Redis failure is thrown instead of observed. Returns
+  // early (with what it has) once `stopped` is set.
+  top::Observation Collect(bool rethrow = false,
+                           const std::atomic<bool>* stopped = nullptr) {
     top::Observation o;
     try {
       HeldLocks held = ScanHeldLocks(
-          *redis_, locks_, setup_.connection.locks.key_prefix, "*", limit_);
+          *redis_, locks_, setup_.connection.locks.key_prefix, "*", limit_,
+          [stopped] { return stopped != nullptr && stopped->load(); });
       for (auto& [name, info] : held.locks) {
         o.locks.push_back({std::move(name), std::move(info)});
       }
@@ -113,6 +118,9 @@ class Collector {
     } catch (const Error& e) {
       if (rethrow) throw;
       o.redis_error = std::string(ErrorCodeName(e.code())) + ": " + e.what();
+    } catch (const std::exception& e) {  // never end the view on this
+      if (rethrow) throw;
+      o.redis_error = std::string("internal: ") + e.what();
     }
     const std::vector<Scrape> scrapes =
         ScrapeEach(setup_.targets,
@@ -213,6 +221,9 @@ class Screen {
   SCREEN* screen_ = nullptr;
 };
 
+// RunLive's status when stdin stopped answering (EX_IOERR).
+constexpr int kExitTerminalGone = 74;
+
 int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
   std::atomic<int> signal{0};
   ScopedSignalHandler handler(signals, [&](int s) { signal.store(s); });
@@ -223,12 +234,26 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
   std::condition_variable cv;
   std::optional<top::Observation> fresh;  // guarded by mu
   bool paused = false, stop = false;      // guarded by mu
+  std::atomic<bool> stopping{false};      // ends a collection under way
   std::thread thread([&] {
+    // ncurses' SIGTSTP and SIGWINCH handlers must run on the drawing
+    // thread; the scrape threads started from here inherit this mask.
+    sigset_t terminal;
+    sigemptyset(&terminal);
+    sigaddset(&terminal, SIGTSTP);
+    sigaddset(&terminal, SIGWINCH);
+    pthread_sigmask(SIG_BLOCK, &terminal, nullptr);
     std::unique_lock lock(mu);
     while (!stop) {
       if (!paused) {
         lock.unlock();
-        top::Observation o = collector.Collect();
+        top::Observation o;
+        try {
+          o = collector.Collect(/*rethrow=*/false, &stopping);
+        } catch (const std::exception& e) {  // e.g. no thread for a scrape
+          o.at = top::Clock::now();
+          o.redis_error = std::string("internal: ") + e.what();
+        }
         lock.lock();
         fresh = std::move(o);
       }
@@ -240,7 +265,9 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
     std::mutex& mu;
     std::condition_variable& cv;
     bool& stop;
+    std::atomic<bool>& stopping;
     ~Join() {
+      stopping.store(true);
       {
         std::lock_guard lock(mu);
         stop = true;
@@ -248,7 +275,7 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
       cv.notify_all();
       thread.join();
     }
-  } join{thread, mu, cv, stop};
+  } join{thread, mu, cv, stop, stopping};
 
   top::Model model;
   top::ViewOptions view = setup.view;
@@ -256,16 +283,19 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
   std::string edit;
   bool observed = false;
   std::string taken_at;
+  int dead_reads = 0;
   Screen screen;
   while (signal.load() == 0) {
     {
       std::lock_guard lock(mu);
-      if (fresh) {
+      // Paused: what was collected meanwhile is dropped, so the screen
+      // stays exactly as it was.
+      if (fresh && !view.paused) {
         model.Observe(std::move(*fresh));
-        fresh.reset();
         observed = true;
         taken_at = WallClock();  // the clock shown is the data's
       }
+      fresh.reset();
     }
     std::vector<top::Line> lines;
     if (observed) {
@@ -279,8 +309,19 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
       lines = {{"lockfleet top  " + setup.source, true}, {"collecting ..."}};
     }
     screen.Draw(lines, editing ? "filter: " + edit + "_" : "");
+    const auto asked = std::chrono::steady_clock::now();
     const int key = getch();
-    if (key == ERR || key == KEY_RESIZE) continue;
+    if (key == ERR) {
+      // getch waits up to 100 ms for a key; at once, many times over, means
+      // the terminal is gone (EOF or EIO on stdin): do not spin.
+      const bool at_once =
+          std::chrono::steady_clock::now() - asked < milliseconds(20);
+      if (at_once && ++dead_reads > 50) return kExitTerminalGone;
+      if (!at_once) dead_reads = 0;
+      continue;
+    }
+    dead_reads = 0;
+    if (key == KEY_RESIZE) continue;
     if (editing) {
       if (key == '\n' || key == '\r' || key == KEY_ENTER) {
         view.filter = edit;
@@ -364,7 +405,11 @@ int RunTop(const TopArgs& args, const Context& context) {
   return Guarded(setup.connection, [&] {
     Collector collector(setup, static_cast<size_t>(args.limit));
     if (args.once) return RunOnce(setup, collector);
-    return RunLive(setup, collector, context.signals);
+    const int status = RunLive(setup, collector, context.signals);
+    if (status == kExitTerminalGone) {
+      PrintError("the terminal went away (stdin gives no input)");
+    }
+    return status;
   });
 }
 

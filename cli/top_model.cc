@@ -367,8 +367,16 @@ Frame Model::View(const ViewOptions& view) const {
   t.jobs_per_s = metrics::SumSamples(rates, kJobs);
   t.failed_per_s = metrics::SumSamples(rates, kJobs, {{"result", "failed"}}) +
                    metrics::SumSamples(rates, kJobs, {{"result", "timeout"}});
+  frame.metrics_up = std::any_of(frame.workers.begin(), frame.workers.end(),
+                                 [](const WorkerRow& w) { return w.up; });
   t.running = metrics::SumSamples(current, "lockfleet_jobs_running");
   t.waiters = metrics::SumSamples(current, "lockfleet_lock_waiters");
+  if (!frame.metrics_up) {
+    t.waiters = 0;
+    for (const HeldLock& lock : last_.locks) {
+      t.waiters += static_cast<double>(lock.info.queue.size());
+    }
+  }
 
   for (const std::string& lock_class :
        LabelValues(rates, kAcquisitions, "lock_class")) {
@@ -424,16 +432,20 @@ std::vector<Line> Render(const Frame& frame, const ViewOptions& view,
                       (frame.have_rates ? Rate(t.acquisitions_per_s) : "-") +
                       "  contended " + (frame.have_rates ? contended : "-") +
                       "  wake-ups/s" + (wakeups.empty() ? " -" : wakeups))});
-  std::string dead = frame.dead_letters
-                         ? std::to_string(*frame.dead_letters) + " (+" +
-                               Rate(frame.dead_letters_per_s) + "/s)"
-                         : "-";
+  std::string dead = "-";
+  if (frame.dead_letters) {
+    dead = std::to_string(*frame.dead_letters);
+    if (frame.dead_letters_per_s) {
+      dead += " (+" + Rate(*frame.dead_letters_per_s) + "/s)";
+    }
+  }
   head.push_back(
       {cut("unlock-event delay p50 " + SecondsText(t.event_delay_p50_s) +
            " p99 " + SecondsText(t.event_delay_p99_s) + "  jobs/s " +
            (frame.have_rates ? Rate(t.jobs_per_s) : "-") + "  failed/s " +
            (frame.have_rates ? Rate(t.failed_per_s) : "-") + "  running " +
-           Number(t.running) + "  dead letters " + dead)});
+           (frame.metrics_up ? Number(t.running) : "-") + "  dead letters " +
+           dead)});
   std::string warning;
   if (!frame.redis_error.empty()) {
     warning = "Redis: " + frame.redis_error + " (showing its last answer)";
@@ -442,36 +454,72 @@ std::vector<Line> Render(const Frame& frame, const ViewOptions& view,
   }
   head.push_back({cut(warning)});
 
-  // Locks: LOCK takes what the fixed columns leave.
-  constexpr size_t kHolder = 24, kHeld = 8, kTtl = 7, kFence = 17, kWaiters = 8,
-                   kWaited = 8;
-  const size_t fixed = kHolder + kHeld + kTtl + kFence + kWaiters + kWaited + 6;
-  const size_t name_width = width > fixed + 12 ? width - fixed - 1 : 12;
+  // Locks. On a narrow screen the columns give way in this order: HOLDER
+  // shrinks to 12, then FENCE, TTL and HELD are dropped, then LOCK shrinks
+  // to 8; WAITERS and WAITED (the default sort) always show in full.
+  struct Column {
+    std::string title;
+    size_t width;
+    bool right;
+    bool shown = true;
+  };
+  enum { kLock, kHolder, kHeld, kTtl, kFence, kWaiters, kWaited, kColumns };
   const auto title = [&](const char* text, SortKey key) {
     return std::string(text) + (view.sort == key ? "*" : "");
   };
-  locks.push_back(
-      {cut(Fit(title("LOCK", SortKey::kName), name_width) + " " +
-           Fit("HOLDER", kHolder) + " " +
-           Fit(title("HELD", SortKey::kHeld), kHeld, true) + " " +
-           Fit("TTL", kTtl, true) + " " + Fit("FENCE", kFence, true) + " " +
-           Fit(title("WAITERS", SortKey::kWaiters), kWaiters, true) + " " +
-           Fit(title("WAITED", SortKey::kWait), kWaited, true)),
-       true});
+  Column columns[kColumns] = {
+      {title("LOCK", SortKey::kName), 12, false},
+      {"HOLDER", 24, false},
+      {title("HELD", SortKey::kHeld), 8, true},
+      {"TTL", 7, true},
+      {"FENCE", 17, true},
+      {title("WAITERS", SortKey::kWaiters), 8, true},
+      {title("WAITED", SortKey::kWait), 8, true},
+  };
+  const auto total = [&] {
+    size_t sum = 0, shown = 0;
+    for (const Column& c : columns) {
+      if (!c.shown) continue;
+      sum += c.width;
+      ++shown;
+    }
+    return sum + (shown - 1);  // one space between columns
+  };
+  while (total() > width && columns[kHolder].width > 12) {
+    --columns[kHolder].width;
+  }
+  for (int drop : {kFence, kTtl, kHeld}) {
+    if (total() > width) columns[drop].shown = false;
+  }
+  while (total() > width && columns[kLock].width > 8) --columns[kLock].width;
+  if (total() < width) columns[kLock].width += width - total();
+  const auto line = [&](const std::string(&cells)[kColumns]) {
+    std::string out;
+    for (int i = 0; i < kColumns; ++i) {
+      if (!columns[i].shown) continue;
+      if (!out.empty()) out += ' ';
+      out += Fit(cells[i], columns[i].width, columns[i].right);
+    }
+    return cut(out);
+  };
+  {
+    std::string cells[kColumns];
+    for (int i = 0; i < kColumns; ++i) cells[i] = columns[i].title;
+    locks.push_back({line(cells), true});
+  }
   for (const LockRow& row : frame.locks) {
-    const std::string held = Duration(row.held) + (row.held_before ? "+" : "");
-    const std::string waited =
+    const std::string cells[kColumns] = {
+        row.name,
+        row.pending ? "(handed to) " + row.owner : row.owner,
+        Duration(row.held) + (row.held_before ? "+" : ""),
+        Duration(row.ttl),
+        std::to_string(row.fence),
+        std::to_string(row.waiters),
         row.waiters == 0
             ? "-"
-            : Duration(row.waited) + (row.waited_before ? "+" : "");
-    locks.push_back({cut(
-        Fit(row.name, name_width) + " " +
-        Fit(row.pending ? "(handed to) " + row.owner : row.owner, kHolder) +
-        " " + Fit(held, kHeld, true) + " " +
-        Fit(Duration(row.ttl), kTtl, true) + " " +
-        Fit(std::to_string(row.fence), kFence, true) + " " +
-        Fit(std::to_string(row.waiters), kWaiters, true) + " " +
-        Fit(waited, kWaited, true))});
+            : Duration(row.waited) + (row.waited_before ? "+" : ""),
+    };
+    locks.push_back({line(cells)});
   }
   if (frame.locks.empty()) {
     locks.push_back(

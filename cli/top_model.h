@@ -99,8 +99,9 @@ struct Totals {
   double event_delay_p99_s = 0;
   double jobs_per_s = 0;
   double failed_per_s = 0;
-  double running = 0;
-  double waiters = 0;  // lockfleet_lock_waiters
+  double running = 0;  // with Frame::metrics_up only
+  // lockfleet_lock_waiters; without metrics, the queues Redis shows.
+  double waiters = 0;
 };
 
 enum class SortKey { kWaiters, kWait, kHeld, kName };
@@ -120,12 +121,13 @@ struct ViewOptions {
 
 struct Frame {
   bool have_rates = false;  // two observations of some worker
+  bool metrics_up = false;  // some worker answered its last scrape
   double interval_s = 0;
   std::string redis_error;
   size_t locks_held = 0;  // before the filter
   bool locks_truncated = false;
   std::optional<int64_t> dead_letters;
-  double dead_letters_per_s = 0;
+  std::optional<double> dead_letters_per_s;  // after two looks
   Totals totals;
   std::vector<LockRow> locks;      // filtered, sorted
   std::vector<ClassRow> classes;   // most acquisitions first

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -136,18 +137,28 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
                  (config.worker.sources.kafka_jobs.enabled ? "on" : "off") +
                  ", " + std::to_string(config.worker.sources.schedules.size()) +
                  " schedules" + EventKeySummary(config));
-  systemd.Notify("READY=1\nSTATUS=serving with " +
-                 std::to_string(config.worker.threads) + " threads");
-  {
-    std::unique_lock lock(mu);
-    if (const auto interval = systemd.watchdog_interval()) {
-      while (!signalled.wait_for(lock, *interval,
-                                 [&] { return stop_signal != 0; })) {
-        systemd.Notify("WATCHDOG=1");
+  if (!systemd.Notify("READY=1\nSTATUS=serving with " +
+                      std::to_string(config.worker.threads) + " threads") &&
+      systemd.enabled()) {
+    logger.Log(config::LogLevel::kWarning, "worker",
+               "could not tell systemd READY=1 ($NOTIFY_SOCKET does not "
+               "take it); a Type=notify unit will time out the start");
+  }
+  // Pings are sent with mu released: a notify socket that stops taking
+  // them must never hold up the signal handler.
+  for (;;) {
+    const std::optional<std::chrono::milliseconds> interval =
+        systemd.watchdog_interval();
+    {
+      std::unique_lock lock(mu);
+      const auto stopping = [&] { return stop_signal != 0; };
+      if (!interval) {
+        signalled.wait(lock, stopping);
+        break;
       }
-    } else {
-      signalled.wait(lock, [&] { return stop_signal != 0; });
+      if (signalled.wait_for(lock, *interval, stopping)) break;
     }
+    systemd.Notify("WATCHDOG=1");
   }
   logger.Log(config::LogLevel::kInfo, "worker",
              std::string("shutting down (") + strsignal(stop_signal) + ")");

@@ -15,9 +15,22 @@
 set(LOCKFLEET_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
     CACHE STRING "Where the lockfleet .pc files are installed (relative to the prefix)")
 
-# The prefix relative to the .pc file's directory.
-file(RELATIVE_PATH _lockfleet_pc_up "/root/${LOCKFLEET_INSTALL_PKGCONFIGDIR}" "/root")
-string(REGEX REPLACE "/$" "" _lockfleet_pc_up "${_lockfleet_pc_up}")
+# The prefix relative to the .pc file's directory, and libdir and includedir
+# relative to the prefix — or absolute where the packager made them so.
+if(IS_ABSOLUTE "${LOCKFLEET_INSTALL_PKGCONFIGDIR}")
+  set(_lockfleet_pc_prefix "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _lockfleet_pc_up "/root/${LOCKFLEET_INSTALL_PKGCONFIGDIR}" "/root")
+  string(REGEX REPLACE "/$" "" _lockfleet_pc_up "${_lockfleet_pc_up}")
+  set(_lockfleet_pc_prefix "\${pcfiledir}/${_lockfleet_pc_up}")
+endif()
+foreach(_dir IN ITEMS LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_dir}}")
+    set(_lockfleet_pc_${_dir} "${CMAKE_INSTALL_${_dir}}")
+  else()
+    set(_lockfleet_pc_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
+  endif()
+endforeach()
 
 # _lockfleet_pc_items(TARGET OUT_REQUIRES OUT_LIBS): the pkg-config modules
 # and plain linker flags for TARGET's link items.
@@ -92,18 +105,18 @@ foreach(_target IN LISTS _lockfleet_libraries)
   list(JOIN _libs_public " " _libs_public)
   list(JOIN _libs_private " " _libs_private)
   set(_text "# lockfleet ${PROJECT_VERSION}: the ${_module} module (lockfleet::${_module} in CMake).
-prefix=\${pcfiledir}/${_lockfleet_pc_up}
-libdir=\${prefix}/${CMAKE_INSTALL_LIBDIR}
-includedir=\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}
+prefix=${_lockfleet_pc_prefix}
+libdir=${_lockfleet_pc_LIBDIR}
+includedir=${_lockfleet_pc_INCLUDEDIR}
 
 Name: lockfleet-${_module}
 Description: lockfleet ${_module}: distributed locks and job workers on Redis and Kafka
 Version: ${PROJECT_VERSION}
 Requires: ${_requires_line}
 Requires.private: ${_requires_private}
-# The public headers need C++20.
-Cflags: -I\${includedir} -std=c++20
-Libs: -L\${libdir} -l${_target} ${_libs_public}
+# The public headers need C++20: compile with -std=c++20 or later.
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -l$<TARGET_FILE_BASE_NAME:${_target}> ${_libs_public}
 Libs.private: ${_libs_private}
 ")
   file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/pkgconfig/lockfleet-${_module}.pc"
@@ -130,3 +143,6 @@ endif()
 unset(_lockfleet_pc_files)
 unset(_lockfleet_pc_all)
 unset(_lockfleet_pc_up)
+unset(_lockfleet_pc_prefix)
+unset(_lockfleet_pc_LIBDIR)
+unset(_lockfleet_pc_INCLUDEDIR)

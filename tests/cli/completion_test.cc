@@ -30,7 +30,7 @@ class CompletionTest : public ::testing::Test {
     for (std::string w; in >> w;) words.push_back(w);
     if (!line.empty() && line.back() == ' ') words.push_back("");
     std::string array;
-    for (const std::string& w : words) array += " '" + w + "'";
+    for (const std::string& w : words) array += " " + Quote(w);
     const std::string script =
         "cd '" + dir_.path() + "' && source lockfleet.bash && COMP_WORDS=(" +
         array + ") && COMP_CWORD=" + std::to_string(words.size() - 1) +
@@ -84,6 +84,11 @@ TEST_F(CompletionTest, CompletesEachSubcommandsOwnOptions) {
   // An option's value is not taken for a subcommand: `--config jobs` is a
   // file called jobs, and `top`'s options still follow.
   EXPECT_EQ(Complete("lockfleet top --config jobs --on"), Words({"--once"}));
+  // Flags take no value: what follows a flag is completed as usual.
+  EXPECT_EQ(Complete("lockfleet locks --json --li"), Words({"--limit"}));
+  EXPECT_EQ(Complete("lockfleet unlock --force --expect-o"),
+            Words({"--expect-owner"}));
+  EXPECT_EQ(Complete("lockfleet -h lo"), Words({"lock", "locks"}));
   // Internal options (hidden from --help) are not offered.
   EXPECT_EQ(Complete("lockfleet bench --child"), Words());
 }
@@ -91,6 +96,12 @@ TEST_F(CompletionTest, CompletesEachSubcommandsOwnOptions) {
 TEST_F(CompletionTest, CompletesFilesWhereAFileIsExpected) {
   EXPECT_EQ(Complete("lockfleet lock --config fl"), Words({"fleet.yaml"}));
   EXPECT_EQ(Complete("lockfleet config check fl"), Words({"fleet.yaml"}));
+  // --option=value: bash hands the '=' over as a word of its own.
+  EXPECT_EQ(Complete("lockfleet top --config = fl"), Words({"fleet.yaml"}));
+  EXPECT_EQ(Complete("lockfleet top --config = fleet.yaml --on"),
+            Words({"--once"}));
+  // A quoted value being typed.
+  EXPECT_EQ(Complete("lockfleet top --config 'fl"), Words({"fleet.yaml"}));
   // A value that is not a file: nothing offered, not the options.
   EXPECT_EQ(Complete("lockfleet top --sort "), Words());
 }

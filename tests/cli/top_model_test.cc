@@ -266,5 +266,34 @@ TEST(TopModel, RenderFitsTheScreenAndNeverPrintsControlBytes) {
   EXPECT_EQ(tiny.size(), 6u);
 }
 
+TEST(TopModel, NarrowScreensDropColumnsButNeverCutWaiters) {
+  const Clock::time_point t0 = Clock::time_point() + seconds(1000);
+  Model model;
+  Observation o = At(t0);
+  std::vector<std::string> waiters;
+  for (int i = 0; i < 17; ++i) waiters.push_back("w" + std::to_string(i));
+  o.locks = {Held("product:hot-and-long-name", "worker-1/abcdef:17",
+                  1795518880363639, waiters)};
+  model.Observe(o);
+  o.at = t0 + seconds(75);
+  model.Observe(o);
+  const Frame frame = model.View({});
+  for (int width : {200, 100, 80, 60, 40}) {
+    const std::vector<Line> lines = Render(
+        frame, {}, {.source = "s", .clock = "c", .width = width, .height = 30});
+    const std::string& heading = lines[4].text;
+    const std::string& row = lines[5].text;
+    EXPECT_LE(row.size(), static_cast<size_t>(width));
+    EXPECT_TRUE(heading.ends_with("WAITERS*   WAITED"))
+        << width << ": " << heading;
+    EXPECT_TRUE(row.ends_with("      17   1m15s+")) << width << ": " << row;
+    // What is dropped, in order.
+    EXPECT_EQ(heading.find("FENCE") != std::string::npos, width >= 80)
+        << width << ": " << heading;
+    EXPECT_EQ(heading.find("HELD") != std::string::npos, width >= 60)
+        << width << ": " << heading;
+  }
+}
+
 }  // namespace
 }  // namespace lockfleet::cli::top

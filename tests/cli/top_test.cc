@@ -193,7 +193,7 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
 
   TempDir dir;
   Tmux tmux(dir, "env " + env + " " + LockfleetBinary() +
-                     " top --interval 500ms; echo EXIT=$?; sleep 600");
+                     " top --interval 500ms; echo EXIT=$?; stty -a; sleep 600");
   ASSERT_TRUE(tmux.started()) << tmux.error();
   std::string screen;
 
@@ -276,12 +276,16 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
       &screen, seconds(20)))
       << screen;
 
-  // q: quits with status 0 and gives the terminal back.
+  // q: quits with status 0 and gives the terminal back as it was: line
+  // editing and echo on again (stty -a runs after it).
   tmux.Keys("q");
-  EXPECT_TRUE(
-      tmux.WaitFor([](const std::string& s) { return Has(s, "EXIT=0"); },
-                   &screen, seconds(20)))
+  EXPECT_TRUE(tmux.WaitFor(
+      [](const std::string& s) { return Has(s, "EXIT=0") && Has(s, "speed"); },
+      &screen, seconds(20)))
       << screen;
+  const std::string modes = screen.substr(screen.find("EXIT=0"));
+  EXPECT_TRUE(Has(modes, " icanon") && !Has(modes, "-icanon")) << modes;
+  EXPECT_TRUE(Has(modes, " echo ") && !Has(modes, "-echo ")) << modes;
 }
 
 TEST_F(TopTest, CtrlCEndsTheViewWithTheSignalsStatus) {

@@ -177,7 +177,8 @@ function(pc_program name source module)
   separate_arguments(_extra UNIX_COMMAND "${CONSUMER_FLAGS}")
   file(MAKE_DIRECTORY "${WORK_DIR}/pkg-config")
   set(_exe "${WORK_DIR}/pkg-config/${name}")
-  run(pkg-config-build "${CXX_COMPILER}" ${_extra} -o "${_exe}"
+  # The .pc files leave the language standard to the consumer.
+  run(pkg-config-build "${CXX_COMPILER}" -std=c++20 ${_extra} -o "${_exe}"
       "${CONSUMER_SOURCE_DIR}/${source}" ${_flags})
   execute_process(COMMAND "${_exe}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out
                   ERROR_VARIABLE _err)
