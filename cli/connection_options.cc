@@ -126,6 +126,22 @@ Connection ResolveConnection(const ConnectionArgs& args) {
 }
 
 // Runs `body`, mapping what it throws to messages and exit statuses.
+std::string DescribeRedisError(const Connection& connection,
+                               const Error& error) {
+  // lockcore's connection errors name the server already (redacted).
+  std::string url;
+  try {
+    url = ParseRedisUrl(connection.redis.url).Redacted();
+  } catch (const Error&) {
+  }
+  const std::string what = error.what();
+  return (url.empty() || what.find(url) != std::string::npos
+              ? what
+              : "Redis at " + url + ": " + what) +
+         " (" + std::string(ErrorCodeName(error.code())) + "; from " +
+         connection.redis_source + ")";
+}
+
 int Guarded(const Connection& connection, const std::function<int()>& body) {
   try {
     return body();
@@ -134,18 +150,7 @@ int Guarded(const Connection& connection, const std::function<int()>& body) {
       PrintError(e.what());
       return kExitUsage;
     }
-    // lockcore's connection errors name the server already.
-    std::string url;
-    try {
-      url = ParseRedisUrl(connection.redis.url).Redacted();
-    } catch (const Error&) {
-    }
-    const std::string what = e.what();
-    PrintError((url.empty() || what.find(url) != std::string::npos
-                    ? what
-                    : "Redis at " + url + ": " + what) +
-               " (" + std::string(ErrorCodeName(e.code())) + "; from " +
-               connection.redis_source + ")");
+    PrintError(DescribeRedisError(connection, e));
     return kExitUnavailable;
   }
 }

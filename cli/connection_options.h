@@ -78,6 +78,11 @@ std::optional<Connection> Connect(const ConnectionArgs& args, int* status);
 // (named with where it came from; its password redacted).
 std::shared_ptr<RedisClient> NewRedis(const Connection& connection);
 
+// One line for a Redis failure: the server's redacted URL (never the
+// password), what failed, the error code and where the URL came from.
+std::string DescribeRedisError(const Connection& connection,
+                               const Error& error);
+
 // Runs `body`, mapping what it throws to a message and an exit status:
 // Error(kInvalidArgument) → kExitUsage; any other lockfleet Error (Redis
 // unreachable, timed out, refused authentication) → kExitUnavailable,

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "jobs_dead_command.h"
+#include "jobs_status_command.h"
 #include "lockfleet/config/config.h"
 #include "lockfleet/config/error.h"
 #include "lockfleet/lockcore/error.h"
@@ -16,7 +18,9 @@
 namespace lockfleet::cli {
 namespace {
 
-constexpr char kDescription[] = "Work with the jobs topic.";
+constexpr char kDescription[] =
+    "Work with the jobs: feed the jobs topic, see how the fleet stands on it, "
+    "and deal with dead letters.";
 constexpr char kProduceDescription[] =
     "Produce jobs to the jobs topic: JSON lines from FILE (or stdin), or a "
     "generated flash sale.";
@@ -171,16 +175,28 @@ Subcommand AddJobsCommand(CLI::App& parent, HelpFormatter& formatter) {
       ->add_option("--timeout", args->timeout_s,
                    "Seconds to wait for delivery. Default: 30")
       ->type_name("S");
+  std::vector<Subcommand> chosen;
+  chosen.push_back({produce, false, [args](const Context&) {
+                      try {
+                        return RunProduce(*args);
+                      } catch (const Error& e) {
+                        PrintError(e.what());
+                        return e.code() == ErrorCode::kInvalidArgument
+                                   ? kExitUsage
+                                   : kExitUnavailable;
+                      }
+                    }});
+  for (Subcommand& dead : AddDeadCommands(*app, formatter)) {
+    chosen.push_back(std::move(dead));
+  }
+  chosen.push_back(AddStatusCommand(*app, formatter));
   Subcommand subcommand;
   subcommand.app = app;
-  subcommand.run = [args](const Context&) {
-    try {
-      return RunProduce(*args);
-    } catch (const Error& e) {
-      PrintError(e.what());
-      return e.code() == ErrorCode::kInvalidArgument ? kExitUsage
-                                                     : kExitUnavailable;
+  subcommand.run = [chosen](const Context& context) {
+    for (const Subcommand& one : chosen) {
+      if (one.app->parsed()) return one.run(context);
     }
+    throw UsageError("a jobs subcommand is required");
   };
   return subcommand;
 }

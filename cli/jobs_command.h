@@ -1,4 +1,6 @@
-// `lockfleet jobs produce`: feeds jobs into the jobs topic.
+// `lockfleet jobs`: `produce` feeds jobs into the jobs topic; `status`
+// (jobs_status_command.h) and `dead list|show|retry|purge`
+// (jobs_dead_command.h) are the on-call tools.
 #pragma once
 
 #include "command.h"

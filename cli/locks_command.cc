@@ -16,6 +16,7 @@
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
+#include "redis_glob.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -70,33 +71,6 @@ struct LocksArgs {
   int limit = 1000;
   bool json = false;
 };
-
-// "" if Redis's glob accepts `glob` as meant, else what is wrong.
-std::string CheckGlob(const std::string& glob) {
-  if (glob.empty()) return "it is empty";
-  bool in_class = false;
-  for (size_t i = 0; i < glob.size(); ++i) {
-    if (glob[i] == '\\') {
-      if (++i == glob.size()) return "it ends with a lone '\\'";
-    } else if (glob[i] == '[') {
-      in_class = true;
-    } else if (glob[i] == ']') {
-      in_class = false;
-    }
-  }
-  return in_class ? "a '[' is never closed by ']'" : "";
-}
-
-std::string EscapeGlob(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
-      out += '\\';
-    }
-    out += c;
-  }
-  return out;
-}
 
 int RunLocks(const LocksArgs& args) {
   const bool match = args.match_option->count() > 0;
