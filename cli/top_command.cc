@@ -122,10 +122,10 @@ class Collector {
       if (rethrow) throw;
       o.redis_error = std::string("internal: ") + e.what();
     }
+    // A worker busy enough to answer slowly is not down: 2 s, whatever the
+    // interval (a refused connection fails at once anyway).
     const std::vector<Scrape> scrapes =
-        ScrapeEach(setup_.targets,
-                   std::max(milliseconds(500),
-                            std::min(setup_.interval, milliseconds(2000))));
+        ScrapeEach(setup_.targets, milliseconds(2000));
     for (size_t i = 0; i < scrapes.size(); ++i) {
       top::WorkerScrape w;
       const Endpoint& e = setup_.targets[i];
