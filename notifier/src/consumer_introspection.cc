@@ -31,13 +31,4 @@ int64_t LagFromStatistics(std::string_view json, const std::string& topic,
   return total;
 }
 
-std::optional<bool> JoinStateIsSteady(std::string_view line) {
-  constexpr std::string_view kArrow = " -> ";
-  const size_t arrow = line.rfind(kArrow);
-  if (arrow == std::string_view::npos) return std::nullopt;
-  std::string_view state = line.substr(arrow + kArrow.size());
-  state = state.substr(0, state.find(' '));
-  return state == "steady";
-}
-
 }  // namespace lockfleet::notifier

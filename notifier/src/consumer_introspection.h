@@ -1,9 +1,8 @@
-// What a librdkafka consumer reveals only in its statistics JSON and debug
-// lines, read as plain text: pure functions, no Kafka calls.
+// What a librdkafka consumer reveals only in its statistics JSON, read as
+// plain text: pure functions, no Kafka calls.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +18,5 @@ namespace lockfleet::notifier {
 // watermark or position is not known yet, or the JSON is not statistics.
 int64_t LagFromStatistics(std::string_view json, const std::string& topic,
                           const std::vector<int32_t>& partitions);
-
-// From a "CGRPJOINSTATE" debug line (debug=cgrp), e.g.
-//   Group "g" changed join state wait-assign-call -> steady (state up)
-// whether the consumer's new join state is "steady" (no rebalance in
-// progress); nullopt for a line that names no transition.
-std::optional<bool> JoinStateIsSteady(std::string_view line);
 
 }  // namespace lockfleet::notifier

@@ -20,12 +20,16 @@ using Steady = std::chrono::steady_clock;
 // How often librdkafka emits the statistics Lag() is computed from.
 constexpr int kStatsIntervalMs = 1000;
 
+// Properties the commit scheme below depends on; a user's value is refused.
+constexpr const char* kOwnProperties[] = {"enable.auto.commit",
+                                          "enable.auto.offset.store"};
+
 // librdkafka's C++ API takes and returns vectors of raw TopicPartition
 // pointers; this owns one.
 struct PartitionList {
   PartitionList() = default;
-  PartitionList(const PartitionList&) = delete;
-  PartitionList& operator=(const PartitionList&) = delete;
+  PartitionList(PartitionList&& other) noexcept : v(std::move(other.v)) {}
+  PartitionList& operator=(PartitionList&&) = delete;
   ~PartitionList() { RdKafka::TopicPartition::destroy(v); }
   std::vector<RdKafka::TopicPartition*> v;
 };
@@ -60,6 +64,13 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
                 options.session_timeout.count() > 0,
             "jobs fetch_wait must be >= 0, commit_interval and "
             "session_timeout > 0");
+    for (const char* key : kOwnProperties) {
+      Require(!options.properties.contains(key),
+              std::string("Kafka property '") + key +
+                  "' cannot be set for the jobs consumer: it commits the "
+                  "offsets of finished records only, through librdkafka's "
+                  "auto-committer");
+    }
     Properties props = CommonProperties(options.bootstrap, options.client_id);
     props.insert({
         {"group.id", options.group},
@@ -67,8 +78,10 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
         {"session.timeout.ms", Millis(options.session_timeout)},
         {"heartbeat.interval.ms",
          Millis(std::max(milliseconds(1), options.session_timeout / 6))},
-        // Offsets are committed by us, only for finished records.
-        {"enable.auto.commit", "false"},
+        // Only offsets of finished records are stored (StoreDue), and
+        // librdkafka's auto-committer commits what is stored: see StoreDue.
+        {"enable.auto.commit", "true"},
+        {"auto.commit.interval.ms", Millis(options.commit_interval)},
         {"enable.auto.offset.store", "false"},
         // A new group must not skip jobs produced before it joined.
         {"auto.offset.reset", "earliest"},
@@ -77,15 +90,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
         {"fetch.error.backoff.ms", "50"},
         {"statistics.interval.ms", std::to_string(kStatsIntervalMs)},
     });
-    Properties user = options.properties;
-    // The join state is read from cgrp debug lines (see OnJoinState); a
-    // user's own debug contexts are kept.
-    std::string& debug = user["debug"];
-    if (debug.find("cgrp") == std::string::npos &&
-        debug.find("all") == std::string::npos) {
-      debug += debug.empty() ? "cgrp" : ",cgrp";
-    }
-    auto conf = MakeConf(props, user, this);
+    auto conf = MakeConf(props, options.properties, this);
     SetCallback(*conf, "rebalance_cb",
                 static_cast<RdKafka::RebalanceCb*>(this));
     SetCallback(*conf, "offset_commit_cb",
@@ -96,7 +101,6 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
     join_at = Steady::now() + options.join_delay;
     if (options.join_delay <= milliseconds(0)) Subscribe();
-    next_commit = Steady::now() + options.commit_interval;
   }
 
   void Subscribe() {
@@ -134,18 +138,17 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
       }
     }
     while (true) {
-      if (Steady::now() >= next_commit) {
-        CommitDue(/*sync=*/false, {});
-        next_commit = Steady::now() + options.commit_interval;
-      }
+      StoreDue({}, /*resend=*/false);
       if (!paused && !held.empty()) {
         JobRecord record = std::move(held.front());
         held.pop_front();
         if (HandOut(record)) return record;
         continue;
       }
+      // Records finished meanwhile are stored after at most this long.
       auto wait = std::chrono::ceil<milliseconds>(
-          std::min(deadline, next_commit) - Steady::now());
+          std::min(deadline, Steady::now() + options.commit_interval) -
+          Steady::now());
       std::unique_ptr<RdKafka::Message> msg(consumer->consume(
           static_cast<int>(std::max<int64_t>(0, wait.count()))));
       switch (msg->err()) {
@@ -198,17 +201,28 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     }
   }
 
+  // Unlike librdkafka's own commits (see StoreDue), this one is sent even
+  // while the group rebalances.
   void Commit() {
-    if (!closed) CommitDue(/*sync=*/true, {});
+    if (closed) return;
+    std::vector<OffsetTracker::Commit> due = StoreDue({}, /*resend=*/true);
+    if (due.empty()) return;
+    PartitionList list = ToList(due);
+    commit_result_seen = false;
+    RdKafka::ErrorCode rc = consumer->commitSync(list.v, this);
+    // Refused before it was sent, or timed out without a result: report it
+    // as the callback would have.
+    if (rc != RdKafka::ERR_NO_ERROR && !commit_result_seen) {
+      offset_commit_cb(rc, list.v);
+    }
   }
 
   void Close() {
     if (closed) return;
     closed = true;
-    // Leaving revokes every partition through rebalance_cb, which commits
-    // what is finished; committing first too (unless a rebalance is under
-    // way, see OnJoinState) keeps that when close() itself fails.
-    if (MayCommit()) CommitDue(/*sync=*/true, {});
+    // Leaving revokes every partition through rebalance_cb, and librdkafka
+    // commits what is stored for them before close() returns.
+    StoreDue({}, /*resend=*/true);
     RdKafka::ErrorCode rc = consumer->close();
     if (rc != RdKafka::ERR_NO_ERROR) {
       errors.fetch_add(1, std::memory_order_relaxed);
@@ -258,10 +272,12 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
       for (RdKafka::TopicPartition* tp : parts) {
         if (tp->topic() == options.topic) revoked.push_back(tp->partition());
       }
-      // Lost partitions may already have a new owner: commit nothing.
+      // librdkafka commits what is stored for them when ChangeAssignment
+      // removes them below (and waits for that before the group moves on),
+      // except lost ones, which may already have a new owner.
       if (err == RdKafka::ERR__REVOKE_PARTITIONS && !c->assignment_lost() &&
           !revoked.empty()) {
-        CommitDue(/*sync=*/true, revoked);
+        StoreDue(revoked, /*resend=*/true);
       }
       for (int32_t p : revoked) tracker.Revoke(p);
       std::erase_if(held, [&](const JobRecord& r) {
@@ -293,8 +309,9 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
              log);
   }
 
-  // Results of our commits, async ones inside consume(), sync ones inside
-  // commitSync (passed there, so each result arrives exactly once).
+  // Results of librdkafka's commits inside consume(), of Commit()'s inside
+  // commitSync (passed there, so each result arrives exactly once). A
+  // partition with nothing new stored comes with an invalid offset.
   void offset_commit_cb(
       RdKafka::ErrorCode err,
       std::vector<RdKafka::TopicPartition*>& offsets) override {
@@ -304,7 +321,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
       if (tp->err() != RdKafka::ERR_NO_ERROR) ok = false;
     }
     for (RdKafka::TopicPartition* tp : offsets) {
-      if (tp->topic() != options.topic) continue;
+      if (tp->topic() != options.topic || tp->offset() < 0) continue;
       tracker.Committed(
           tp->partition(), tp->offset(),
           err == RdKafka::ERR_NO_ERROR && tp->err() == RdKafka::ERR_NO_ERROR);
@@ -337,11 +354,6 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
       UpdateLag(event.str());
       return;
     }
-    if (event.type() == RdKafka::Event::EVENT_LOG &&
-        event.fac() == "CGRPJOINSTATE") {
-      OnJoinState(event.str());
-      return;
-    }
     if (LogClientEvent(event, logs, log, "jobs wait until it is back") !=
         ClientEvent::kOther) {
       errors.fetch_add(1, std::memory_order_relaxed);
@@ -369,43 +381,53 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     return true;
   }
 
-  // Commits what is finished, for `only` these partitions (all if empty).
-  // A synchronous commit also re-sends offsets an asynchronous one has in
-  // flight, so that on return the broker has them.
-  void CommitDue(bool sync, const std::vector<int32_t>& only) {
-    if (!sync && !MayCommit()) return;
-    std::vector<OffsetTracker::Commit> due = tracker.Due(only, sync);
-    if (due.empty()) return;
+  PartitionList ToList(const std::vector<OffsetTracker::Commit>& due) const {
     PartitionList list;
     for (const OffsetTracker::Commit& c : due) {
       list.v.push_back(RdKafka::TopicPartition::create(options.topic,
                                                        c.partition, c.offset));
     }
-    commit_result_seen = false;
-    RdKafka::ErrorCode rc = sync ? consumer->commitSync(list.v, this)
-                                 : consumer->commitAsync(list.v);
-    // Refused before it was sent (or a sync commit timed out without a
-    // result): report it as the callback would have.
-    if (rc != RdKafka::ERR_NO_ERROR && !(sync && commit_result_seen)) {
-      offset_commit_cb(rc, list.v);
-    }
+    return list;
   }
 
-  // librdkafka 2.0.2 takes an offset commit answered ILLEGAL_GENERATION for
-  // a lost assignment: it drops every partition without a revoke-time
-  // commit, so finished records are delivered again (librdkafka #4059,
-  // fixed in 2.10). A broker answers a member's requests in order, so a
-  // commit sent while the member's JoinGroup is pending is answered only
-  // after the rebalance, with exactly that error. So periodic commits are
-  // sent only while the member's join state is "steady", which librdkafka
-  // reveals only in its cgrp debug lines. (Should a librdkafka version not
-  // print them, commits are never held back.)
-  void OnJoinState(const std::string& line) {
-    if (std::optional<bool> steady = JoinStateIsSteady(line)) {
-      join_state.store(*steady ? kSteady : kRebalancing);
+  // Hands the offsets of what is finished (for `only` these partitions, all
+  // if empty; unless `resend`, only what was not handed over before) to
+  // librdkafka's offset store, and returns them. librdkafka commits stored
+  // offsets itself: every commit_interval, only while the member's join
+  // state is "steady" (rd_kafka_cgrp_offset_commit_tmr_cb), and when
+  // partitions are removed from the assignment, unless it was lost
+  // (rd_kafka_assignment_serve_removals).
+  //
+  // That is the point. librdkafka before 2.10 takes an offset commit
+  // answered ILLEGAL_GENERATION for a lost assignment: it drops every
+  // partition without a revoke-time commit, so finished records are
+  // delivered again (librdkafka #4059). A commit sent while the member's
+  // JoinGroup is pending is answered only after the join (a broker answers
+  // a connection's requests in order), with exactly that error (Kafka 2.3+,
+  // KAFKA-8487, and the embedded broker check the generation first). The
+  // join state lives on librdkafka's main thread, and the auto-committer
+  // checks it there right before it queues its commit, so no JoinGroup can
+  // get ahead of it. A commit decided on any other thread (commitAsync after
+  // reading the join state from debug lines or statistics) can be
+  // overtaken. tests/notifier/job_commit_test.cc shows both.
+  std::vector<OffsetTracker::Commit> StoreDue(const std::vector<int32_t>& only,
+                                              bool resend) {
+    std::vector<OffsetTracker::Commit> due = tracker.Due(only, resend);
+    if (due.empty()) return due;
+    PartitionList list = ToList(due);
+    RdKafka::ErrorCode rc = consumer->offsets_store(list.v);
+    bool stored = rc == RdKafka::ERR_NO_ERROR;
+    for (RdKafka::TopicPartition* tp : list.v) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) stored = false;
     }
+    // Not assigned any more (a race with the group): report it as a failed
+    // commit, which makes the offsets due again while they are ours.
+    if (!stored) {
+      offset_commit_cb(rc != RdKafka::ERR_NO_ERROR ? rc : RdKafka::ERR__STATE,
+                       list.v);
+    }
+    return due;
   }
-  bool MayCommit() const { return join_state.load() != kRebalancing; }
 
   void UpdateLag(const std::string& json) {
     if (!ever_assigned.load() || closed) return;
@@ -425,8 +447,6 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   std::atomic<int> assigned_partitions{0};
   std::atomic<int64_t> lag{-1};
   std::atomic<bool> ever_assigned{false};
-  enum JoinState { kUnknown, kSteady, kRebalancing };
-  std::atomic<JoinState> join_state{kUnknown};  // see OnJoinState
 
   // Poll-thread state.
   bool subscribed = false;
@@ -435,7 +455,6 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   bool closed = false;
   bool commit_result_seen = false;
   std::deque<JobRecord> held;  // fetched while paused, not handed out yet
-  Steady::time_point next_commit;
 
   // Last: destroyed first, while everything its callbacks use still exists.
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;

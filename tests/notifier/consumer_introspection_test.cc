@@ -1,4 +1,4 @@
-// Reading librdkafka's statistics JSON and cgrp debug lines (no Kafka).
+// Reading librdkafka's statistics JSON (no Kafka).
 #include "consumer_introspection.h"
 
 #include <gtest/gtest.h>
@@ -46,19 +46,6 @@ TEST(LagFromStatistics, UnknownIsMinusOne) {
   EXPECT_EQ(LagFromStatistics(kStats, "other", {0}), -1);
   EXPECT_EQ(LagFromStatistics("not json", "jobs", {0}), -1);
   EXPECT_EQ(LagFromStatistics("[1]", "jobs", {0}), -1);
-}
-
-TEST(JoinStateIsSteady, ReadsTheNewStateOfATransition) {
-  EXPECT_EQ(JoinStateIsSteady(R"(Group "g" changed join state )"
-                              R"(wait-assign-call -> steady (state up))"),
-            true);
-  EXPECT_EQ(JoinStateIsSteady(R"(Group "a -> steady" changed join state )"
-                              R"(steady -> init (state up))"),
-            false);
-  EXPECT_EQ(JoinStateIsSteady(R"(Group "g" changed join state )"
-                              R"(init -> wait-join (state up))"),
-            false);
-  EXPECT_EQ(JoinStateIsSteady("something else"), std::nullopt);
 }
 
 }  // namespace

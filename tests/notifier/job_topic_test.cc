@@ -442,6 +442,16 @@ TEST_F(JobTopic, BadOptionsAreRefused) {
   c = ConsumerOptions();
   c.properties["no.such.property"] = "1";
   EXPECT_EQ(code([&] { JobConsumer{c}; }), ErrorCode::kInvalidArgument);
+  // The commit scheme's own (see job_commit_test.cc).
+  for (const char* own : {"enable.auto.commit", "enable.auto.offset.store"}) {
+    c = ConsumerOptions();
+    c.properties[own] = "false";
+    EXPECT_EQ(code([&] { JobConsumer{c}; }), ErrorCode::kInvalidArgument)
+        << own;
+  }
+  c = ConsumerOptions();
+  c.properties["debug"] = "consumer";  // the user's own business
+  EXPECT_EQ(code([&] { JobConsumer{c}; }), std::nullopt);
   JobProducerOptions p{.bootstrap = broker_->bootstrap(), .log = Quiet};
   p.properties["no.such.property"] = "1";
   EXPECT_EQ(code([&] { JobProducer{p}; }), ErrorCode::kInvalidArgument);

@@ -54,8 +54,10 @@ struct JobConsumerOptions {
   // no latency there; the embedded broker does not, so it is the pickup
   // latency floor there. Default: 100 ms.
   std::chrono::milliseconds fetch_wait{100};
-  // How often Poll commits the offsets of finished records (asynchronously).
-  // A crash redelivers at most about this much finished work. Default: 200 ms.
+  // How often the offsets of finished records are committed
+  // (asynchronously, by librdkafka's auto-committer: auto.commit.interval.ms)
+  // while the group is not rebalancing. A crash redelivers at most about
+  // twice this much finished work. Default: 200 ms.
   std::chrono::milliseconds commit_interval{200};
   // session.timeout.ms: a member that stops heartbeating (crashed, cut off)
   // is dropped from the group, and its partitions reassigned, after this.
@@ -71,9 +73,10 @@ struct JobConsumerOptions {
   // with dead members (see worker::JoinDelay). Default: 0, at once.
   std::chrono::milliseconds join_delay{0};
   // Passed to librdkafka verbatim, after everything above (so they override
-  // it): security.protocol, sasl.*, ssl.*, ... An unknown property is an
-  // Error(kInvalidArgument). "debug" always gets "cgrp" added: the consumer
-  // reads the group's rebalance state from those lines.
+  // it): security.protocol, sasl.*, ssl.*, debug, ... An unknown property is
+  // an Error(kInvalidArgument), and so are enable.auto.commit and
+  // enable.auto.offset.store: the consumer stores the offsets of finished
+  // records only, and librdkafka's auto-committer commits them.
   std::map<std::string, std::string> properties;
   LogSink log;  // Default: stderr
 };
@@ -110,8 +113,11 @@ class JobConsumer {
 
   // Poll thread. Returns the next record, or nullopt when none came within
   // `timeout` (also at once after Close). Also runs the group protocol
-  // (joins, rebalances) and, every commit_interval, commits what is
-  // finished. Must be called regularly, paused or not: a member that does
+  // (joins, rebalances) and hands the offsets of what is finished to be
+  // committed (every commit_interval, never while the group rebalances:
+  // with librdkafka before 2.10 a commit answered after a rebalance can cost
+  // the member all its partitions, and so redeliver finished records).
+  // Must be called regularly, paused or not: a member that does
   // not call it for max.poll.interval.ms (librdkafka default 300 s) is
   // removed from the group. Errors (broker down, ...) are counted and
   // logged, never thrown.
@@ -135,9 +141,8 @@ class JobConsumer {
   // Poll thread. Commits what is finished now, synchronously: on return the
   // broker has it (or the failure is counted and logged). Blocks while the
   // broker is unreachable, up to librdkafka's socket.timeout.ms (60 s).
-  // Poll's own periodic commits wait while the group rebalances (with
-  // librdkafka 2.0.2 a commit then can cost the member all its partitions,
-  // and so redeliver finished records); this one does not.
+  // Unlike Poll's periodic commits it does not wait while the group
+  // rebalances (see Poll): call it only when the group is settled.
   void Commit();
 
   // Poll thread. Commits what is finished, synchronously, then leaves the
