@@ -18,6 +18,7 @@
 #include "child_process.h"
 #include "config_options.h"
 #include "kafka_wakeups.h"
+#include "lockfleet/config/redis_url.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
@@ -184,7 +185,8 @@ int RunContender(const BenchArgs& args, const Context& context) {
     AcquireResult result = locks->TryAcquire(warm);
     if (result) result.lease.Release();
   } catch (const Error& e) {
-    PrintError("redis " + Quoted(args.redis) + " unreachable: " + e.what());
+    PrintError("redis " + Quoted(config::RedactRedisUrl(args.redis)) +
+               " unreachable: " + e.what());
     return kExitUnavailable;
   }
   if (kafka && !kafka->WaitUntilReady(kSetupTimeout)) {

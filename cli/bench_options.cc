@@ -3,6 +3,7 @@
 #include "command.h"
 #include "config_options.h"
 #include "kafka_wakeups.h"
+#include "lockfleet/config/redis_url.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
 #include "option_range.h"
@@ -93,7 +94,8 @@ void CheckBenchArgs(BenchArgs& args) {
     try {
       ParseRedisUrl(args.redis);
     } catch (const Error& e) {
-      throw UsageError("--redis " + Quoted(args.redis) + ": " + e.what());
+      throw UsageError("--redis " + Quoted(config::RedactRedisUrl(args.redis)) +
+                       ": " + e.what());
     }
   }
   if (!args.kafka.empty()) {

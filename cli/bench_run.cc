@@ -20,6 +20,7 @@
 #include "bench_report.h"
 #include "child_process.h"
 #include "command.h"
+#include "config_options.h"
 #include "demo_support.h"
 #include "kafka_wakeups.h"
 #include "lockfleet/lockcore/error.h"
@@ -180,8 +181,14 @@ int Bench::StartRedis() {
     redis_url_ = "unix://" + PrivateRedisSocket(dir_);
     result_.redis = "private redis-server (" + redis_url_ + ")";
   }
-  redis_ = std::make_shared<RedisClient>(
-      RedisOptions{.url = redis_url_, .pool_size = 1});
+  // The config's Redis settings (TLS included) for a given server, as the
+  // contenders use them.
+  RedisOptions redis_options = args_.config && !redis_server_
+                                   ? RedisOptionsFrom(args_.config->redis)
+                                   : RedisOptions{};
+  redis_options.url = redis_url_;
+  redis_options.pool_size = 1;
+  redis_ = std::make_shared<RedisClient>(redis_options);
   // A private server gets time to start; a given one must answer now.
   if (std::string error;
       !WaitForRedis(*redis_, redis_server_.get(),

@@ -3,10 +3,19 @@
 namespace lockfleet::cli {
 
 RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
+  // TLS is on for a rediss:// url (the config allows redis.tls only then),
+  // so `enabled` stays false: the URL says it.
   return RedisOptions{.url = redis.url,
                       .pool_size = redis.pool_size,
                       .connect_timeout = redis.connect_timeout,
-                      .command_timeout = redis.command_timeout};
+                      .command_timeout = redis.command_timeout,
+                      .tls = TlsOptions{.ca_file = redis.tls.ca_file,
+                                        .ca_dir = redis.tls.ca_dir,
+                                        .cert_file = redis.tls.cert_file,
+                                        .key_file = redis.tls.key_file,
+                                        .server_name = redis.tls.server_name,
+                                        .insecure_skip_verify =
+                                            redis.tls.insecure_skip_verify}};
 }
 
 LockClientOptions LockOptionsFrom(const config::Config& config) {

@@ -26,7 +26,7 @@ PACKAGES=(
   # fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/sanitizer runtimes
   clang libclang-rt-14-dev
   # servers and tools the tests and the demo run (redis-server brings redis-cli)
-  redis-server redis-tools kcat
+  redis-server redis-tools kcat openssl
   # drives `lockfleet top` in a terminal, as a person would (tests/cli)
   tmux
   # promtool (checks the metrics exposition and the alert rules)

@@ -1,50 +1,38 @@
 #include "checks.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 
+#include "lockfleet/config/redis_url.h"
 #include "text.h"
 
 namespace lockfleet::config::internal {
 namespace {
 
-constexpr std::string_view kRedis = "redis://";
-constexpr std::string_view kUnix = "unix://";
-
 // "" if `text` is a decimal number from `low` to `high`.
+// `secret`: the text may be a secret unless it is digits (a URL's port,
+// where a URL that lost its "@host" has the password).
 std::string CheckNumber(std::string_view text, std::string_view what, int low,
-                        int high) {
+                        int high, bool secret = false) {
   int value = 0;
   const auto [end, ec] =
       std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
       value < low || value > high) {
+    const bool shown =
+        !secret || std::all_of(text.begin(), text.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
     return std::string(what) + " must be a number from " + std::to_string(low) +
-           " to " + std::to_string(high) + ", not " + Quote(text);
+           " to " + std::to_string(high) +
+           (shown ? ", not " + Quote(text) : "");
   }
-  return "";
-}
-
-bool IsHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-         (c >= 'A' && c <= 'F');
-}
-
-// Strips "[user:password@]" off `rest`; "" or why the escapes are bad.
-std::string TakeUserInfo(std::string_view& rest) {
-  const size_t at = rest.rfind('@');
-  if (at == std::string_view::npos) return "";
-  const std::string_view info = rest.substr(0, at);
-  for (size_t i = 0; i < info.size(); ++i) {
-    if (info[i] != '%') continue;
-    if (i + 2 >= info.size() || !IsHex(info[i + 1]) || !IsHex(info[i + 2])) {
-      return "a bad %-escape in the user or password (write %40 for '@', "
-             "%25 for '%')";
-    }
-  }
-  rest = rest.substr(at + 1);
   return "";
 }
 
@@ -117,68 +105,95 @@ std::string CheckBootstrap(std::string_view text) {
 }
 
 std::string CheckRedisUrl(std::string_view url) {
-  if (url.starts_with(kRedis)) {
-    std::string_view rest = url.substr(kRedis.size());
-    if (std::string why = TakeUserInfo(rest); !why.empty()) return why;
-    std::string_view host_port = rest;
-    const size_t slash = rest.find('/');
-    if (slash != std::string_view::npos) {
-      host_port = rest.substr(0, slash);
-      const std::string_view db = rest.substr(slash + 1);
-      if (!db.empty()) {
-        if (std::string why = CheckNumber(db, "the db", 0, 1 << 20);
-            !why.empty()) {
-          return why;
-        }
-      }
-    }
-    const bool has_port = host_port.starts_with('[')
-                              ? host_port.find("]:") != std::string_view::npos
-                              : host_port.find(':') != std::string_view::npos;
-    if (host_port.empty()) return "no host after redis://";
-    return CheckHostPort(
-        has_port ? std::string(host_port) : std::string(host_port) + ":6379",
-        1);
-  }
-  if (url.starts_with(kUnix)) {
-    std::string_view rest = url.substr(kUnix.size());
-    if (std::string why = TakeUserInfo(rest); !why.empty()) return why;
-    const size_t query = rest.find('?');
-    const std::string_view path = rest.substr(0, query);
-    if (query != std::string_view::npos) {
-      const std::string_view param = rest.substr(query + 1);
-      if (!param.starts_with("db=")) return "the only query parameter is db=N";
-      if (std::string why = CheckNumber(param.substr(3), "the db", 0, 1 << 20);
-          !why.empty()) {
-        return why;
-      }
-    }
-    if (!path.starts_with('/')) {
-      return "the socket path must be absolute: unix:///path/to.sock";
-    }
-    return "";
-  }
-  if (url.starts_with("rediss://")) return "TLS (rediss://) is not supported";
-  if (const size_t scheme = url.find("://"); scheme != std::string_view::npos) {
-    return "unknown scheme " + Quote(url.substr(0, scheme + 3));
-  }
-  return "no redis:// or unix:// in front";
+  RedisUrl ignored;
+  return ParseRedisUrl(url, &ignored);
 }
 
-std::string RedactUrl(std::string_view url) {
-  const size_t scheme = url.find("://");
-  const size_t at = url.rfind('@');
-  if (scheme == std::string_view::npos || at == std::string_view::npos ||
-      at < scheme) {
-    return std::string(url);
+std::string RedactUrl(std::string_view url) { return RedactRedisUrl(url); }
+
+namespace {
+
+constexpr size_t kMaxPemBytes = 1 << 20;
+
+// Reads the first kMaxPemBytes of `path` into `*content`; "" or why it
+// cannot be read.
+std::string ReadHead(std::string_view path, std::string* content) {
+  if (path.size() > 4096) return "longer than 4096 bytes";
+  const std::string name(path);
+  std::error_code error;
+  if (std::filesystem::is_directory(name, error)) return "it is a directory";
+  std::ifstream in(name, std::ios::binary);
+  if (!in) return std::strerror(errno);
+  content->assign(kMaxPemBytes, '\0');
+  in.read(content->data(), static_cast<std::streamsize>(content->size()));
+  if (in.bad()) return std::strerror(errno);
+  content->resize(static_cast<size_t>(in.gcount()));
+  return "";
+}
+
+}  // namespace
+
+std::string CheckReadableFile(std::string_view path) {
+  if (path.empty()) return "";
+  std::string content;
+  return ReadHead(path, &content);
+}
+
+std::string CheckCertificateFile(std::string_view path) {
+  if (path.empty()) return "";
+  std::string content;
+  if (std::string why = ReadHead(path, &content); !why.empty()) return why;
+  if (content.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return content.find("PRIVATE KEY-----") != std::string::npos
+               ? "it holds a private key, not a certificate"
+               : "no PEM certificate (-----BEGIN CERTIFICATE-----) in it";
   }
-  const size_t info_start = scheme + 3;
-  const std::string_view info = url.substr(info_start, at - info_start);
-  const size_t colon = info.find(':');
-  const std::string user(
-      colon == std::string_view::npos ? "" : info.substr(0, colon + 1));
-  return std::string(url.substr(0, info_start)) + user + "***" +
-         std::string(url.substr(at));
+  return "";
+}
+
+std::string CheckPrivateKeyFile(std::string_view path) {
+  if (path.empty()) return "";
+  std::string content;
+  if (std::string why = ReadHead(path, &content); !why.empty()) return why;
+  if (content.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") !=
+          std::string::npos ||
+      content.find("Proc-Type: 4,ENCRYPTED") != std::string::npos) {
+    return "the key is encrypted; lockfleet reads an unencrypted key (keep "
+           "the file private instead)";
+  }
+  if (content.find("PRIVATE KEY-----") == std::string::npos) {
+    return content.find("-----BEGIN CERTIFICATE-----") != std::string::npos
+               ? "it holds a certificate, not a private key"
+               : "no PEM private key (-----BEGIN PRIVATE KEY-----) in it";
+  }
+  return "";
+}
+
+std::string CheckReadableDir(std::string_view path) {
+  if (path.empty()) return "";
+  if (path.size() > 4096) return "longer than 4096 bytes";
+  const std::string name(path);
+  std::error_code error;
+  if (!std::filesystem::is_directory(name, error)) {
+    return error ? error.message() : "not a directory";
+  }
+  std::filesystem::directory_iterator listing(name, error);
+  if (error) return error.message();
+  return "";
+}
+
+std::string CheckServerName(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name.size() > 253) return "longer than 253 bytes";
+  const bool legal = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
+           c == ':';
+  });
+  if (!legal) {
+    return "a DNS name or an IP address: letters, digits, '.', '-', '_', ':'";
+  }
+  return "";
 }
 
 std::string CheckTopic(std::string_view topic) {
@@ -194,3 +209,231 @@ std::string CheckTopic(std::string_view topic) {
 }
 
 }  // namespace lockfleet::config::internal
+
+// ---- Redis URLs (lockfleet/config/redis_url.h) -----------------------------
+
+namespace lockfleet::config {
+namespace {
+
+using internal::CheckNumber;
+using internal::Quote;
+
+constexpr std::string_view kRedisScheme = "redis://";
+constexpr std::string_view kRedissScheme = "rediss://";
+constexpr std::string_view kUnixScheme = "unix://";
+constexpr int kMaxDb = 1 << 20;
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes into `*out`; false for a bad or truncated escape.
+bool PercentDecode(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      *out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const int high = HexValue(in[i + 1]);
+    const int low = HexValue(in[i + 2]);
+    if (high < 0 || low < 0) return false;
+    *out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return true;
+}
+
+// Takes "[user:password@]" off the front of `*rest` into `*url`; "" or why
+// not. The reason never shows the user info.
+std::string TakeUserInfo(std::string_view* rest, RedisUrl* url) {
+  const size_t at = rest->rfind('@');
+  if (at == std::string_view::npos) return "";
+  const std::string_view info = rest->substr(0, at);
+  *rest = rest->substr(at + 1);
+  const size_t colon = info.find(':');
+  // A lone token is the password, as redis-cli -u reads it.
+  const std::string_view user =
+      colon == std::string_view::npos ? "" : info.substr(0, colon);
+  const std::string_view password =
+      colon == std::string_view::npos ? info : info.substr(colon + 1);
+  if (!PercentDecode(user, &url->user) ||
+      !PercentDecode(password, &url->password)) {
+    return "a bad %-escape in the user or password (write %40 for '@', %3A "
+           "for ':', %25 for '%')";
+  }
+  return "";
+}
+
+// Host and port of "host[:port]" / "[v6][:port]"; "" or why not.
+std::string ParseHostPort(std::string_view text, RedisUrl* url) {
+  std::string_view host = text;
+  std::string_view port;
+  bool has_port = false;
+  if (text.starts_with('[')) {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return "unclosed '[' in the host";
+    host = text.substr(1, close - 1);
+    const std::string_view after = text.substr(close + 1);
+    if (!after.empty()) {
+      if (!after.starts_with(':')) return "expected ':PORT' after ']'";
+      port = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon != std::string_view::npos) {
+      host = text.substr(0, colon);
+      port = text.substr(colon + 1);
+      has_port = true;
+      if (host.find(':') != std::string_view::npos) {
+        return "an IPv6 host goes in brackets: [::1]:PORT";
+      }
+    }
+  }
+  if (host.empty()) return "no host";
+  if (std::any_of(host.begin(), host.end(), [](char c) {
+        return c == ' ' || c == '\t' || c == '/' || c == ',' || c == '@' ||
+               c == '[' || c == ']';
+      })) {
+    return "the host " + Quote(host) + " contains ' ', '/', ',', '@' or '['";
+  }
+  url->host = std::string(host);
+  if (has_port) {
+    if (std::string why = CheckNumber(port, "the port", 1, 65535,
+                                      /*secret=*/true);
+        !why.empty()) {
+      return why;
+    }
+    url->port = std::stoi(std::string(port));
+  }
+  return "";
+}
+
+std::string ParseDb(std::string_view text, RedisUrl* url) {
+  if (std::string why = CheckNumber(text, "the db", 0, kMaxDb); !why.empty())
+    return why;
+  url->db = std::stoi(std::string(text));
+  return "";
+}
+
+std::string ParseTcpUrl(std::string_view rest, RedisUrl* url) {
+  if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
+  std::string_view host_port = rest;
+  if (const size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    host_port = rest.substr(0, slash);
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      if (std::string why = ParseDb(db, url); !why.empty()) return why;
+    }
+  }
+  if (host_port.empty()) {
+    return std::string("no host after ") +
+           (url->tls ? "rediss://" : "redis://");
+  }
+  return ParseHostPort(host_port, url);
+}
+
+std::string ParseUnixUrl(std::string_view rest, RedisUrl* url) {
+  if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
+  const size_t query = rest.find('?');
+  const std::string_view path = rest.substr(0, query);
+  if (query != std::string_view::npos) {
+    const std::string_view param = rest.substr(query + 1);
+    if (!param.starts_with("db=")) return "the only query parameter is db=N";
+    if (std::string why = ParseDb(param.substr(3), url); !why.empty())
+      return why;
+  }
+  if (!path.starts_with('/')) {
+    return "the socket path must be absolute: unix:///path/to.sock";
+  }
+  if (!PercentDecode(path, &url->unix_path)) {
+    return "a bad %-escape in the socket path";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
+  *out = RedisUrl{};
+  if (text.starts_with(kRedisScheme)) {
+    return ParseTcpUrl(text.substr(kRedisScheme.size()), out);
+  }
+  if (text.starts_with(kRedissScheme)) {
+    out->tls = true;
+    return ParseTcpUrl(text.substr(kRedissScheme.size()), out);
+  }
+  if (text.starts_with(kUnixScheme)) {
+    return ParseUnixUrl(text.substr(kUnixScheme.size()), out);
+  }
+  if (const size_t scheme = text.find("://");
+      scheme != std::string_view::npos) {
+    const std::string_view name = text.substr(0, scheme);
+    // Quote the scheme only when it looks like one: text before "://" could
+    // be anything, a password included.
+    const bool plain =
+        !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+        });
+    return plain ? "unknown scheme " + Quote(text.substr(0, scheme + 3))
+                 : "unknown scheme";
+  }
+  return "no redis://, rediss:// or unix:// in front";
+}
+
+std::string RedactRedisUrl(std::string_view text) {
+  const size_t at = text.rfind('@');
+  if (at == std::string_view::npos) {
+    // No "@": "scheme://user:secret" (the host forgotten) must not show the
+    // secret either. What follows the first ':' after the scheme is hidden
+    // unless it is a port (digits up to the path).
+    const size_t scheme = text.find("://");
+    const size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
+    const size_t colon = text.find(':', start);
+    if (colon == std::string_view::npos) return std::string(text);
+    const size_t end = text.find_first_of("/?", colon + 1);
+    const std::string_view after = text.substr(
+        colon + 1, end == std::string_view::npos ? end : end - colon - 1);
+    const bool port = !after.empty() &&
+                      std::all_of(after.begin(), after.end(),
+                                  [](char c) { return c >= '0' && c <= '9'; });
+    if (port) return std::string(text);
+    return std::string(text.substr(0, colon + 1)) + "***" +
+           std::string(end == std::string_view::npos ? "" : text.substr(end));
+  }
+  size_t info_start = text.find("://");
+  info_start = info_start == std::string_view::npos || info_start > at
+                   ? 0
+                   : info_start + 3;
+  const std::string_view info = text.substr(info_start, at - info_start);
+  const size_t colon = info.find(':');
+  const std::string_view user =
+      colon == std::string_view::npos ? "" : info.substr(0, colon + 1);
+  return std::string(text.substr(0, info_start)) + std::string(user) + "***" +
+         std::string(text.substr(at));
+}
+
+std::string RedisUrl::Redacted() const {
+  std::string auth;
+  if (!password.empty()) {
+    auth = user + ":***@";
+  } else if (!user.empty()) {
+    auth = user + "@";
+  }
+  if (!unix_path.empty()) {
+    return "unix://" + auth + unix_path +
+           (db != 0 ? "?db=" + std::to_string(db) : "");
+  }
+  const std::string shown_host =
+      host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return (tls ? "rediss://" : "redis://") + auth + shown_host + ":" +
+         std::to_string(port) + (db != 0 ? "/" + std::to_string(db) : "");
+}
+
+}  // namespace lockfleet::config

@@ -14,14 +14,25 @@ constexpr char kExample[] =
 # Any value may read the environment: ${VAR}, ${VAR:-default}; $$ is a '$'.
 
 redis:
-  # Required. redis://[[user]:password@]host[:port][/db] or
-  # unix:///path/to.sock[?db=N]. Keep passwords out of this file:
+  # Required. redis://[[user]:password@]host[:port][/db], rediss://... for
+  # TLS, or unix:///path/to.sock[?db=N]. Keep passwords out of this file:
   #   url: redis://:${REDIS_PASSWORD}@redis.internal:6379
   url: ${LOCKFLEET_REDIS:-redis://127.0.0.1:6379}
   pool_size: 4              # connections per process, 1..1024
-  connect_timeout: 2s
+  connect_timeout: 2s       # TCP connect and TLS handshake together
   command_timeout: 2s       # also bounds the wait for a pooled connection
   key_prefix: lockfleet     # all processes sharing locks must agree on it
+  # TLS: a rediss:// url turns it on and verifies the server against the
+  # system's CAs ($SSL_CERT_FILE / $SSL_CERT_DIR work). Optionally (only
+  # with rediss://; defaults shown):
+  # tls:
+  #   ca_file: ""             # PEM CAs to trust instead, e.g. /etc/redis/ca.pem
+  #   ca_dir: ""              # or a hashed directory of them (openssl rehash)
+  #   cert_file: ""           # client certificate (mutual TLS), with key_file
+  #   key_file: ""            # its unencrypted PEM private key
+  #   server_name: ""         # name the server's certificate must carry
+  #                           # ("": the url's host)
+  #   insecure_skip_verify: false   # tests only: verify nothing
 
 # Optional: without this section there is no Kafka; a release then wakes
 # waiters in the same process at once and others within locks.park_cap.

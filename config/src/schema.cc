@@ -23,11 +23,85 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 
 constexpr char kRedisUrlExpected[] =
-    "a Redis URL: redis://[[user]:password@]host[:port][/db] or "
-    "unix:///path/to.sock[?db=N]";
+    "a Redis URL: redis://[[user]:password@]host[:port][/db], rediss://... "
+    "(TLS) or unix:///path/to.sock[?db=N]";
 constexpr char kBootstrapExpected[] =
     "Kafka bootstrap servers: HOST:PORT[,HOST:PORT...]";
 constexpr char kTopicExpected[] = "a Kafka topic name";
+
+// redis.tls. `url`: redis.url as read ("" if it was wrong or absent).
+RedisTlsConfig ReadRedisTls(Context& context, const Value& value,
+                            const std::string& url) {
+  RedisTlsConfig out;
+  MapReader map(context, value, "a mapping of TLS settings");
+  // A path key: where it is, and whether its value was wrong (already
+  // reported, so the checks that compare two keys leave it alone).
+  struct PathKey {
+    std::optional<Value> value;
+    bool wrong = false;
+  };
+  auto read = [&](std::string_view key, std::string& field,
+                  const char* expected, StringCheck check) {
+    PathKey got{map.Get(key)};
+    if (got.value) {
+      std::optional<std::string> parsed =
+          ParseChecked(context, *got.value, expected, check);
+      if (parsed) {
+        field = *parsed;
+      } else {
+        got.wrong = true;
+      }
+    }
+    return got;
+  };
+  read("ca_file", out.ca_file, "a readable PEM file of CA certificates",
+       CheckCertificateFile);
+  read("ca_dir", out.ca_dir, "a readable directory of CA certificates",
+       CheckReadableDir);
+  const PathKey cert_file = read(
+      "cert_file", out.cert_file,
+      "a readable PEM file of the client certificate", CheckCertificateFile);
+  const PathKey key_file = read(
+      "key_file", out.key_file,
+      "a readable PEM file of the client's private key", CheckPrivateKeyFile);
+  map.Read("server_name", out.server_name,
+           Checked("the server's DNS name or IP address", CheckServerName));
+  const std::optional<Value> insecure = map.Get("insecure_skip_verify");
+  if (insecure) {
+    if (auto parsed = ParseBool(context, *insecure)) {
+      out.insecure_skip_verify = *parsed;
+    }
+  }
+  map.Finish();
+
+  if (!url.empty() && !url.starts_with("rediss://")) {
+    context.Error(
+        value.key_mark, value.path,
+        "TLS settings need a rediss:// url, and redis.url is " +
+            std::string(url.starts_with("unix://") ? "unix://" : "redis://") +
+            "; write rediss://HOST:PORT to use TLS, or remove "
+            "redis.tls");
+  }
+  if (!out.cert_file.empty() && out.key_file.empty() && !key_file.wrong) {
+    context.Error(*cert_file.value,
+                  "a client certificate needs its private key: set "
+                  "redis.tls.key_file too");
+  }
+  if (!out.key_file.empty() && out.cert_file.empty() && !cert_file.wrong) {
+    context.Error(*key_file.value,
+                  "a private key needs its client certificate: set "
+                  "redis.tls.cert_file too");
+  }
+  if (out.insecure_skip_verify &&
+      (!out.ca_file.empty() || !out.ca_dir.empty())) {
+    context.Error(*insecure,
+                  "insecure_skip_verify: true verifies no certificate, so "
+                  "the CA in " +
+                      std::string(!out.ca_file.empty() ? "ca_file" : "ca_dir") +
+                      " would be ignored; remove one of the two");
+  }
+  return out;
+}
 
 RedisConfig ReadRedis(Context& context, const Value& value) {
   RedisConfig out;
@@ -41,6 +115,9 @@ RedisConfig ReadRedis(Context& context, const Value& value) {
   map.Read("command_timeout", out.command_timeout, Duration(milliseconds(1)));
   map.Read("key_prefix", out.key_prefix,
            Checked("a key prefix", CheckKeyPrefix));
+  if (std::optional<Value> tls = map.Get("tls")) {
+    out.tls = ReadRedisTls(context, *tls, out.url);
+  }
   map.Finish();
   return out;
 }

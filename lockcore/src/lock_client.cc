@@ -162,12 +162,17 @@ Reply LockCore::EvalRetryOnce(const Script& script,
         reached_.store(true, std::memory_order_relaxed);
       return r;
     } catch (const Error& e) {
-      // A broken connection or a timeout does not say whether the script
-      // ran, unless it failed before sending; an error reply does (it did
-      // not).
+      // A failure after the script was sent — a broken connection, a
+      // timeout, an unreadable reply, a TLS alert on the way back — does
+      // not say whether it ran; one before sending (NotSentError) or an
+      // error reply does (it did not).
       const bool connection = e.code() == ErrorCode::kRedisUnavailable ||
                               e.code() == ErrorCode::kRedisTimeout;
-      if (connection && may_have_run &&
+      const bool reply_refused = e.code() == ErrorCode::kRedisScript ||
+                                 e.code() == ErrorCode::kRedisBusy ||
+                                 e.code() == ErrorCode::kInvalidArgument ||
+                                 e.code() == ErrorCode::kCancelled;
+      if (!reply_refused && may_have_run &&
           dynamic_cast<const NotSentError*>(&e) == nullptr) {
         *may_have_run = true;
       }

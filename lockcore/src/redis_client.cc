@@ -19,10 +19,11 @@ Script::Script(std::string source) : source_(std::move(source)) {}
 
 namespace {
 
-// hiredis 0.14 writes with write(2), so a peer that closed the connection
-// raises SIGPIPE, whose default action kills the process. Ignore it (once,
-// and only if nobody chose a disposition): the write then fails with EPIPE
-// and becomes Error(kRedisUnavailable).
+// OpenSSL writes with write(2), so a peer that closed a TLS connection
+// raises SIGPIPE, whose default action kills the process (plain sockets use
+// send(MSG_NOSIGNAL)). Ignore it (once, and only if nobody chose a
+// disposition): the write then fails with EPIPE and becomes
+// Error(kRedisUnavailable).
 void IgnoreSigpipeOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -45,6 +46,34 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
   if (options.connect_timeout.count() <= 0 ||
       options.command_timeout.count() <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "Redis timeouts must be positive");
+  }
+  const TlsOptions& tls_options = options.tls;
+  const bool use_tls = endpoint.tls || tls_options.enabled;
+  const bool tls_set =
+      !tls_options.ca_file.empty() || !tls_options.ca_dir.empty() ||
+      !tls_options.cert_file.empty() || !tls_options.key_file.empty() ||
+      !tls_options.server_name.empty() || tls_options.insecure_skip_verify;
+  const std::string where = endpoint.Redacted();
+  if (use_tls && !endpoint.unix_path.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "TLS with the unix socket " + where +
+                    ": Redis serves TLS on TCP ports only");
+  }
+  if (!use_tls && tls_set) {
+    // Never a silent plaintext connection for a caller who set up TLS.
+    throw Error(ErrorCode::kInvalidArgument,
+                "TLS options are set but " + where +
+                    " is not TLS: use rediss:// (or TlsOptions::enabled)");
+  }
+  if (tls_options.insecure_skip_verify &&
+      (!tls_options.ca_file.empty() || !tls_options.ca_dir.empty())) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "TLS insecure_skip_verify verifies no certificate: the CA "
+                "in ca_file/ca_dir would be ignored");
+  }
+  if (use_tls) {
+    endpoint.tls = true;
+    tls = std::make_shared<const internal::TlsContext>(tls_options);
   }
 }
 
@@ -79,7 +108,7 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
                               std::chrono::steady_clock::now() - start));
     }
     return Lent(this, std::make_unique<RedisConnection>(
-                          endpoint, options.connect_timeout,
+                          endpoint, tls.get(), options.connect_timeout,
                           options.command_timeout, budget));
   } catch (...) {
     lock.lock();
@@ -91,7 +120,12 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
 
 void RedisClient::Impl::Return(std::unique_ptr<RedisConnection> conn) {
   std::lock_guard lock(mu_);
-  if (conn->broken()) {
+  if (conn->broken() && conn->timed_out()) {
+    // A slow server, not a gone one: only this connection (its reply may
+    // still come) is dropped; reconnecting every idle one would add TLS
+    // handshakes to a server that is already slow.
+    --open_;
+  } else if (conn->broken()) {
     // A broken connection usually means the server restarted or dropped us:
     // the idle ones are most likely dead too, so reconnect them lazily
     // instead of failing once per pooled connection.

@@ -9,6 +9,7 @@
 
 #include "lockfleet/lockcore/redis_client.h"
 #include "redis_connection.h"
+#include "tls.h"
 
 namespace lockfleet {
 
@@ -35,15 +36,17 @@ class RedisClient::Impl {
   // connection, connecting within the shorter of it and connect_timeout.
   // Throws Error.
   Lent Borrow(std::chrono::milliseconds timeout = {});
-  // `timeout` (> 0) bounds the whole call: pool wait, connect, and each
-  // socket read or write (hiredis has no overall deadline per command).
+  // `timeout` (> 0) bounds the whole call: pool wait, connect (and TLS
+  // handshake), and the round trip.
   std::vector<Reply> Run(const std::vector<const Command*>& commands,
                          std::chrono::milliseconds timeout = {});
   std::string ShaOf(const Script& script,
                     std::chrono::milliseconds timeout = {});
 
   RedisOptions options;
-  RedisEndpoint endpoint;
+  RedisEndpoint endpoint;  // .tls set when options.tls.enabled
+  // The TLS context every connection of the pool shares; null without TLS.
+  std::shared_ptr<const internal::TlsContext> tls;
   std::atomic<uint64_t> round_trips{0};
 
  private:

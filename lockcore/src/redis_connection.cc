@@ -1,24 +1,18 @@
 #include "redis_connection.h"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "lockfleet/lockcore/error.h"
+#include "transport.h"
 
 namespace lockfleet::internal {
 namespace {
 
-timeval ToTimeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 
 Reply Convert(const redisReply* r) {
   Reply out;
@@ -51,6 +45,30 @@ Reply Convert(const redisReply* r) {
   return out;
 }
 
+milliseconds Since(steady_clock::time_point start) {
+  return std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
+}
+
+// Appends `command` in RESP to `out`.
+void Encode(const Command& command, std::string& out) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  argv.reserve(command.size());
+  lens.reserve(command.size());
+  for (const std::string& arg : command) {
+    argv.push_back(arg.data());
+    lens.push_back(arg.size());
+  }
+  char* formatted = nullptr;
+  const int len = redisFormatCommandArgv(
+      &formatted, static_cast<int>(argv.size()), argv.data(), lens.data());
+  if (len < 0 || formatted == nullptr) {
+    throw Error(ErrorCode::kInternal, "cannot encode a Redis command");
+  }
+  out.append(formatted, static_cast<size_t>(len));
+  redisFreeCommand(formatted);
+}
+
 }  // namespace
 
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
@@ -67,51 +85,40 @@ ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
   return otherwise;
 }
 
-void RedisConnection::ContextDeleter::operator()(redisContext* ctx) const {
-  redisFree(ctx);
+void RedisConnection::ReaderFree::operator()(redisReader* reader) const {
+  redisReaderFree(reader);
 }
 
 RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
-                                 std::chrono::milliseconds connect_timeout,
-                                 std::chrono::milliseconds command_timeout,
-                                 std::chrono::milliseconds budget)
-    : where_(endpoint.Redacted()),
-      command_timeout_(command_timeout),
-      set_timeout_(command_timeout) {
-  const auto start = std::chrono::steady_clock::now();
-  if (budget.count() > 0) connect_timeout = std::min(connect_timeout, budget);
-  redisContext* raw =
-      endpoint.unix_path.empty()
-          ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
-                                    ToTimeval(connect_timeout))
-          : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(),
-                                        ToTimeval(connect_timeout));
-  if (raw == nullptr)
-    throw Error(ErrorCode::kRedisUnavailable,
-                "cannot allocate hiredis context");
-  ctx_.reset(raw);
-  if (ctx_->err != 0) {
-    bool timeout =
-        ctx_->err == REDIS_ERR_IO &&
-        (errno == EAGAIN || errno == EINPROGRESS || errno == ETIMEDOUT);
-    throw Error(
-        timeout ? ErrorCode::kRedisTimeout : ErrorCode::kRedisUnavailable,
-        "cannot connect to Redis at " + where_ + ": " + ctx_->errstr);
+                                 const TlsContext* tls,
+                                 milliseconds connect_timeout,
+                                 milliseconds command_timeout,
+                                 milliseconds budget)
+    : reader_(redisReaderCreate()),
+      where_(endpoint.Redacted()),
+      command_timeout_(command_timeout) {
+  const auto start = steady_clock::now();
+  if (!reader_) {
+    throw Error(ErrorCode::kInternal, "cannot allocate a hiredis reader");
   }
-  // Child processes (lockfleet lock's COMMAND, say) must not inherit our
-  // connections. hiredis 0.14 cannot open the socket with SOCK_CLOEXEC.
-  ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
-  if (redisSetTimeout(ctx_.get(), ToTimeval(set_timeout_)) != REDIS_OK)
-    Fail("set timeout");
-  if (endpoint.unix_path.empty()) redisEnableKeepAlive(ctx_.get());
+  if (budget.count() > 0) connect_timeout = std::min(connect_timeout, budget);
+  try {
+    transport_ = OpenTransport(endpoint, tls, start + connect_timeout);
+  } catch (const Error& e) {
+    const bool timeout = e.code() == ErrorCode::kRedisTimeout;
+    throw Error(
+        e.code(),
+        "cannot connect to Redis at " + where_ +
+            (timeout
+                 ? " within " + std::to_string(connect_timeout.count()) + " ms"
+                 : "") +
+            ": " + e.what());
+  }
 
-  // AUTH and SELECT each get what is left of the budget (the next Run()
-  // sets the timeout it needs).
+  // AUTH and SELECT each get what is left of the budget.
   auto left = [&] {
     if (budget.count() <= 0) return command_timeout;
-    const auto rest =
-        budget - std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - start);
+    const milliseconds rest = budget - Since(start);
     if (rest.count() <= 0) {
       broken_ = true;
       throw Error(ErrorCode::kRedisTimeout,
@@ -143,61 +150,83 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
 
 RedisConnection::~RedisConnection() = default;
 
-void RedisConnection::Fail(const char* what) {
+void RedisConnection::Fail(const char* what, const Error& e,
+                           milliseconds timeout) {
   broken_ = true;
-  int err = ctx_->err;
-  std::string detail = ctx_->errstr[0] != '\0' ? ctx_->errstr : "unknown error";
-  ErrorCode code = ErrorCode::kRedisUnavailable;
-  if (err == REDIS_ERR_PROTOCOL) code = ErrorCode::kRedisProtocol;
-  // hiredis reports a command timeout as an I/O error with EAGAIN.
-  if (err == REDIS_ERR_IO &&
-      (detail.find("temporarily unavailable") != std::string::npos ||
-       detail.find("timed out") != std::string::npos)) {
-    code = ErrorCode::kRedisTimeout;
+  timed_out_ = e.code() == ErrorCode::kRedisTimeout;
+  std::string detail = e.what();
+  if (e.code() == ErrorCode::kRedisTimeout) {
+    detail += " after " + std::to_string(timeout.count()) + " ms";
   }
-  throw Error(code, std::string("Redis at ") + where_ + ": " + what +
-                        " failed: " + detail);
+  // A TLS port drops a plaintext client, by a reset or a close, before any
+  // reply.
+  if (e.code() == ErrorCode::kRedisUnavailable && !replied_ && transport_ &&
+      !transport_->secure() && detail.find("rediss://") == std::string::npos) {
+    detail += " (a TLS port? use rediss:// for one)";
+  }
+  throw Error(e.code(), std::string("Redis at ") + where_ + ": " + what +
+                            " failed: " + detail);
+}
+
+void RedisConnection::ReadReplies(size_t count, std::vector<Reply>& replies,
+                                  steady_clock::time_point deadline) {
+  const bool secure = transport_->secure();
+  while (replies.size() < count) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      std::string detail = reader_->errstr;
+      // A TLS alert or handshake record where a reply should be.
+      if (!secure && !replied_ && (first_byte_ == 0x15 || first_byte_ == 0x16))
+        detail += " (the server speaks TLS: use rediss://)";
+      throw Error(ErrorCode::kRedisProtocol, detail);
+    }
+    if (raw != nullptr) {
+      std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(
+          static_cast<redisReply*>(raw), &freeReplyObject);
+      replies.push_back(Convert(reply.get()));
+      replied_ = true;
+      continue;
+    }
+    char buffer[16 * 1024];
+    const size_t n = transport_->Read(buffer, sizeof(buffer), deadline);
+    if (n == 0) {
+      throw Error(ErrorCode::kRedisUnavailable,
+                  replied_ ? "the server closed the connection"
+                           : "the server closed the connection before its "
+                             "first reply");
+    }
+    if (first_byte_ < 0) first_byte_ = static_cast<unsigned char>(buffer[0]);
+    if (redisReaderFeed(reader_.get(), buffer, n) != REDIS_OK) {
+      throw Error(ErrorCode::kRedisProtocol, reader_->errstr);
+    }
+  }
 }
 
 std::vector<Reply> RedisConnection::Run(
-    const std::vector<const Command*>& commands,
-    std::chrono::milliseconds timeout) {
+    const std::vector<const Command*>& commands, milliseconds timeout) {
   if (broken_)
     throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
-  const std::chrono::milliseconds want =
-      timeout.count() > 0 ? timeout : command_timeout_;
-  if (want != set_timeout_) {
-    if (redisSetTimeout(ctx_.get(), ToTimeval(want)) != REDIS_OK)
-      Fail("set timeout");
-    set_timeout_ = want;
-  }
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const Command* cmd : commands) {
-    argv.clear();
-    lens.clear();
-    for (const std::string& arg : *cmd) {
-      argv.push_back(arg.data());
-      lens.push_back(arg.size());
-    }
-    if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(argv.size()),
-                               argv.data(), lens.data()) != REDIS_OK) {
-      Fail("send");
-    }
+  const milliseconds bound = timeout.count() > 0 ? timeout : command_timeout_;
+  const auto deadline = steady_clock::now() + bound;
+  std::string out;
+  for (const Command* cmd : commands) Encode(*cmd, out);
+  try {
+    transport_->Write(out, deadline);
+  } catch (const Error& e) {
+    Fail("send", e, bound);
+  } catch (...) {
+    broken_ = true;
+    throw;
   }
   std::vector<Reply> replies;
   try {
     replies.reserve(commands.size());
-    for (size_t i = 0; i < commands.size(); ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)
-        Fail("read reply");
-      std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(
-          static_cast<redisReply*>(raw), &freeReplyObject);
-      replies.push_back(Convert(reply.get()));
-    }
+    ReadReplies(commands.size(), replies, deadline);
+  } catch (const Error& e) {
+    // Unread replies would be handed to the next caller: never reused.
+    Fail("read reply", e, bound);
   } catch (...) {
-    broken_ = true;  // unread replies would be handed to the next caller
+    broken_ = true;
     throw;
   }
   return replies;

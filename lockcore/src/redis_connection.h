@@ -1,25 +1,35 @@
-// One hiredis connection. Internal: the only place hiredis types live, and
-// the only place hiredis errors become lockfleet::Error.
+// One connection to Redis: RESP over a Transport (transport.h: lockfleet's
+// own socket, optionally TLS). Internal. hiredis serves only as the codec —
+// redisFormatCommandArgv writes commands, a redisReader parses replies — and
+// this is the only place its types live and the only place connection
+// failures become lockfleet::Error with the redacted endpoint in front.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/lockcore/redis_url.h"
 
-struct redisContext;
+struct redisReader;
 
 namespace lockfleet::internal {
 
+class TlsContext;
+class Transport;
+
 class RedisConnection {
  public:
-  // Connects, authenticates and selects the db. Throws Error. `budget`, if
-  // positive, bounds the whole of it (connect, AUTH, SELECT) for a call
-  // with a deadline; the connection's commands later use command_timeout.
-  RedisConnection(const RedisEndpoint& endpoint,
+  // Connects (and, with `tls`, runs the TLS handshake), authenticates and
+  // selects the db. Throws Error. connect_timeout bounds the connect and
+  // the handshake together; `budget`, if positive, bounds the whole of it
+  // (connect, handshake, AUTH, SELECT) for a call with a deadline. The
+  // connection's commands later use command_timeout. `tls` (null: plain)
+  // must outlive the constructor only.
+  RedisConnection(const RedisEndpoint& endpoint, const TlsContext* tls,
                   std::chrono::milliseconds connect_timeout,
                   std::chrono::milliseconds command_timeout,
                   std::chrono::milliseconds budget = {});
@@ -30,38 +40,52 @@ class RedisConnection {
   // Sends all commands, then reads all replies (one round trip). Error
   // replies come back as Reply::Type::kError. Connection failures throw
   // Error and leave the connection broken().
-  // `timeout` (> 0) bounds this call's socket reads and writes instead of
-  // the command timeout the connection was opened with.
+  // `timeout` (> 0) bounds this call — writing every command and reading
+  // every reply — instead of the command timeout the connection was opened
+  // with.
   std::vector<Reply> Run(const std::vector<const Command*>& commands,
                          std::chrono::milliseconds timeout = {});
   Reply RunOne(const Command& command);
 
   bool broken() const { return broken_; }
+  // Broken by a timeout (the server slow, not gone): the others in the pool
+  // are likely fine.
+  bool timed_out() const { return timed_out_; }
   // For callers that leave the connection in a state it cannot be reused in
   // (a WATCH still active, say): it is closed instead of going back to the
   // pool.
   void MarkBroken() { broken_ = true; }
 
  private:
-  struct ContextDeleter {
-    void operator()(redisContext* ctx) const;
+  struct ReaderFree {
+    void operator()(redisReader* reader) const;
   };
-  [[noreturn]] void Fail(const char* what);
+  // Marks the connection broken and throws `e` again with the endpoint and
+  // `what` ("send", "read reply") in front.
+  [[noreturn]] void Fail(const char* what, const Error& e,
+                         std::chrono::milliseconds timeout);
+  // Reads and decodes until `count` replies are in `replies`.
+  void ReadReplies(size_t count, std::vector<Reply>& replies,
+                   std::chrono::steady_clock::time_point deadline);
 
-  std::unique_ptr<redisContext, ContextDeleter> ctx_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<redisReader, ReaderFree> reader_;
   std::string where_;  // redacted endpoint, for messages
   std::chrono::milliseconds command_timeout_;  // the connection's default
-  std::chrono::milliseconds set_timeout_;      // the one set on the socket
   bool broken_ = false;
+  bool timed_out_ = false;
+  bool replied_ = false;  // a reply was read: the peer speaks RESP
+  int first_byte_ = -1;   // the first byte the server sent, for hints
 };
 
 // Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode.
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise);
 
 // A failure before the command left the client — no free connection, the
-// connect, AUTH or SELECT failed, the script could not be loaded — so it
-// certainly did not run. RedisClient throws it for those; callers that must
-// know whether a failed command may have run (EvalRetryOnce) tell it apart.
+// connect, TLS handshake, AUTH or SELECT failed, the script could not be
+// loaded — so it certainly did not run. RedisClient throws it for those;
+// callers that must know whether a failed command may have run
+// (EvalRetryOnce) tell it apart.
 class NotSentError : public Error {
  public:
   explicit NotSentError(const Error& e) : Error(e.code(), e.what()) {}

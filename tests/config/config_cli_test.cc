@@ -55,6 +55,31 @@ TEST_F(ConfigCliTest, CheckValidFilePrintsOk) {
   EXPECT_EQ(result.err, "");
 }
 
+// The password leak of issue 15: a bad Redis URL's message repeated the URL
+// as given, password included, from `config check` and from every command
+// that takes --redis or $LOCKFLEET_REDIS.
+TEST_F(ConfigCliTest, BadRedisUrlsNeverPrintThePassword) {
+  const std::string path =
+      Write("pw.yaml", "redis: {url: \"redis://u:s3cret@h:x\"}\n");
+  Result result = Run("config check '" + path + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("'redis://u:***@h:x'"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("s3cret"), std::string::npos) << result.err;
+
+  result = Run("lock --redis 'redis://u:s3cret@h:x' name -- true");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("invalid Redis URL 'redis://u:***@h:x'"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("s3cret"), std::string::npos) << result.err;
+
+  result = Run("lock name -- true", "LOCKFLEET_REDIS='u:s3cret@h:6379'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("u:***@h:6379"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("s3cret"), std::string::npos) << result.err;
+}
+
 TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
   const std::string path = Write("bad.yaml",
                                  "redis:\n"
@@ -63,17 +88,18 @@ TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
   const Result result = Run("config check '" + path + "'");
   EXPECT_EQ(result.status, 2);
   EXPECT_EQ(result.out, "");
-  EXPECT_EQ(result.err,
-            path +
-                ":1:1: redis.url: missing required key; expected a Redis URL: "
-                "redis://[[user]:password@]host[:port][/db] or "
-                "unix:///path/to.sock[?db=N]\n" +
-                path +
-                ":2:14: redis.pool_size: expected an integer from 1 to 1024, "
-                "found '0'\n" +
-                path +
-                ":3:3: redis.comand_timeout: unknown key; did you mean "
-                "'command_timeout'?\n");
+  EXPECT_EQ(
+      result.err,
+      path +
+          ":1:1: redis.url: missing required key; expected a Redis URL: "
+          "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
+          "unix:///path/to.sock[?db=N]\n" +
+          path +
+          ":2:14: redis.pool_size: expected an integer from 1 to 1024, "
+          "found '0'\n" +
+          path +
+          ":3:3: redis.comand_timeout: unknown key; did you mean "
+          "'command_timeout'?\n");
 }
 
 TEST_F(ConfigCliTest, CheckRejectsABadCatchUp) {

@@ -237,7 +237,7 @@ TEST(ConfigErrorTest, StringForInteger) {
 TEST(ConfigErrorTest, MappingOrListForScalar) {
   EXPECT_EQ(OnlyError("redis:\n  url: {host: h}\n").ToString(),
             "c.yaml:2:8: redis.url: expected a Redis URL: "
-            "redis://[[user]:password@]host[:port][/db] or "
+            "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
             "unix:///path/to.sock[?db=N], found a mapping");
   EXPECT_EQ(
       OnlyError(std::string(kMinimal) + "worker: {threads: [1]}\n").message,
@@ -329,10 +329,15 @@ TEST(ConfigErrorTest, BadRedisUrls) {
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "(unknown scheme 'http://')",
                       message("http://h"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring,
-                      "(no redis:// or unix:// in front)",
+                      "(no redis://, rediss:// or unix:// in front)",
                       message("localhost:6379"));
-  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "TLS (rediss://)",
-                      message("rediss://h"));
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "no host after rediss://",
+                      message("rediss://"));
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "an IPv6 host goes in brackets",
+                      message("redis://::1:6379"));
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring,
+                      "the only query parameter is db=N",
+                      message("unix:///r.sock?timeout=1"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring,
                       "the port must be a number from 1 to 65535",
                       message("redis://h:0"));
@@ -428,17 +433,19 @@ TEST(ConfigErrorTest, ReservedKafkaProperty) {
 // --- missing required values -------------------------------------------------
 
 TEST(ConfigErrorTest, MissingRedisUrl) {
-  EXPECT_EQ(OnlyError("redis:\n  pool_size: 2\n").ToString(),
-            "c.yaml:1:1: redis.url: missing required key; expected a Redis "
-            "URL: redis://[[user]:password@]host[:port][/db] or "
-            "unix:///path/to.sock[?db=N]");
+  EXPECT_EQ(
+      OnlyError("redis:\n  pool_size: 2\n").ToString(),
+      "c.yaml:1:1: redis.url: missing required key; expected a Redis "
+      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
+      "unix:///path/to.sock[?db=N]");
 }
 
 TEST(ConfigErrorTest, MissingRedisSection) {
-  EXPECT_EQ(OnlyError("# comment\nlogging: {level: info}\n").ToString(),
-            "c.yaml:2:1: redis.url: missing required key; expected a Redis "
-            "URL: redis://[[user]:password@]host[:port][/db] or "
-            "unix:///path/to.sock[?db=N]");
+  EXPECT_EQ(
+      OnlyError("# comment\nlogging: {level: info}\n").ToString(),
+      "c.yaml:2:1: redis.url: missing required key; expected a Redis "
+      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
+      "unix:///path/to.sock[?db=N]");
 }
 
 TEST(ConfigErrorTest, MissingKafkaBootstrapWhenKafkaPresent) {
@@ -571,7 +578,7 @@ TEST(ConfigErrorTest, ReportsEveryErrorInFileOrder) {
   );
   const std::vector<std::string> expected = {
       "c.yaml:1:1: redis.url: missing required key; expected a Redis URL: "
-      "redis://[[user]:password@]host[:port][/db] or "
+      "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
       "unix:///path/to.sock[?db=N]",
       "c.yaml:2:14: redis.pool_size: expected an integer from 1 to 1024, "
       "found '0'",
@@ -595,7 +602,8 @@ TEST(ConfigErrorTest, WhatListsEveryError) {
   } catch (const ConfigError& e) {  // ConfigErrors is a ConfigError
     EXPECT_EQ(std::string(e.what()),
               "x.yaml:1:1: redis.url: missing required key; expected a Redis "
-              "URL: redis://[[user]:password@]host[:port][/db] or "
+              "URL: redis://[[user]:password@]host[:port][/db], rediss://... "
+              "(TLS) or "
               "unix:///path/to.sock[?db=N]\n"
               "x.yaml:1:20: redis.pool_size: expected an integer from 1 to "
               "1024, found '0'");
@@ -650,9 +658,9 @@ TEST(ConfigEnvTest, DefaultWhenUnsetOrEmpty) {
 TEST(ConfigEnvTest, SetButEmptyWithoutDefaultIsEmpty) {
   EXPECT_EQ(Expanded("a${V}b", {{"V", ""}}), "ab");
   EXPECT_EQ(OnlyError("redis:\n  url: ${URL}\n", {{"URL", ""}}).message,
-            "expected a Redis URL: redis://[[user]:password@]host[:port][/db] "
-            "or unix:///path/to.sock[?db=N], found '' (no redis:// or "
-            "unix:// in front)");
+            "expected a Redis URL: redis://[[user]:password@]host[:port][/db], "
+            "rediss://... (TLS) or unix:///path/to.sock[?db=N], found '' (no "
+            "redis://, rediss:// or unix:// in front)");
 }
 
 TEST(ConfigEnvTest, DollarDollarIsALiteralDollar) {

@@ -144,9 +144,18 @@ TEST(RedisAuth, PasswordAndAclUser) {
   EXPECT_EQ(RedisClient(acl).Execute({"PING"}).str, "PONG");
 
   RedisOptions wrong;
-  wrong.url = "redis://:nope@127.0.0.1:" + std::to_string(server.port());
-  EXPECT_EQ(CodeOf([&] { RedisClient(wrong).Execute({"PING"}); }),
-            ErrorCode::kRedisAuth);
+  wrong.url = "redis://:n0pe-pw@127.0.0.1:" + std::to_string(server.port());
+  try {
+    RedisClient(wrong).Execute({"PING"});
+    ADD_FAILURE() << "a wrong password was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisAuth);
+    // The refusal names the redacted endpoint, never the password.
+    EXPECT_EQ(std::string(e.what()).find("n0pe-pw"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("redis://:***@"), std::string::npos)
+        << e.what();
+  }
 
   RedisOptions none;
   none.url = "redis://127.0.0.1:" + std::to_string(server.port());

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/redis_client.h"
 
 namespace lockfleet {
 namespace {
@@ -75,6 +79,81 @@ TEST(RedisUrl, RejectsGarbage) {
       EXPECT_NE(std::string(e.what()).find("invalid Redis URL"),
                 std::string::npos);
     }
+  }
+}
+
+TEST(RedisUrl, RedissTurnsTlsOn) {
+  RedisEndpoint e = ParseRedisUrl("rediss://app:pw@cache:6380/2");
+  EXPECT_TRUE(e.tls);
+  EXPECT_EQ(e.host, "cache");
+  EXPECT_EQ(e.port, 6380);
+  EXPECT_EQ(e.db, 2);
+  EXPECT_EQ(e.Redacted(), "rediss://app:***@cache:6380/2");
+  EXPECT_FALSE(ParseRedisUrl("redis://cache").tls);
+}
+
+// The password leak of issue 15: ParseRedisUrl's message quoted the URL as
+// given, and every caller printed it (`lockfleet lock --redis
+// 'redis://u:s3cret@h:x' ...` showed s3cret on stderr).
+TEST(RedisUrl, ErrorsNeverRepeatThePassword) {
+  const std::vector<std::string> bad = {
+      "redis://u:s3cret@h:x",
+      "redis://:s3cret@h/x",
+      "redis://u:s3cret%zz@h",
+      "rediss://u:s3cret@",
+      "unix://u:s3cret@rel.sock",
+      "http://u:s3cret@h",
+      "u:s3cret@h:6379",
+      "s3cret@h",
+      // The host forgotten: the password is where a port would be.
+      "redis://u:s3cret",
+      "redis://u:s3cret/0",
+      "rediss://default:s3cret",
+      "redis://:s3cret",
+  };
+  for (const std::string& url : bad) {
+    try {
+      ParseRedisUrl(url);
+      ADD_FAILURE() << "accepted " << url;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+      EXPECT_NE(message.find("invalid Redis URL"), std::string::npos);
+    }
+    try {
+      RedisClient client(RedisOptions{.url = url});
+      ADD_FAILURE() << "accepted " << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(RedisUrl, ConnectionErrorsNeverRepeatThePassword) {
+  // Nothing listens on port 1: the connect is refused at once.
+  RedisClient client(RedisOptions{.url = "redis://app:s3cret@127.0.0.1:1/2"});
+  try {
+    client.Execute({"PING"});
+    ADD_FAILURE() << "connected to port 1";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable) << message;
+    EXPECT_NE(message.find("redis://app:***@127.0.0.1:1/2"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+  }
+  // TLS options beside a plaintext URL are refused, redacted too.
+  RedisOptions options{.url = "redis://:s3cret@h"};
+  options.tls.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+  try {
+    RedisClient tls_client(options);
+    ADD_FAILURE() << "TLS options with redis:// accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos)
+        << e.what();
   }
 }
 

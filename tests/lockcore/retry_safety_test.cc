@@ -152,6 +152,30 @@ TEST_F(RetrySafety, GiveUpAfterLostAcquireRepliesFreesTheLock) {
   EXPECT_TRUE(other->TryAcquire("lost"));
 }
 
+// A try runs (a grant) but its reply comes back unreadable: a protocol
+// error, not a broken connection, yet it says just as little about whether
+// the script ran (a TLS record error looks the same). The client must count
+// the grant as possible and give it back, or the lock sits out its lease.
+TEST_F(RetrySafety, TryWhoseReplyIsUnreadableGivesBackItsGrant) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  ASSERT_FALSE(a->Inspect("unreadable").locked);  // it has reached Redis
+  proxy_->GarbleNextReply("unreadable");
+  try {
+    const AcquireResult r =
+        a->TryAcquire("unreadable", {.lease = std::chrono::seconds(60)});
+    ADD_FAILURE() << "acquired through an unreadable reply: "
+                  << static_cast<int>(r.status);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisProtocol) << e.what();
+  }
+  EXPECT_EQ(proxy_->dropped(), 1) << "the try's reply was not garbled";
+  const LockInfo info = inspector->Inspect("unreadable");
+  EXPECT_FALSE(info.locked)
+      << "held by " << info.owner << " for " << info.ttl.count() << " ms";
+  EXPECT_TRUE(inspector->TryAcquire("unreadable"));
+}
+
 // The first try of an acquire runs (granting a hold) but its reply is
 // held back; before the retry, Redis fills up, so the retry is refused
 // (OOM: kRedisBusy), not lost. That error says nothing about the first try,

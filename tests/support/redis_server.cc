@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -54,7 +55,14 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   dir_ = tmpl;
   std::string auth =
       options_.requirepass.empty() ? "" : ":" + options_.requirepass + "@";
-  if (options_.tcp) {
+  if (!options_.tls.cert_file.empty()) {
+    tls_port_ = FreeLoopbackPort();
+    url_ = "rediss://" + auth + "127.0.0.1:" + std::to_string(tls_port_);
+    if (options_.tls.also_plaintext) {
+      port_ = FreeLoopbackPort();
+      plain_url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
+    }
+  } else if (options_.tcp) {
     port_ = FreeLoopbackPort();
     url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
   } else {
@@ -94,6 +102,10 @@ void RedisServer::Start() {
                                 "warning",
                                 "--logfile",
                                 dir_ + "/redis.log"};
+  if (options_.ipv6) {
+    // After "--bind 127.0.0.1"; "-": only where the host has IPv6 loopback.
+    args.insert(std::find(args.begin(), args.end(), "127.0.0.1") + 1, "-::1");
+  }
   if (!socket_path_.empty()) {
     args.insert(args.end(),
                 {"--unixsocket", socket_path_, "--unixsocketperm", "700"});
@@ -103,12 +115,28 @@ void RedisServer::Start() {
   if (options_.durable) args.insert(args.end(), {"--appendfsync", "always"});
   if (options_.debug_command)
     args.insert(args.end(), {"--enable-debug-command", "local"});
+  const Options::Tls& tls = options_.tls;
+  if (!tls.cert_file.empty()) {
+    args.insert(
+        args.end(),
+        {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+         tls.cert_file, "--tls-key-file", tls.key_file, "--tls-ca-cert-file",
+         tls.ca_file, "--tls-auth-clients", tls.auth_clients ? "yes" : "no"});
+  }
   pid_ = SpawnServer(std::move(args));
   // Wait until it answers PING (generous: loaded CI machines are slow).
   RedisOptions ro;
   ro.url = url_;
   ro.pool_size = 1;
   ro.connect_timeout = std::chrono::milliseconds(500);
+  if (!tls.cert_file.empty()) {
+    // Only whether it answers: the tests verify certificates themselves.
+    ro.tls.insecure_skip_verify = true;
+    if (tls.auth_clients) {
+      ro.tls.cert_file = tls.client_cert_file;
+      ro.tls.key_file = tls.client_key_file;
+    }
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;

@@ -204,6 +204,11 @@ void ReplyDropProxy::DropNextReply(std::string marker) {
   Arm({std::move(marker), false, std::chrono::milliseconds(0)});
 }
 
+void ReplyDropProxy::GarbleNextReply(std::string marker) {
+  Arm({std::move(marker), false, std::chrono::milliseconds(0), false, false,
+       true});
+}
+
 void ReplyDropProxy::StallNextReply(std::string marker,
                                     std::chrono::milliseconds hold) {
   Arm({std::move(marker), true, hold});
@@ -422,6 +427,10 @@ void ReplyDropProxy::Loop() {
             continue;
           }
           dropped_.fetch_add(1);  // counted before the client can see EOF
+          if (c->rule.garble && c->client >= 0) {
+            std::string junk = "@not a RESP reply\r\n";  // '@': no type
+            WriteSome(c->client, &junk);
+          }
           c->Close();
         }
         continue;

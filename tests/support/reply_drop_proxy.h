@@ -70,6 +70,11 @@ class ReplyDropProxy {
   // server has answered (bounded by 5 s).
   void StallNextReply(std::string marker, std::chrono::milliseconds hold);
 
+  // As DropNextReply, but the client gets bytes that are no RESP reply
+  // before the EOF: what a reply mangled on the way (a TLS record error, a
+  // broken middlebox) looks like — a protocol error, after the command ran.
+  void GarbleNextReply(std::string marker);
+
   // As StallNextReply, but the reply is then delivered, late, and the
   // connection goes on: a reply that arrives after later commands of other
   // connections were answered. The client's command timeout must be longer
@@ -97,6 +102,7 @@ class ReplyDropProxy {
     std::chrono::milliseconds hold{0};
     bool deliver = false;  // DelayNextReply: forward the reply after `hold`
     bool hold_request = false;  // DelayNextRequest: send the chunk late
+    bool garble = false;        // GarbleNextReply: junk instead, then EOF
   };
   struct Conn;
 

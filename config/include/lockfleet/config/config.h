@@ -55,11 +55,44 @@
 
 namespace lockfleet::config {
 
+// `redis.tls:` — how a rediss:// URL's TLS connection is verified and
+// authenticated. Optional, and only with a rediss:// URL: the URL alone turns
+// TLS on (every field below has a working default), and a tls section beside
+// a redis:// or unix:// URL is an error rather than a silent plaintext
+// connection. Paths are read when the file is loaded: each must exist and be
+// readable (relative paths from the working directory).
+struct RedisTlsConfig {
+  // The CA certificates that may sign the server's certificate: a PEM file
+  // (a bundle), and/or a directory in OpenSSL's hashed layout (`openssl
+  // rehash DIR`). Neither (the default): the system trust store, found the
+  // way OpenSSL's default verify paths find it, so $SSL_CERT_FILE and
+  // $SSL_CERT_DIR work as for other OpenSSL clients.
+  std::string ca_file;
+  std::string ca_dir;
+  // The client certificate (PEM; may hold the intermediate chain after it)
+  // and its private key (PEM, not encrypted), for a server that requires one
+  // (redis-server --tls-auth-clients yes: mutual TLS). Both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // The name the server's certificate must carry (a DNS name, checked
+  // against its subjectAltName, or an IP address), also sent as SNI.
+  // "" (the default): the URL's host.
+  std::string server_name;
+  // Tests only: accept any server certificate — no chain, expiry or name
+  // check, so anyone on the path can read and change the traffic. Not with
+  // ca_file or ca_dir. Default: false (everything is verified).
+  bool insecure_skip_verify = false;
+
+  bool operator==(const RedisTlsConfig&) const = default;
+};
+
 // `redis:` — the Redis server holding the locks. Required (for `url`).
 struct RedisConfig {
   // Required. redis://[[user]:password@]host[:port][/db] (port 6379 when
-  // left out; IPv6 hosts in brackets) or unix:///path/to.sock[?db=N].
-  // Percent-escape '@' and ':' in passwords; ${VAR} keeps them out of files.
+  // left out; IPv6 hosts in brackets), rediss://... for TLS (see `tls`), or
+  // unix:///path/to.sock[?db=N]. Percent-escape '@' and ':' in passwords;
+  // ${VAR} keeps them out of files. The one parser of these URLs is
+  // lockfleet/config/redis_url.h.
   std::string url;
   int pool_size = 4;  // connections per process, 1..1024
   std::chrono::milliseconds connect_timeout{2000};  // > 0
@@ -68,6 +101,8 @@ struct RedisConfig {
   // Prefix of every Redis key lockfleet writes; processes that share locks
   // must share it. Non-empty, without '{' or '}'.
   std::string key_prefix = "lockfleet";
+  // `tls:` — only with a rediss:// url (see RedisTlsConfig).
+  RedisTlsConfig tls;
 
   bool operator==(const RedisConfig&) const = default;
 };

@@ -17,7 +17,7 @@ enum class ErrorCode {
   kInvalidArgument,   // bad lock name, URL, option value (caller's fault)
   kRedisUnavailable,  // cannot connect, or the connection broke (I/O, EOF)
   kRedisTimeout,      // connect or command timeout expired
-  kRedisAuth,         // AUTH / SELECT refused
+  kRedisAuth,         // AUTH / SELECT refused, or a TLS certificate refused
   kRedisProtocol,     // unexpected reply shape, protocol error
   kRedisScript,       // a Lua script returned an error
   kRedisBusy,         // server answered BUSY / LOADING / OOM / READONLY ...

@@ -1,12 +1,18 @@
 // RedisClient: a thread-safe handle to one Redis server with a small
-// connection pool. Owns every hiredis connection; no hiredis type appears in
-// this header.
+// connection pool. Owns every connection (its own sockets, TLS through
+// OpenSSL, hiredis only to encode commands and decode replies); no hiredis
+// or OpenSSL type appears in this header.
 //
 // Connections are opened lazily and re-opened on the next use after a
 // failure, so a restarted server is picked up without restarting anything.
 // A command that fails on the connection level throws Error
 // (kRedisUnavailable, kRedisTimeout, kRedisAuth, kRedisProtocol); an error
 // *reply* to an ordinary command is returned as a Reply of type kError.
+// TLS failures are kRedisAuth when a certificate was refused (the server's
+// did not verify — unknown CA, wrong name, expired — or the server refused
+// ours or wanted one), kRedisProtocol when the peer does not speak TLS, and
+// kRedisTimeout / kRedisUnavailable as for any connection; each message
+// names the endpoint and OpenSSL's reason.
 //
 // SIGPIPE: the first RedisClient sets SIGPIPE to SIG_IGN if it still has its
 // default disposition, so a write to a closed connection is an error rather
@@ -29,11 +35,45 @@
 
 namespace lockfleet {
 
+// TLS for the connections to Redis (docs/lockcore.md, "TLS"). TLS is on when
+// the URL is rediss:// or `enabled` is set; the other fields then say how
+// the server is verified and how this client authenticates. Files are read
+// once, by the RedisClient constructor (a certificate rotated on disk is
+// picked up by a new RedisClient); a file that cannot be read or a key that
+// does not match its certificate throws Error(kInvalidArgument) there.
+// Setting any field while TLS is off is an error too (never a silent
+// plaintext connection), as is TLS with a unix socket.
+//
+// Verified by default: the server's chain up to a trusted CA, its validity
+// dates, and that it is issued for the server name (subjectAltName DNS or
+// IP entry). TLS 1.2 at least.
+struct TlsOptions {
+  bool enabled = false;  // TLS without a rediss:// URL. Default: the URL says
+  // Trusted CAs: a PEM file and/or a hashed directory (openssl rehash).
+  // Neither: the system trust store through OpenSSL's default verify paths,
+  // so $SSL_CERT_FILE and $SSL_CERT_DIR apply. Default: neither.
+  std::string ca_file;
+  std::string ca_dir;
+  // Client certificate (PEM, chain after it) and its unencrypted PEM key,
+  // for servers that require one (mutual TLS). Both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // The name to verify the server's certificate against, also sent as SNI
+  // (not for an IP address). Default "": the URL's host.
+  std::string server_name;
+  // Tests only: accept any certificate (no chain, date or name check).
+  bool insecure_skip_verify = false;
+};
+
 struct RedisOptions {
   std::string url = "redis://127.0.0.1:6379";  // see redis_url.h
   int pool_size = 4;                           // connections, >= 1
+  // Bounds the TCP (or unix socket) connect and the TLS handshake together.
   std::chrono::milliseconds connect_timeout{2000};
-  std::chrono::milliseconds command_timeout{2000};  // also bounds pool waits
+  // Bounds each round trip (writing the commands and reading every reply)
+  // and the wait for a pooled connection.
+  std::chrono::milliseconds command_timeout{2000};
+  TlsOptions tls;  // see TlsOptions; off unless rediss:// or tls.enabled
 };
 
 // One reply, decoded. Strings are binary-safe.

@@ -1,31 +1,27 @@
 // Where a Redis server is, parsed from a URL.
 //
-// Accepted forms:
+// Accepted forms (the one parser is lockfleet/config/redis_url.h, which the
+// config file's redis.url is checked with too):
 //   redis://[[user]:password@]host[:port][/db]     port defaults to 6379
+//   rediss://[[user]:password@]host[:port][/db]    TLS (RedisOptions::tls)
 //   unix:///path/to/redis.sock[?db=N]
 //   unix://[[user]:password@]/path?db=N
 // Percent-escapes (%40 for '@', ...) are decoded in user and password. IPv6
 // hosts go in brackets: redis://[::1]:6380.
 #pragma once
 
-#include <string>
 #include <string_view>
+
+#include "lockfleet/config/redis_url.h"
 
 namespace lockfleet {
 
-struct RedisEndpoint {
-  std::string host;       // empty for a unix socket
-  int port = 6379;        // ignored for a unix socket
-  std::string unix_path;  // non-empty selects a unix socket
-  std::string user;       // empty: AUTH with password only (Redis < 6 style)
-  std::string password;   // empty: no AUTH
-  int db = 0;             // SELECT db when non-zero
+// host, port, unix_path, user, password (SECRET), db, tls; Redacted() gives
+// the URL again with the password as "***" (safe to log).
+using RedisEndpoint = config::RedisUrl;
 
-  // The URL again, with the password replaced by "***" (safe to log).
-  std::string Redacted() const;
-};
-
-// Throws Error(kInvalidArgument) naming what is wrong with `url`.
+// Throws Error(kInvalidArgument) naming what is wrong with `url`. The
+// message shows the URL redacted: never its password.
 RedisEndpoint ParseRedisUrl(std::string_view url);
 
 }  // namespace lockfleet
