@@ -31,6 +31,7 @@
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
+#include "lockfleet/worker/runner.h"
 #include "option_range.h"
 #include "private_redis.h"
 #include "supervised_process.h"
@@ -401,7 +402,8 @@ int Demo::Summarize(double elapsed_s) {
                      std::to_string(static_cast<int64_t>(ok)) + ")");
   }
   const long long dead =
-      redis_->Execute({"LLEN", "lockfleet:jobs:dead"}).integer;
+      redis_->Execute({"LLEN", worker::JobRunner::DeadLetterKey("lockfleet")})
+          .integer;
   if (dead != 0) broken.push_back(std::to_string(dead) + " dead-lettered jobs");
 
   const auto wait = metrics::HistogramBuckets(s, "lockfleet_lock_wait_seconds");

@@ -66,7 +66,8 @@ int RunList(const ListArgs& args) {
   if (!c) return status;
   return Guarded(c->connection, [&] {
     auto redis = NewRedis(c->connection);
-    const std::string key = DeadLetterKey(c->connection.locks.key_prefix);
+    const std::string key =
+        worker::JobRunner::DeadLetterKey(c->connection.locks.key_prefix);
     const long long total =
         Checked(redis->Execute({"LLEN", key}), "LLEN " + key).integer;
     std::vector<DeadLetter> shown;
@@ -205,7 +206,7 @@ int RunShow(const ShowArgs& args) {
   return Guarded(c->connection, [&] {
     auto redis = NewRedis(c->connection);
     const std::string& prefix = c->connection.locks.key_prefix;
-    const std::string key = DeadLetterKey(prefix);
+    const std::string key = worker::JobRunner::DeadLetterKey(prefix);
     std::vector<DeadLetter> found;
     if (by_id) {
       found = SelectDeadLetters(*redis, key, filter);
@@ -234,7 +235,9 @@ int RunShow(const ShowArgs& args) {
     }
     std::vector<Command> gets;
     for (const DeadLetter& d : found) {
-      if (d.job) gets.push_back({"GET", DoneMarkerKey(prefix, *d.lock, *d.id)});
+      if (d.job)
+        gets.push_back(
+            {"GET", worker::JobRunner::DoneKey(prefix, *d.lock, *d.id)});
     }
     std::vector<Reply> markers = redis->Pipeline(gets);
     json entries = json::array();
@@ -293,7 +296,8 @@ int RunPurge(const PurgeArgs& args) {
   if (!c) return status;
   return Guarded(c->connection, [&] {
     auto redis = NewRedis(c->connection);
-    const std::string key = DeadLetterKey(c->connection.locks.key_prefix);
+    const std::string key =
+        worker::JobRunner::DeadLetterKey(c->connection.locks.key_prefix);
     std::vector<DeadLetter> selected = SelectDeadLetters(*redis, key, filter);
     const bool missing = ReportMissingIds(filter, selected, key);
     if (selected.empty()) {

@@ -88,19 +88,22 @@ class FieldReader : public json::json_sax_t {
 std::optional<size_t> ClippedLength(std::string_view text) {
   constexpr std::string_view kOpen = "... (";
   constexpr std::string_view kClose = " bytes in all)";
-  if (text.size() <= kDeadLetterClipBytes + kOpen.size() + kClose.size() ||
-      text.substr(kDeadLetterClipBytes, kOpen.size()) != kOpen ||
+  if (text.size() <= worker::JobRunner::kDeadLetterClipBytes + kOpen.size() +
+                         kClose.size() ||
+      text.substr(worker::JobRunner::kDeadLetterClipBytes, kOpen.size()) !=
+          kOpen ||
       !text.ends_with(kClose)) {
     return std::nullopt;
   }
-  const std::string_view digits = text.substr(
-      kDeadLetterClipBytes + kOpen.size(),
-      text.size() - kDeadLetterClipBytes - kOpen.size() - kClose.size());
+  const std::string_view digits =
+      text.substr(worker::JobRunner::kDeadLetterClipBytes + kOpen.size(),
+                  text.size() - worker::JobRunner::kDeadLetterClipBytes -
+                      kOpen.size() - kClose.size());
   size_t length = 0;
   const auto [end, ec] =
       std::from_chars(digits.data(), digits.data() + digits.size(), length);
   if (ec != std::errc() || end != digits.data() + digits.size() ||
-      length <= kDeadLetterClipBytes) {
+      length <= worker::JobRunner::kDeadLetterClipBytes) {
     return std::nullopt;
   }
   return length;
@@ -174,15 +177,6 @@ DeadLetter ParseDeadLetter(std::string entry, int64_t index) {
   d.lock = std::move(fields.lock);
   d.type = std::move(fields.type);
   return d;
-}
-
-std::string DeadLetterKey(std::string_view key_prefix) {
-  return std::string(key_prefix) + ":jobs:dead";
-}
-
-std::string DoneMarkerKey(std::string_view key_prefix, std::string_view lock,
-                          std::string_view id) {
-  return FencedResource::KeyOf(key_prefix, lock, {"job", id});
 }
 
 bool DeadLetterFilter::Matches(const DeadLetter& letter) const {

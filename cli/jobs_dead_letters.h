@@ -3,7 +3,8 @@
 // A worker gives up on a job (every attempt failed, its lock wait timed out,
 // no handler for its type, or a record that is not a job) by pushing one
 // entry onto the Redis list "<prefix>:jobs:dead", newest first, the last
-// 10,000 kept (worker/include/lockfleet/worker/runner.h). An entry is
+// 10,000 kept (worker::JobRunner, whose DeadLetterKey, DoneKey and
+// kDeadLetterClipBytes the tools use). An entry is
 //
 //   <reason> TAB <worker id> TAB <record>
 //
@@ -26,11 +27,9 @@
 
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/worker/job.h"
+#include "lockfleet/worker/runner.h"
 
 namespace lockfleet::cli {
-
-// What the worker keeps of a record or reason, in bytes (runner.cc).
-inline constexpr size_t kDeadLetterClipBytes = 64 * 1024;
 
 struct DeadLetter {
   int64_t index = 0;  // position in the list when read; 0 is the newest
@@ -50,12 +49,6 @@ struct DeadLetter {
 
 // Splits and reads one list element.
 DeadLetter ParseDeadLetter(std::string entry, int64_t index);
-
-// "<prefix>:jobs:dead", as JobRunner::DeadLetterKey.
-std::string DeadLetterKey(std::string_view key_prefix);
-// The done marker of job `id` on `lock`, as JobRunner::DoneKey.
-std::string DoneMarkerKey(std::string_view key_prefix, std::string_view lock,
-                          std::string_view id);
 
 // Which entries a command is about. Empty fields do not filter.
 struct DeadLetterFilter {

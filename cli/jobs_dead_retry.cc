@@ -138,7 +138,7 @@ int RunRetry(const RetryArgs& args) {
   return Guarded(c->connection, [&] {
     auto redis = NewRedis(c->connection);
     const std::string& prefix = c->connection.locks.key_prefix;
-    const std::string key = DeadLetterKey(prefix);
+    const std::string key = worker::JobRunner::DeadLetterKey(prefix);
     std::vector<DeadLetter> selected = SelectDeadLetters(*redis, key, filter);
     bool shortfall = ReportMissingIds(filter, selected, key);
     if (selected.empty()) {
@@ -164,7 +164,8 @@ int RunRetry(const RetryArgs& args) {
     std::vector<Command> gets;
     for (const Retry& r : retries) {
       gets.push_back(
-          {"GET", DoneMarkerKey(prefix, r.first->job->lock, r.first->job->id)});
+          {"GET", worker::JobRunner::DoneKey(prefix, r.first->job->lock,
+                                             r.first->job->id)});
     }
     const std::vector<Reply> markers = redis->Pipeline(gets);
     for (size_t i = 0; i < retries.size(); ++i) {

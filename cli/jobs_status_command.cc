@@ -200,7 +200,7 @@ int RunStatus(const StatusArgs& args) {
   const std::vector<Endpoint> targets =
       ResolveTargets(args.targets, c->connection.config);
   const std::string& prefix = c->connection.locks.key_prefix;
-  const std::string dead_key = DeadLetterKey(prefix);
+  const std::string dead_key = worker::JobRunner::DeadLetterKey(prefix);
 
   // Redis: the dead letters and the done markers.
   std::optional<long long> dead;

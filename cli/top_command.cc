@@ -18,10 +18,12 @@
 
 #include "child_process.h"
 #include "connection_options.h"
+#include "jobs_dead_letters.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/config/error.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
+#include "lockfleet/worker/runner.h"
 #include "locks_command.h"
 #include "metrics_targets.h"
 #include "option_range.h"
@@ -111,9 +113,10 @@ class Collector {
       }
       o.locks_truncated = held.truncated;
       o.dead_letters =
-          redis_
-              ->Execute(
-                  {"LLEN", setup_.connection.locks.key_prefix + ":jobs:dead"})
+          Checked(redis_->Execute(
+                      {"LLEN", worker::JobRunner::DeadLetterKey(
+                                   setup_.connection.locks.key_prefix)}),
+                  "reading the dead-letter list's length")
               .integer;
     } catch (const Error& e) {
       if (rethrow) throw;

@@ -60,9 +60,34 @@ run_ctest() {
   fi
   if [[ -n "${LOCKFLEET_SUMMARY_FILE:-}" ]]; then
     printf '%s: %s\n' "$title" "$summary" >>"$LOCKFLEET_SUMMARY_FILE"
+    failed_excerpts "$log" >>"$LOCKFLEET_SUMMARY_FILE.failures"
   fi
   rm -f "$log"
   return "$status"
+}
+
+# failed_excerpts LOG: for each test ctest reported as not passed in LOG,
+# its result line and the last 40 lines of the output ctest printed after it
+# (--output-on-failure), so that the end of a CI log names what failed and
+# why even when only its tail is kept.
+failed_excerpts() {
+  awk '
+    /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / {
+      flush()
+      if ($0 !~ / Passed +[0-9.]+ sec/ && $0 !~ /Skipped/) { keep = 1; head = $0 }
+      next
+    }
+    /^ *Start +[0-9]+: / || /^[0-9]+% tests passed/ { flush(); next }
+    keep { buf[n++ % 40] = $0 }
+    function flush(  i, start) {
+      if (!keep) return
+      print "---- " head
+      start = n > 40 ? n - 40 : 0
+      for (i = start; i < n; i++) print "  | " buf[i % 40]
+      keep = 0; n = 0
+    }
+    END { flush() }
+  ' "$1"
 }
 
 # print_summary FILE: the collected ctest summary lines, then one closing
@@ -82,5 +107,9 @@ print_summary() {
       failed=$((failed + 1))  # a suite that did not even report counts as a failure
     fi
   done <"$file"
+  if [[ -s "$file.failures" ]]; then
+    echo "==== tests that did not pass ===="
+    cat "$file.failures"
+  fi
   echo "total: $passed passed, $failed failed"
 }

@@ -46,7 +46,7 @@ own_summary=false
 if [[ -z "${LOCKFLEET_SUMMARY_FILE:-}" ]]; then
   LOCKFLEET_SUMMARY_FILE="$(mktemp)"
   own_summary=true
-  trap 'rm -f "$LOCKFLEET_SUMMARY_FILE"' EXIT
+  trap 'rm -f "$LOCKFLEET_SUMMARY_FILE" "$LOCKFLEET_SUMMARY_FILE.failures"' EXIT
 fi
 export LOCKFLEET_SUMMARY_FILE
 

@@ -26,9 +26,8 @@ std::string CheckNumber(std::string_view text, std::string_view what, int low,
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
       value < low || value > high) {
     const bool shown =
-        !secret || std::all_of(text.begin(), text.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        });
+        !secret || std::all_of(text.begin(), text.end(),
+                               [](char c) { return c >= '0' && c <= '9'; });
     return std::string(what) + " must be a number from " + std::to_string(low) +
            " to " + std::to_string(high) +
            (shown ? ", not " + Quote(text) : "");

@@ -162,20 +162,11 @@ Reply LockCore::EvalRetryOnce(const Script& script,
         reached_.store(true, std::memory_order_relaxed);
       return r;
     } catch (const Error& e) {
-      // A failure after the script was sent — a broken connection, a
-      // timeout, an unreadable reply, a TLS alert on the way back — does
-      // not say whether it ran; one before sending (NotSentError) or an
-      // error reply does (it did not).
+      // Only a failure before sending or an error reply says the script
+      // did not run (see internal::MayHaveRun).
       const bool connection = e.code() == ErrorCode::kRedisUnavailable ||
                               e.code() == ErrorCode::kRedisTimeout;
-      const bool reply_refused = e.code() == ErrorCode::kRedisScript ||
-                                 e.code() == ErrorCode::kRedisBusy ||
-                                 e.code() == ErrorCode::kInvalidArgument ||
-                                 e.code() == ErrorCode::kCancelled;
-      if (!reply_refused && may_have_run &&
-          dynamic_cast<const NotSentError*>(&e) == nullptr) {
-        *may_have_run = true;
-      }
+      if (may_have_run && internal::MayHaveRun(e)) *may_have_run = true;
       const bool retry =
           tries == 1 && connection &&
           (!bounded || options_.clock->Now() < deadline);  // not past it

@@ -188,8 +188,9 @@ std::string RedisClient::Impl::ShaOf(const Script& script,
   std::vector<const Command*> one{&load};
   Reply r = std::move(Run(one, timeout).front());
   if (r.type != Reply::Type::kString) {
-    throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
-                "SCRIPT LOAD failed: " + r.str);
+    throw internal::RefusedError(
+        internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
+        "SCRIPT LOAD failed: " + r.str);
   }
   std::lock_guard lock(script.mu_);
   script.sha_ = r.str;
@@ -276,8 +277,9 @@ Reply RedisClient::Eval(const Script& script,
   std::vector<EvalCall> one{{&script, keys, args}};
   Reply r = std::move(EvalPipeline(one, timeout).front());
   if (r.is_error()) {
-    throw Error(internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
-                "Redis script failed: " + r.str);
+    throw internal::RefusedError(
+        internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
+        "Redis script failed: " + r.str);
   }
   return r;
 }

@@ -91,4 +91,21 @@ class NotSentError : public Error {
   explicit NotSentError(const Error& e) : Error(e.code(), e.what()) {}
 };
 
+// Redis answered with an error reply (BUSY, OOM, NOAUTH, a script error
+// before any write...): the command reached it and did not run. With
+// NotSentError it tells "did not run" from "may have run": any other Error
+// from a command (a broken connection, a timeout, an unreadable reply, a
+// TLS alert on the way back) came after it was sent, unanswered.
+class RefusedError : public Error {
+ public:
+  RefusedError(ErrorCode code, const std::string& message)
+      : Error(code, message) {}
+};
+
+// Whether the command that failed with `e` may have run on the server.
+inline bool MayHaveRun(const Error& e) {
+  return dynamic_cast<const NotSentError*>(&e) == nullptr &&
+         dynamic_cast<const RefusedError*>(&e) == nullptr;
+}
+
 }  // namespace lockfleet::internal

@@ -20,11 +20,10 @@ using config::LogLevel;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-constexpr int kDeadLetterKeep = 10000;
 // A bad record can be as large as Kafka lets it be (megabytes): a dead letter
-// keeps its first 64 KiB, the log line its first 1 KiB, and both say how
-// long it was. (10,000 dead letters of 2 MB each would be 20 GB of Redis.)
-constexpr size_t kDeadLetterRecordBytes = 64 * 1024;
+// keeps its first JobRunner::kDeadLetterClipBytes (64 KiB), the log line its
+// first 1 KiB, and both say how long it was. (10,000 dead letters of 2 MB
+// each would be 20 GB of Redis.)
 constexpr size_t kLoggedRecordBytes = 1024;
 constexpr int kHistoryKeep = 100;
 constexpr milliseconds kMaxBackoff{5000};
@@ -106,13 +105,13 @@ JobRunner::JobRunner(std::shared_ptr<LockClient> locks,
   if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
 }
 
-std::string JobRunner::DeadLetterKey() const {
-  return options_.key_prefix + ":jobs:dead";
+std::string JobRunner::DeadLetterKey(std::string_view key_prefix) {
+  return std::string(key_prefix) + ":jobs:dead";
 }
 
-std::string JobRunner::DoneKey(std::string_view lock,
-                               std::string_view id) const {
-  return FencedResource::KeyOf(options_.key_prefix, lock, {"job", id});
+std::string JobRunner::DoneKey(std::string_view key_prefix,
+                               std::string_view lock, std::string_view id) {
+  return FencedResource::KeyOf(key_prefix, lock, {"job", id});
 }
 
 std::string JobRunner::ScheduleHistoryKey(
@@ -136,9 +135,9 @@ bool JobRunner::DeadLetter(std::string_view record, std::string_view reason,
                  "dead-lettered job (" + Clip(reason, kLoggedRecordBytes) +
                      "): " + Clip(record, kLoggedRecordBytes));
   }
-  const std::string entry = Clip(reason, kDeadLetterRecordBytes) + "\t" +
+  const std::string entry = Clip(reason, kDeadLetterClipBytes) + "\t" +
                             options_.worker_id + "\t" +
-                            Clip(record, kDeadLetterRecordBytes);
+                            Clip(record, kDeadLetterClipBytes);
   try {
     return RetryWhileRedisDown(
         [&] {

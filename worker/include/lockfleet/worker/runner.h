@@ -123,13 +123,27 @@ class JobRunner {
   OccurrenceResult RunOccurrence(const config::ScheduleConfig& schedule,
                                  SysMillis due, std::stop_token stop);
 
+  // The dead-letter list keeps the newest kDeadLetterKeep entries; a reason
+  // or record longer than kDeadLetterClipBytes is cut there and followed by
+  // "... (N bytes in all)". The on-call tools (cli/jobs_dead_letters.h) read
+  // the entries with these.
+  static constexpr int kDeadLetterKeep = 10000;
+  static constexpr size_t kDeadLetterClipBytes = 64 * 1024;
+
   // "<prefix>:jobs:dead": the dead-letter list.
-  std::string DeadLetterKey() const;
+  static std::string DeadLetterKey(std::string_view key_prefix);
+  std::string DeadLetterKey() const {
+    return DeadLetterKey(options_.key_prefix);
+  }
   // The done marker of job `id` run under `lock`:
   // FencedResource::KeyOf(prefix, lock, {"job", id}), i.e.
   // "<prefix>:res:{<lock>}:job:<id>" with lock and id encoded, so no job's
   // lock or id can name another job's marker or another key of a resource.
-  std::string DoneKey(std::string_view lock, std::string_view id) const;
+  static std::string DoneKey(std::string_view key_prefix, std::string_view lock,
+                             std::string_view id);
+  std::string DoneKey(std::string_view lock, std::string_view id) const {
+    return DoneKey(options_.key_prefix, lock, id);
+  }
   // The history list of a schedule, KeyOf(prefix, lock, {"schedule", name,
   // "history"}): newest first, "<due ms> <worker> <result> <duration ms>"
   // per entry, the last 100 kept. Its marker is {"schedule", name}.
