@@ -6,12 +6,30 @@
 
 namespace lockfleet::cli {
 
+bool Given(const CLI::Option* option) {
+  return option != nullptr && option->count() > 0;
+}
+
 void PrintError(std::string_view message) {
   // One write per line: Kafka's threads report warnings concurrently.
   std::string line = "lockfleet: ";
   line.append(message);
   line += '\n';
   std::cerr << line << std::flush;
+}
+
+std::string ExitStatusFooter(std::string_view before, std::string_view zero,
+                             std::string_view one) {
+  std::string out(before);
+  if (!out.empty()) out += "\n\n";
+  out += "Exit status:\n  0   ";
+  out += zero;
+  out += "\n  1   ";
+  out += one;
+  out +=
+      "\n  2   bad arguments or --config file"
+      "\n  69  Redis unreachable, timed out or refused authentication";
+  return out;
 }
 
 std::string Quoted(std::string_view text) {

@@ -27,6 +27,7 @@ namespace lockfleet::cli {
 
 // Exit statuses shared by the subcommands (sysexits.h values where one fits).
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitNothing = 1;       // nothing to show, or nothing done
 inline constexpr int kExitUsage = 2;         // bad command line or argument
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: Redis down
 inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: a lockfleet bug
@@ -59,9 +60,18 @@ struct Subcommand {
   std::function<int(const Context&)> run;
 };
 
+// Whether `option` was declared (not null) and given on the command line.
+bool Given(const CLI::Option* option);
+
 // Writes "lockfleet: <message>" and a newline to stderr, as one write, so
 // lines from different threads do not interleave. Thread-safe.
 void PrintError(std::string_view message);
+
+// The help footer of a command that reads Redis: `before` and a blank line
+// (when `before` is not empty), then the exit statuses: 0 `zero`, 1 `one`,
+// and 2 (bad arguments or --config file) and 69 (Redis) as usual.
+std::string ExitStatusFooter(std::string_view before, std::string_view zero,
+                             std::string_view one);
 
 // `text` in single quotes for a message, with control and non-ASCII bytes
 // escaped (lock names are binary-safe) and at most ~80 bytes shown.

@@ -41,9 +41,12 @@ struct Level {
 void Walk(const CLI::App& app, const std::string& path,
           std::map<std::string, Level>& levels) {
   Level& level = levels[path];
-  for (const CLI::App* sub :
-       app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->get_name().empty() || sub->get_group().empty()) continue;
+  // Named and not hidden (a hidden subcommand has no group).
+  const std::vector<const CLI::App*> visible =
+      app.get_subcommands([](const CLI::App* sub) {
+        return !sub->get_name().empty() && !sub->get_group().empty();
+      });
+  for (const CLI::App* sub : visible) {
     level.words.push_back(sub->get_name());
     level.subcommands.insert(sub->get_name());
   }
@@ -66,9 +69,7 @@ void Walk(const CLI::App& app, const std::string& path,
       }
     }
   }
-  for (const CLI::App* sub :
-       app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->get_name().empty() || sub->get_group().empty()) continue;
+  for (const CLI::App* sub : visible) {
     Walk(*sub, path + " " + sub->get_name(), levels);
   }
 }

@@ -24,7 +24,9 @@ LockClientOptions LockOptionsFrom(const config::Config& config) {
                            .park_cap = config.locks.park_cap,
                            .fair = config.locks.fair,
                            .presence_window = config.locks.presence_window,
-                           .claim_window = config.locks.claim_window};
+                           .claim_window = config.locks.claim_window,
+                           .min_replicas = config.redis.min_replicas,
+                           .replica_timeout = config.redis.replica_timeout};
 }
 
 notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
@@ -36,6 +38,14 @@ notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
                                 .properties = kafka.properties,
                                 .client_id = kafka.client_id,
                                 .event_keys = kafka.event_keys};
+}
+
+notifier::JobProducerOptions JobProducerOptionsFrom(
+    const config::KafkaConfig& kafka) {
+  return notifier::JobProducerOptions{.bootstrap = kafka.bootstrap,
+                                      .topic = kafka.jobs_topic,
+                                      .client_id = kafka.client_id,
+                                      .properties = kafka.properties};
 }
 
 }  // namespace lockfleet::cli

@@ -48,10 +48,6 @@ void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka) {
 
 namespace {
 
-bool Given(const CLI::Option* option) {
-  return option != nullptr && option->count() > 0;
-}
-
 // Whether the command line and environment name no Redis at all.
 bool NoConnectionGiven(const ConnectionArgs& args) {
   if (Given(args.config_option) || Given(args.redis_option)) return false;
@@ -115,17 +111,16 @@ Connection ResolveConnection(const ConnectionArgs& args) {
   }
   // Keys: an option names them; without one, the config's (its
   // event_key_env / event_key_file), else $LOCKFLEET_EVENT_KEY.
-  const bool key_option = (args.event_key.env_option != nullptr &&
-                           args.event_key.env_option->count() > 0) ||
-                          (args.event_key.file_option != nullptr &&
-                           args.event_key.file_option->count() > 0);
+  const bool key_option =
+      Given(args.event_key.env_option) || Given(args.event_key.file_option);
   if (c.kafka && (key_option || !c.config)) {
     c.kafka->event_keys = ResolveEventKeys(args.event_key);
   }
   return c;
 }
 
-// Runs `body`, mapping what it throws to messages and exit statuses.
+// One line for a Redis failure, naming the server (redacted) and where its
+// URL came from.
 std::string DescribeRedisError(const Connection& connection,
                                const Error& error) {
   // lockcore's connection errors name the server already (redacted).

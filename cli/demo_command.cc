@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -137,8 +136,6 @@ class Demo {
   std::unique_ptr<notifier::EmbeddedBroker> broker_;
   std::vector<std::unique_ptr<SupervisedProcess>> workers_;
   std::vector<Endpoint> endpoints_;
-  // The config file's text, given the workers' metrics.targets ("" first).
-  std::function<std::string(const std::string& targets)> fleet_yaml_;
   long long commands_before_ = 0;
 };
 
@@ -183,7 +180,8 @@ int Demo::Setup() {
   }
 
   const fs::path config = dir_ / "fleet.yaml";
-  fleet_yaml_ = [this, socket, event_key](const std::string& targets) {
+  // The config file's text, given the workers' metrics.targets ("" first).
+  const auto fleet_yaml = [&](const std::string& targets) {
     std::ostringstream out;
     out << "# Written by 'lockfleet demo': one file drives every worker.\n"
         << "redis:\n  url: unix://" << socket
@@ -200,7 +198,7 @@ int Demo::Setup() {
     out << "logging:\n  level: warning\n";
     return out.str();
   };
-  std::ofstream(config) << fleet_yaml_("");
+  std::ofstream(config) << fleet_yaml("");
 
   std::cout << "lockfleet demo: flash sale of " << args_.jobs
             << " purchase jobs over " << args_.products << " products x "
@@ -243,11 +241,10 @@ int Demo::Setup() {
   // `lockfleet top` (which finds the running demo through the registry).
   std::string targets;
   for (const Endpoint& endpoint : endpoints_) {
-    targets += (targets.empty() ? "" : ", ") +
-               endpoint.url.substr(7, endpoint.url.size() - 7 - 8);
+    targets += (targets.empty() ? "" : ", ") + endpoint.address;
   }
   const fs::path written = dir_ / "fleet.yaml.new";
-  std::ofstream(written) << fleet_yaml_(targets);
+  std::ofstream(written) << fleet_yaml(targets);
   std::error_code ec;
   fs::rename(written, config, ec);
   if (!ec && RegisterDemo(config)) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "lockfleet/metrics/http.h"
@@ -62,26 +63,13 @@ std::string Ms(double seconds) {
 
 std::optional<Endpoint> ParseMetricsUrl(const std::string& ready_line) {
   // "ready worker=ID metrics=http://HOST:PORT/metrics health=..."
-  const size_t at = ready_line.find(" metrics=http://");
+  constexpr std::string_view kMetrics = " metrics=http://";
+  const size_t at = ready_line.find(kMetrics);
   if (at == std::string::npos) return std::nullopt;
-  const size_t start = at + std::string(" metrics=http://").size();
+  const size_t start = at + kMetrics.size();
   const size_t slash = ready_line.find('/', start);
-  const size_t colon = ready_line.rfind(':', slash);
-  if (slash == std::string::npos || colon == std::string::npos ||
-      colon < start) {
-    return std::nullopt;
-  }
-  Endpoint endpoint;
-  endpoint.host = ready_line.substr(start, colon - start);
-  if (endpoint.host.size() > 2 && endpoint.host.front() == '[') {
-    endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
-  }
-  endpoint.port = static_cast<uint16_t>(
-      std::stoi(ready_line.substr(colon + 1, slash - colon - 1)));
-  const size_t end = ready_line.find(' ', start);
-  endpoint.url = ready_line.substr(
-      at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
-  return endpoint;
+  if (slash == std::string::npos) return std::nullopt;
+  return ParseTarget(std::string_view(ready_line).substr(start, slash - start));
 }
 
 double Jobs(const std::vector<metrics::Sample>& samples, const char* result) {

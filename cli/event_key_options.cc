@@ -7,14 +7,6 @@
 #include "lockfleet/config/event_keys.h"
 
 namespace lockfleet::cli {
-namespace {
-
-bool Given(const CLI::Option* option) {
-  return option != nullptr && option->count() > 0;
-}
-
-}  // namespace
-
 void AddEventKeyOptions(CLI::App& app, EventKeyArgs& args,
                         const std::string& group) {
   args.env_option =

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config_options.h"
 #include "jobs_dead_command.h"
 #include "jobs_status_command.h"
 #include "lockfleet/config/config.h"
@@ -80,10 +81,7 @@ int RunProduce(const ProduceArgs& args) {
       if (!config.kafka) {
         throw UsageError(args.config_path + ": has no kafka section");
       }
-      options.bootstrap = config.kafka->bootstrap;
-      options.topic = config.kafka->jobs_topic;
-      options.client_id = config.kafka->client_id;
-      options.properties = config.kafka->properties;
+      options = JobProducerOptionsFrom(*config.kafka);
     } catch (const config::ConfigErrors& e) {
       for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
       return kExitUsage;

@@ -12,6 +12,7 @@
 #include "jobs_dead_options.h"
 #include "jobs_dead_retry.h"
 #include "jobs_support.h"
+#include "option_range.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -55,10 +56,7 @@ struct ListArgs {
 };
 
 int RunList(const ListArgs& args) {
-  if (args.limit < 1 || args.limit > kMaxLimit) {
-    throw UsageError("--limit " + std::to_string(args.limit) + ": must be 1.." +
-                     std::to_string(kMaxLimit));
-  }
+  CheckRange("--limit", args.limit, 1, kMaxLimit);
   const DeadLetterFilter filter = MakeFilter(args.filter, {});
   int status = kExitOk;
   const std::optional<JobsConnection> c =
@@ -353,7 +351,7 @@ std::vector<Subcommand> AddDeadCommands(CLI::App& jobs,
         "reason, worker, record size.");
     formatter.SetSynopsis(app,
                           "[--reason GLOB] [--lock NAME] [--limit N] [--json]");
-    app->footer(DeadFooter(
+    app->footer(ExitStatusFooter(
         "Reasons: 'failed N times; last: ...', 'lock ... not acquired "
         "within ...',\n'no handler for type ...', 'malformed: ...'. INDEX "
         "is the entry's position\nwhen read; it shifts as new dead letters "
@@ -379,7 +377,7 @@ std::vector<Subcommand> AddDeadCommands(CLI::App& jobs,
         "Show dead letters in full: reason, worker, whether the job has "
         "run since (its done marker), and the whole record.");
     formatter.SetSynopsis(app, "(ID | --index N) [--lock NAME] [--json]");
-    app->footer(DeadFooter(
+    app->footer(ExitStatusFooter(
         "Every entry of job ID is shown (a job dead-lettered twice, or ids "
         "shared by\njobs on different locks: narrow with --lock). --index "
         "shows the entry at that\nposition now, for records with no job "
@@ -408,7 +406,7 @@ std::vector<Subcommand> AddDeadCommands(CLI::App& jobs,
         "(narrowed by --reason/--lock).");
     formatter.SetSynopsis(
         app, "(ID... | --all) [--reason GLOB] [--lock NAME] [--dry-run]");
-    app->footer(DeadFooter(
+    app->footer(ExitStatusFooter(
         "Removes exactly the entries read (LREM of each entry's bytes), so "
         "dead letters\nthat arrive meanwhile are kept. Nothing is produced: "
         "to run a job again use\n'lockfleet jobs dead retry'.",

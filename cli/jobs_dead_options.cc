@@ -33,13 +33,6 @@ DeadLetterFilter MakeFilter(const FilterArgs& args,
   return filter;
 }
 
-std::string DeadFooter(const std::string& before, const std::string& zero,
-                       const std::string& one) {
-  return before + "\n\nExit status:\n  0   " + zero + "\n  1   " + one +
-         "\n  2   bad arguments or --config file"
-         "\n  69  Redis unreachable, timed out or refused authentication";
-}
-
 std::string Name(const DeadLetter& d) {
   if (d.id) {
     return "job " + Quoted(*d.id) +

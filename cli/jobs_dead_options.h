@@ -1,6 +1,5 @@
 // What `lockfleet jobs dead list|show|retry|purge` share on the command
-// line: the --reason/--lock filters, the help footer, how entries are named
-// in messages.
+// line: the --reason/--lock filters, how entries are named in messages.
 //
 // Thread-safety: none needed; used while one command runs.
 #pragma once
@@ -27,10 +26,6 @@ void AddFilterOptions(CLI::App& app, FilterArgs& args);
 // empty lock.
 DeadLetterFilter MakeFilter(const FilterArgs& args,
                             std::vector<std::string> ids);
-
-// `before`, then the exit statuses: 0 `zero`, 1 `one`, 2 and 69 as usual.
-std::string DeadFooter(const std::string& before, const std::string& zero,
-                       const std::string& one);
 
 // "job 'ID' (lock 'L')", or "the entry at index N (no job id)".
 std::string Name(const DeadLetter& d);

@@ -15,6 +15,7 @@
 #include "jobs_support.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/job_topic.h"
+#include "option_range.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -120,10 +121,7 @@ int RunRetry(const RetryArgs& args) {
         "give the job IDs to retry, or --all (with --reason/--lock to "
         "narrow it)");
   }
-  if (args.timeout_s < 1 || args.timeout_s > kMaxTimeoutSeconds) {
-    throw UsageError("--timeout " + std::to_string(args.timeout_s) +
-                     ": must be 1.." + std::to_string(kMaxTimeoutSeconds));
-  }
+  CheckRange("--timeout", args.timeout_s, 1, kMaxTimeoutSeconds);
   const DeadLetterFilter filter = MakeFilter(args.filter, args.ids);
   int status = kExitOk;
   const std::optional<JobsConnection> c =
@@ -246,7 +244,7 @@ int RunRetry(const RetryArgs& args) {
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kKafka &&
             e.code() != ErrorCode::kInvalidArgument) {
-          throw;  // Redis: GuardedRedis reports it
+          throw;  // Redis: Guarded reports it
         }
         PrintError("Kafka at " + kafka.bootstrap + " (from " + kafka.source +
                    "): " + e.what() +

@@ -16,6 +16,8 @@
 #include "lockfleet/metrics/scrape.h"
 #include "lockfleet/notifier/job_topic_status.h"
 #include "metrics_targets.h"
+#include "option_range.h"
+#include "redis_scan.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -74,28 +76,20 @@ MarkerCount CountDoneMarkers(RedisClient& redis, const std::string& prefix,
                              long long limit) {
   const std::string match = EscapeGlob(prefix) + ":res:{*}:job:*";
   std::unordered_set<std::string> seen;  // SCAN may return a key twice
+  const ScanEnd end = ForEachScannedKey(
+      redis, match, kScanCount,
+      [&](const std::string& key) {
+        const std::optional<ResourceKey> parsed = FencedResource::ParseKey(key);
+        if (parsed && parsed->prefix == prefix && parsed->parts.size() == 2 &&
+            parsed->parts[0] == "job") {
+          seen.insert(key);
+        }
+        return true;
+      },
+      [&](long long calls) { return calls * kScanCount >= limit; });
   MarkerCount out;
-  std::string cursor = "0";
-  do {
-    const Reply reply =
-        Checked(redis.Execute({"SCAN", cursor, "MATCH", match, "COUNT",
-                               std::to_string(kScanCount)}),
-                "SCAN");
-    if (reply.elements.size() != 2) {
-      throw Error(ErrorCode::kRedisProtocol, "SCAN: unexpected reply");
-    }
-    cursor = reply.elements[0].str;
-    out.examined += kScanCount;
-    for (const Reply& key : reply.elements[1].elements) {
-      const std::optional<ResourceKey> parsed =
-          FencedResource::ParseKey(key.str);
-      if (parsed && parsed->prefix == prefix && parsed->parts.size() == 2 &&
-          parsed->parts[0] == "job") {
-        seen.insert(key.str);
-      }
-    }
-  } while (cursor != "0" && out.examined < limit);
-  out.exact = cursor == "0";
+  out.examined = end.calls * kScanCount;
+  out.exact = end.complete;
   out.count = static_cast<long long>(seen.size());
   out.keys = Checked(redis.Execute({"DBSIZE"}), "DBSIZE").integer;
   return out;
@@ -185,10 +179,7 @@ std::string KafkaText(const JobsKafka& kafka,
 }
 
 int RunStatus(const StatusArgs& args) {
-  if (args.timeout_s < 1 || args.timeout_s > 600) {
-    throw UsageError("--timeout " + std::to_string(args.timeout_s) +
-                     ": must be 1..600");
-  }
+  CheckRange("--timeout", args.timeout_s, 1, 600);
   if (args.scan_limit < 1) {
     throw UsageError("--scan-limit " + std::to_string(args.scan_limit) +
                      ": must be >= 1");

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "command.h"
+#include "config_options.h"
 #include "demo_support.h"
 #include "kafka_wakeups.h"
 #include "lockfleet/config/error.h"
@@ -34,14 +35,6 @@ void AddJobsOptions(CLI::App& app, JobsArgs& args, bool kafka, bool group) {
           ->type_name("G");
 }
 
-namespace {
-
-bool Given(const CLI::Option* option) {
-  return option != nullptr && option->count() > 0;
-}
-
-}  // namespace
-
 std::optional<JobsConnection> ResolveJobsConnection(const JobsArgs& args,
                                                     int* status) {
   JobsConnection c;
@@ -52,10 +45,12 @@ std::optional<JobsConnection> ResolveJobsConnection(const JobsArgs& args,
   if (config) {
     c.kafka.group = config->worker.sources.kafka_jobs.group;
     if (config->kafka) {
-      c.kafka.bootstrap = config->kafka->bootstrap;
-      c.kafka.topic = config->kafka->jobs_topic;
-      c.kafka.client_id = config->kafka->client_id;
-      c.kafka.properties = config->kafka->properties;
+      notifier::JobProducerOptions jobs =
+          JobProducerOptionsFrom(*config->kafka);
+      c.kafka.bootstrap = std::move(jobs.bootstrap);
+      c.kafka.topic = std::move(jobs.topic);
+      c.kafka.client_id = std::move(jobs.client_id);
+      c.kafka.properties = std::move(jobs.properties);
       c.kafka.source =
           (Given(args.connection.config_option) ? args.connection.config_path
                                                 : c.connection.demo_config) +

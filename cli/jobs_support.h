@@ -20,9 +20,6 @@
 
 namespace lockfleet::cli {
 
-// Exit status when a command found nothing to show or did nothing.
-inline constexpr int kExitNothing = 1;
-
 // The jobs topic as --bootstrap/--topic/--group or the config name it.
 struct JobsKafka {
   std::string bootstrap;  // "" when neither names one: no Kafka

@@ -12,6 +12,7 @@
 #include "lockfleet/config/config.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "option_range.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -101,15 +102,6 @@ struct LockArgs {
   CLI::Option* park_cap_option = nullptr;
   CLI::Option* kill_after_option = nullptr;
 };
-
-milliseconds ParseDurationOption(const std::string& flag,
-                                 const std::string& text) {
-  try {
-    return config::ParseDuration(text);
-  } catch (const config::ConfigError& e) {
-    throw UsageError(flag + ": " + e.what());
-  }
-}
 
 LockRequest Validate(const LockArgs& args, const Context& context) {
   LockRequest request;

@@ -405,7 +405,8 @@ int LockRun::ReportRedisError(const Error& error,
     case ErrorCode::kRedisAuth:
     case ErrorCode::kRedisProtocol:
     case ErrorCode::kRedisScript:
-    case ErrorCode::kRedisBusy: {
+    case ErrorCode::kRedisBusy:
+    case ErrorCode::kRedisReplicas: {
       // lockcore's connection errors already name the server; say where
       // the others happened.
       const std::string url = redis.endpoint().Redacted();

@@ -17,6 +17,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
 #include "redis_glob.h"
+#include "redis_scan.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -24,22 +25,8 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::milliseconds;
 
-// Exit status when the tool found nothing to show or did nothing.
-constexpr int kExitNothing = 1;
 // How many keys one SCAN call looks at.
 constexpr int kScanBatch = 1000;
-
-constexpr char kStatusFooter[] = R"(Exit status:
-  0   done
-  1   %s
-  2   bad arguments or --config file
-  69  Redis unreachable, timed out or refused authentication)";
-
-std::string Footer(const std::string& one, const std::string& extra = "") {
-  char text[512];
-  std::snprintf(text, sizeof(text), kStatusFooter, one.c_str());
-  return extra + text;
-}
 
 std::string Ttl(milliseconds ttl) { return config::FormatDuration(ttl); }
 
@@ -263,37 +250,32 @@ HeldLocks ScanHeldLocks(RedisClient& redis, LockClient& locks,
   const std::string head = key_prefix + ":{";
   const std::string tail = "}:lock";
   HeldLocks out;
-  std::string cursor = "0";
-  do {
-    if (stopped && stopped()) return out;
-    const Reply reply =
-        redis.Execute({"SCAN", cursor, "MATCH", head + glob + tail, "COUNT",
-                       std::to_string(kScanBatch)});
-    if (reply.type != Reply::Type::kArray || reply.elements.size() != 2) {
-      throw Error(ErrorCode::kRedisProtocol, "unexpected reply to SCAN");
-    }
-    cursor = reply.elements[0].str;
-    for (const Reply& key : reply.elements[1].elements) {
-      if (key.str.size() < head.size() + tail.size()) continue;
-      if (out.locks.size() >= limit) {
-        out.truncated = true;
-        return out;
-      }
-      if (stopped && stopped()) return out;
-      std::string name = key.str.substr(
-          head.size(), key.str.size() - head.size() - tail.size());
-      LockInfo info;
-      try {
-        info = locks.Inspect(name);
-      } catch (const Error& e) {
-        // A key no lock of ours could have made (an empty or overlong
-        // name): not a lock; skip it rather than fail the whole list.
-        if (e.code() != ErrorCode::kInvalidArgument) throw;
-        continue;
-      }
-      if (info.locked) out.locks.emplace_back(std::move(name), std::move(info));
-    }
-  } while (cursor != "0");
+  ForEachScannedKey(
+      redis, head + glob + tail, kScanBatch,
+      [&](const std::string& key) {
+        if (key.size() < head.size() + tail.size()) return true;
+        if (out.locks.size() >= limit) {
+          out.truncated = true;
+          return false;
+        }
+        if (stopped && stopped()) return false;
+        std::string name =
+            key.substr(head.size(), key.size() - head.size() - tail.size());
+        LockInfo info;
+        try {
+          info = locks.Inspect(name);
+        } catch (const Error& e) {
+          // A key no lock of ours could have made (an empty or overlong
+          // name): not a lock; skip it rather than fail the whole list.
+          if (e.code() != ErrorCode::kInvalidArgument) throw;
+          return true;
+        }
+        if (info.locked) {
+          out.locks.emplace_back(std::move(name), std::move(info));
+        }
+        return true;
+      },
+      [&](long long) { return stopped && stopped(); });
   return out;
 }
 
@@ -304,8 +286,8 @@ Subcommand AddLocksCommand(CLI::App& parent, HelpFormatter& formatter) {
       "left, fencing token, pending hand-off, queue length.");
   formatter.SetSynopsis(app,
                         "[--match GLOB | --prefix P] [--limit N] [--json]");
-  app->footer(Footer("no lock is held (matching)",
-                     "Reads Redis with SCAN in batches (never KEYS).\n\n"));
+  app->footer(ExitStatusFooter("Reads Redis with SCAN in batches (never KEYS).",
+                               "done", "no lock is held (matching)"));
   auto args = std::make_shared<LocksArgs>();
   args->connection.discover_demo = true;
   AddConnectionOptions(*app, args->connection, /*kafka=*/false);
@@ -335,7 +317,8 @@ Subcommand AddInspectCommand(CLI::App& parent, HelpFormatter& formatter) {
       "Show one lock in full: holder, holds, lease left, fencing tokens, "
       "pending hand-off and the queue with each waiter's presence left.");
   formatter.SetSynopsis(app, "NAME [--json]");
-  app->footer(Footer("no such lock (never taken under the key prefix)"));
+  app->footer(ExitStatusFooter(
+      "", "done", "no such lock (never taken under the key prefix)"));
   auto args = std::make_shared<InspectArgs>();
   args->connection.discover_demo = true;
   AddConnectionOptions(*app, args->connection, /*kafka=*/false);
@@ -355,13 +338,14 @@ Subcommand AddUnlockCommand(CLI::App& parent, HelpFormatter& formatter) {
       "waiter and publish a force event.");
   formatter.SetSynopsis(app,
                         "--force NAME [--expect-owner O] [--expect-fence F]");
-  app->footer(Footer(
-      "nothing removed: the lock was not held, or held by another grant "
-      "than the expected one",
+  app->footer(ExitStatusFooter(
       "The holder is told through Redis, never by the event alone: it stops "
       "at its next renewal, or at once when the force event reaches it. "
       "Retry-safe: a retry after a lost reply never removes the next "
-      "holder's grant.\n\n"));
+      "holder's grant.",
+      "done",
+      "nothing removed: the lock was not held, or held by another grant "
+      "than the expected one"));
   auto args = std::make_shared<UnlockArgs>();
   AddConnectionOptions(*app, args->connection, /*kafka=*/true);
   app->add_flag("--force", args->force, "Required: yes, remove the grant");

@@ -30,7 +30,8 @@ std::optional<Endpoint> ParseTarget(std::string_view text) {
   Endpoint endpoint;
   endpoint.host = std::string(host);
   endpoint.port = static_cast<uint16_t>(port);
-  endpoint.url = "http://" + std::string(text) + "/metrics";
+  endpoint.address = std::string(text);
+  endpoint.url = "http://" + endpoint.address + "/metrics";
   return endpoint;
 }
 

@@ -23,7 +23,8 @@ namespace lockfleet::cli {
 struct Endpoint {
   std::string host;  // without brackets for IPv6
   uint16_t port = 0;
-  std::string url;  // "http://HOST:PORT/metrics"
+  std::string address;  // "HOST:PORT" ("[IPV6]:PORT"), as given
+  std::string url;      // "http://HOST:PORT/metrics"
 };
 
 // "HOST:PORT" or "[IPV6]:PORT" (port 1..65535); std::nullopt otherwise.

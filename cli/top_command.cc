@@ -19,8 +19,7 @@
 #include "child_process.h"
 #include "connection_options.h"
 #include "jobs_dead_letters.h"
-#include "lockfleet/config/duration.h"
-#include "lockfleet/config/error.h"
+#include "lockfleet/config/redis_url.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
 #include "lockfleet/worker/runner.h"
@@ -131,8 +130,7 @@ class Collector {
         ScrapeEach(setup_.targets, milliseconds(2000));
     for (size_t i = 0; i < scrapes.size(); ++i) {
       top::WorkerScrape w;
-      const Endpoint& e = setup_.targets[i];
-      w.target = e.url.substr(7, e.url.size() - 7 - 8);  // HOST:PORT
+      w.target = setup_.targets[i].address;
       w.ok = scrapes[i].ok;
       w.error = scrapes[i].error;
       w.samples = scrapes[i].samples;
@@ -367,11 +365,7 @@ int RunLive(const Setup& setup, Collector& collector, SignalWatcher& signals) {
 
 int RunTop(const TopArgs& args, const Context& context) {
   Setup setup;
-  try {
-    setup.interval = config::ParseDuration(args.interval);
-  } catch (const config::ConfigError& e) {
-    throw UsageError("--interval " + Quoted(args.interval) + ": " + e.what());
-  }
+  setup.interval = ParseDurationOption("--interval", args.interval);
   if (setup.interval < milliseconds(200) ||
       setup.interval > milliseconds(60'000)) {
     throw UsageError("--interval " + Quoted(args.interval) +
@@ -400,7 +394,7 @@ int RunTop(const TopArgs& args, const Context& context) {
   try {
     url = ParseRedisUrl(url).Redacted();
   } catch (const Error&) {
-    url = "?";
+    url = config::RedactRedisUrl(url);  // the Collector refuses it below
   }
   setup.source = "redis " + url + " (" + setup.connection.redis_source + ")  " +
                  std::to_string(setup.targets.size()) +

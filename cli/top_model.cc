@@ -1,12 +1,12 @@
 #include "top_model.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <utility>
+
+#include "redis_glob.h"
 
 namespace lockfleet::cli::top {
 namespace {
@@ -26,6 +26,18 @@ std::string SeriesKey(const Sample& sample) {
     key += value;
   }
   return key;
+}
+
+// A grant's identity: the lock, its owner and its fencing token.
+std::string GrantKey(const HeldLock& lock) {
+  return lock.name + '\n' + lock.info.owner + '\n' +
+         std::to_string(lock.info.fence);
+}
+
+// Jobs per second that failed or timed out, from per-second increases.
+double FailedPerS(const std::vector<Sample>& rates) {
+  return metrics::SumSamples(rates, kJobs, {{"result", "failed"}}) +
+         metrics::SumSamples(rates, kJobs, {{"result", "timeout"}});
 }
 
 double Seconds(Clock::duration d) {
@@ -163,8 +175,9 @@ std::optional<SortKey> ParseSortKey(const std::string& name) {
 
 bool MatchesFilter(const std::string& name, const std::string& filter) {
   if (filter.empty()) return true;
-  if (filter.find_first_of("*?[") != std::string::npos) {
-    return ::fnmatch(filter.c_str(), name.c_str(), 0) == 0;
+  if (filter.find_first_of("*?[") != std::string::npos &&
+      CheckGlob(filter).empty()) {
+    return GlobMatch(filter, name);
   }
   return name.find(filter) != std::string::npos;
 }
@@ -187,28 +200,28 @@ std::vector<Sample> Increase(const std::vector<Sample>& before,
   return out;
 }
 
-Model::Seen Model::SeenSince(std::map<std::string, Seen>& seen,
-                             const std::string& key,
-                             std::map<std::string, Seen>& next) const {
+void Model::SeenSince(const std::map<std::string, Seen>& seen,
+                      const std::string& key,
+                      std::map<std::string, Seen>& next) const {
   Seen entry{last_.at, first_};
   if (auto it = seen.find(key); it != seen.end()) entry = it->second;
   next.emplace(key, entry);
-  return entry;
 }
 
 void Model::Observe(Observation observation) {
   if (!first_ && observation.at < last_.at) observation.at = last_.at;
-  const Clock::time_point at = observation.at;
+  // Rates run from the last observation's scrape of a target, when both it
+  // and this one answered; otherwise they start over.
   for (const WorkerScrape& scrape : observation.workers) {
-    if (!scrape.ok) {
+    const auto answered = std::find_if(
+        last_.workers.begin(), last_.workers.end(), [&](const WorkerScrape& w) {
+          return w.ok && w.target == scrape.target;
+        });
+    if (scrape.ok && answered != last_.workers.end()) {
+      previous_[scrape.target] = {last_.at, *answered};
+    } else {
       previous_.erase(scrape.target);
-      latest_.erase(scrape.target);
-      continue;
     }
-    if (auto it = latest_.find(scrape.target); it != latest_.end()) {
-      previous_[scrape.target] = std::move(it->second);
-    }
-    latest_[scrape.target] = {at, scrape};
   }
   if (observation.dead_letters && !first_ && last_.dead_letters) {
     previous_dead_ = {last_.at, *last_.dead_letters};
@@ -223,10 +236,7 @@ void Model::Observe(Observation observation) {
   last_ = std::move(observation);
   std::map<std::string, Seen> grants, waiters;
   for (const HeldLock& lock : last_.locks) {
-    SeenSince(grants_,
-              lock.name + '\n' + lock.info.owner + '\n' +
-                  std::to_string(lock.info.fence),
-              grants);
+    SeenSince(grants_, GrantKey(lock), grants);
     for (const QueuedWaiter& waiter : lock.info.queue) {
       SeenSince(waiters_, waiter.waiter_id, waiters);
     }
@@ -264,9 +274,7 @@ Frame Model::View(const ViewOptions& view) const {
     row.fence = lock.info.fence;
     row.pending = !lock.info.pending_waiter.empty();
     row.waiters = lock.info.queue.size();
-    const Seen grant =
-        since(grants_, lock.name + '\n' + lock.info.owner + '\n' +
-                           std::to_string(lock.info.fence));
+    const Seen grant = since(grants_, GrantKey(lock));
     row.held = std::chrono::duration_cast<milliseconds>(last_.at - grant.since);
     row.held_before = grant.before;
     for (const QueuedWaiter& waiter : lock.info.queue) {
@@ -323,18 +331,14 @@ Frame Model::View(const ViewOptions& view) const {
     });
     row.lag =
         has_lag ? metrics::SumSamples(now, "lockfleet_jobs_consumer_lag") : -1;
-    const auto before = previous_.find(scrape.target);
-    const auto after = latest_.find(scrape.target);
-    if (before != previous_.end() && after != latest_.end() &&
-        after->second.first > before->second.first) {
-      const double dt = Seconds(after->second.first - before->second.first);
+    if (const auto before = previous_.find(scrape.target);
+        before != previous_.end() && last_.at > before->second.first) {
+      const double dt = Seconds(last_.at - before->second.first);
       std::vector<Sample> increase =
           Increase(before->second.second.samples, now);
       for (Sample& s : increase) s.value /= dt;
       row.jobs_per_s = metrics::SumSamples(increase, kJobs);
-      row.failed_per_s =
-          metrics::SumSamples(increase, kJobs, {{"result", "failed"}}) +
-          metrics::SumSamples(increase, kJobs, {{"result", "timeout"}});
+      row.failed_per_s = FailedPerS(increase);
       row.acquisitions_per_s = metrics::SumSamples(increase, kAcquisitions,
                                                    {{"result", "acquired"}});
       rates.insert(rates.end(), increase.begin(), increase.end());
@@ -365,8 +369,7 @@ Frame Model::View(const ViewOptions& view) const {
   t.event_delay_p99_s =
       Quantile(0.99, rates, "lockfleet_notification_delay_seconds");
   t.jobs_per_s = metrics::SumSamples(rates, kJobs);
-  t.failed_per_s = metrics::SumSamples(rates, kJobs, {{"result", "failed"}}) +
-                   metrics::SumSamples(rates, kJobs, {{"result", "timeout"}});
+  t.failed_per_s = FailedPerS(rates);
   frame.metrics_up = std::any_of(frame.workers.begin(), frame.workers.end(),
                                  [](const WorkerRow& w) { return w.up; });
   t.running = metrics::SumSamples(current, "lockfleet_jobs_running");

@@ -114,7 +114,8 @@ std::optional<SortKey> ParseSortKey(const std::string& name);
 
 struct ViewOptions {
   SortKey sort = SortKey::kWaiters;
-  // Lock names shown: a glob when it has * ? or [, else a substring; "" all.
+  // Lock names shown: a Redis glob (redis_glob.h) when it has * ? or [ and
+  // is well-formed, else a substring; "" all.
   std::string filter;
   bool paused = false;
 };
@@ -153,16 +154,18 @@ class Model {
     Clock::time_point since;
     bool before;  // at the first observation
   };
-  Seen SeenSince(std::map<std::string, Seen>& seen, const std::string& key,
+  // Puts `key` into `next` with its entry in `seen`, or as seen first now.
+  void SeenSince(const std::map<std::string, Seen>& seen,
+                 const std::string& key,
                  std::map<std::string, Seen>& next) const;
 
   bool first_ = true;
   Observation last_;
-  // Per target: the scrape before the last one that answered, and when.
+  // Per target whose last two scrapes answered: the one before the last
+  // (last_.workers has the last), and when.
   std::map<std::string, std::pair<Clock::time_point, WorkerScrape>> previous_;
-  std::map<std::string, std::pair<Clock::time_point, WorkerScrape>> latest_;
   std::optional<std::pair<Clock::time_point, int64_t>> previous_dead_;
-  std::map<std::string, Seen> grants_;   // "name\nowner\nfence"
+  std::map<std::string, Seen> grants_;   // by GrantKey (top_model.cc)
   std::map<std::string, Seen> waiters_;  // waiter id
 };
 

@@ -84,9 +84,9 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
   }
   const Logger logger(config.logging);
   std::signal(SIGPIPE, SIG_IGN);
-  // Under systemd (Type=notify): READY=1 once serving, WATCHDOG=1 from the
-  // main loop (what /livez answers: the process runs; a Redis outage is no
-  // reason to be restarted), STOPPING=1 when the drain starts.
+  // Under systemd (Type=notify): READY=1 once serving, WATCHDOG=1 while the
+  // process runs and drains (what /livez answers: the process runs; a Redis
+  // outage is no reason to be restarted), STOPPING=1 when the drain starts.
   const SystemdNotifier systemd;
   if (!systemd.error().empty()) {
     logger.Log(config::LogLevel::kWarning, "worker",
@@ -144,30 +144,13 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
                "could not tell systemd READY=1 ($NOTIFY_SOCKET does not "
                "take it); a Type=notify unit will time out the start");
   }
-  // Pings are sent with mu released: a notify socket that stops taking
-  // them must never hold up the signal handler.
-  for (;;) {
-    const std::optional<std::chrono::milliseconds> interval =
-        systemd.watchdog_interval();
-    {
-      std::unique_lock lock(mu);
-      const auto stopping = [&] { return stop_signal != 0; };
-      if (!interval) {
-        signalled.wait(lock, stopping);
-        break;
-      }
-      if (signalled.wait_for(lock, *interval, stopping)) break;
-    }
-    systemd.Notify("WATCHDOG=1");
-  }
-  logger.Log(config::LogLevel::kInfo, "worker",
-             std::string("shutting down (") + strsignal(stop_signal) + ")");
-  systemd.Notify("STOPPING=1\nSTATUS=draining");
-  // The drain may outlast the watchdog; the backstop below bounds it, so
-  // the pings go on from a thread of their own meanwhile.
-  std::jthread drain_pings;
+  // The watchdog pings, from a thread of their own until the drain is over
+  // (it may outlast the watchdog; the backstop below bounds it). They never
+  // take mu: a notify socket that stops taking them must never hold up the
+  // signal handler.
+  std::jthread pings;
   if (const auto interval = systemd.watchdog_interval()) {
-    drain_pings = std::jthread([&systemd, interval](std::stop_token stop) {
+    pings = std::jthread([&systemd, interval](std::stop_token stop) {
       std::mutex m;
       std::condition_variable_any cv;
       std::unique_lock lock(m);
@@ -177,6 +160,13 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
       }
     });
   }
+  {
+    std::unique_lock lock(mu);
+    signalled.wait(lock, [&] { return stop_signal != 0; });
+  }
+  logger.Log(config::LogLevel::kInfo, "worker",
+             std::string("shutting down (") + strsignal(stop_signal) + ")");
+  systemd.Notify("STOPPING=1\nSTATUS=draining");
   // Backstop: shutdown must end even if something below it does not (a
   // handler ignoring its stop token, a Kafka client waiting on a broker
   // that is gone). Past the grace period plus kShutdownSlack the process
@@ -194,7 +184,7 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
   backstop.detach();
   fleet->Shutdown();
   fleet.reset();
-  drain_pings = {};
+  pings = {};
   logger.Log(config::LogLevel::kInfo, "worker", "stopped");
   return kExitOk;
 }

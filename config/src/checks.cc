@@ -121,6 +121,11 @@ std::string ReadHead(std::string_view path, std::string* content) {
   const std::string name(path);
   std::error_code error;
   if (std::filesystem::is_directory(name, error)) return "it is a directory";
+  // A FIFO or a device would block the read (or never end): regular files
+  // only.
+  const bool regular = std::filesystem::is_regular_file(name, error);
+  if (error) return error.message();
+  if (!regular) return "not a regular file";
   std::ifstream in(name, std::ios::binary);
   if (!in) return std::strerror(errno);
   content->assign(kMaxPemBytes, '\0');

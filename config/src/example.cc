@@ -22,6 +22,11 @@ redis:
   connect_timeout: 2s       # TCP connect and TLS handshake together
   command_timeout: 2s       # also bounds the wait for a pooled connection
   key_prefix: lockfleet     # all processes sharing locks must agree on it
+  # Replica acknowledgement: after every change of a lock, WAIT until this
+  # many replicas have it (a grant they do not confirm in replica_timeout is
+  # given back and fails with redis_replicas). 0 = off. See docs/lockcore.md.
+  min_replicas: 0
+  replica_timeout: 1s
   # TLS: a rediss:// url turns it on and verifies the server against the
   # system's CAs ($SSL_CERT_FILE / $SSL_CERT_DIR work). Optionally (only
   # with rediss://; defaults shown):

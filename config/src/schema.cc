@@ -115,6 +115,8 @@ RedisConfig ReadRedis(Context& context, const Value& value) {
   map.Read("command_timeout", out.command_timeout, Duration(milliseconds(1)));
   map.Read("key_prefix", out.key_prefix,
            Checked("a key prefix", CheckKeyPrefix));
+  map.Read("min_replicas", out.min_replicas, Int(0, 100));
+  map.Read("replica_timeout", out.replica_timeout, Duration(milliseconds(1)));
   if (std::optional<Value> tls = map.Get("tls")) {
     out.tls = ReadRedisTls(context, *tls, out.url);
   }

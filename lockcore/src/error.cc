@@ -24,6 +24,8 @@ std::string_view ErrorCodeName(ErrorCode code) noexcept {
       return "cancelled";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kRedisReplicas:
+      return "redis_replicas";
   }
   return "internal";
 }

@@ -54,6 +54,10 @@ LockClientOptions Validate(LockClientOptions o) {
     bad("outage_grace must not be negative");
   if (o.retry_latch < milliseconds(1000))
     bad("retry_latch must be at least 1s");
+  if (o.min_replicas < 0 || o.min_replicas > 100)
+    bad("min_replicas must be between 0 and 100");
+  if (o.replica_timeout <= milliseconds(0))
+    bad("replica_timeout must be positive");
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
   return o;
@@ -143,7 +147,8 @@ std::string LockCore::DefaultOwner() const {
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
-                              Clock::TimePoint deadline, bool* may_have_run) {
+                              Clock::TimePoint deadline, bool* may_have_run,
+                              ReplicaWait* wait) {
   // Every script sent here is retry-safe (hold ids, waiter ids, owner+fence
   // checks, reply latches: see scripts.h), so one retry on a fresh
   // connection is safe and rides over a server restart or a killed
@@ -157,7 +162,7 @@ Reply LockCore::EvalRetryOnce(const Script& script,
                                           deadline - options_.clock->Now()));
     }
     try {
-      Reply r = redis_->Eval(script, keys, args, budget);
+      Reply r = redis_->Eval(script, keys, args, budget, wait);
       if (!reached_.load(std::memory_order_relaxed))
         reached_.store(true, std::memory_order_relaxed);
       return r;
@@ -178,6 +183,26 @@ Reply LockCore::EvalRetryOnce(const Script& script,
   }
 }
 
+std::optional<ReplicaWait> LockCore::ReplicaWanted() const {
+  if (options_.min_replicas == 0) return std::nullopt;
+  return ReplicaWait{.replicas = options_.min_replicas,
+                     .timeout = options_.replica_timeout};
+}
+
+bool LockCore::Acknowledged(const std::optional<ReplicaWait>& wait) {
+  if (!wait || wait->acknowledged()) return true;
+  replica_shortfalls_.fetch_add(1, std::memory_order_relaxed);
+  if (observer()) observer()->OnError(ErrorCode::kRedisReplicas);
+  return false;
+}
+
+std::string LockCore::DescribeShortfall(const ReplicaWait& wait) {
+  if (wait.acked < 0) return "WAIT failed: " + wait.error;
+  return "acknowledged by " + std::to_string(wait.acked) + " of " +
+         std::to_string(wait.replicas) + " replicas within " +
+         std::to_string(wait.timeout.count()) + " ms (WAIT)";
+}
+
 Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
                             int64_t fence, const std::string& hold_id,
                             Clock::TimePoint deadline, bool again) {
@@ -190,12 +215,18 @@ Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
   // id alone names the grant (ids are unique).
   const std::string request =
       again ? hold_id + "@" + std::to_string(fence) : hold_id;
-  return EvalRetryOnce(
-      ReleaseScript(), KeysWithLatch(name, request),
-      {owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
-       std::to_string(options_.claim_window.count()),
-       std::to_string(options_.retry_latch.count())},
-      deadline);
+  // A release (or hand-off) replicas did not acknowledge stands on the
+  // master; a failover before they catch up brings the hold back until its
+  // lease ends (a delay, not a second holder). Counted.
+  std::optional<ReplicaWait> wait = ReplicaWanted();
+  Reply r =
+      EvalRetryOnce(ReleaseScript(), KeysWithLatch(name, request),
+                    {owner, fence == 0 ? std::string() : std::to_string(fence),
+                     hold_id, std::to_string(options_.claim_window.count()),
+                     std::to_string(options_.retry_latch.count())},
+                    deadline, nullptr, wait ? &*wait : nullptr);
+  Acknowledged(wait);
+  return r;
 }
 
 LockCore::Attempt LockCore::TryOnce(const std::string& name,
@@ -206,17 +237,18 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
                                     const std::string& hold_id, bool enqueue,
                                     Clock::TimePoint deadline, bool* may_hold) {
   Clock::TimePoint sent = options_.clock->Now();
+  std::optional<ReplicaWait> wait = ReplicaWanted();
   const Reply r =
       waiter_id.empty()
           ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
                           {owner, std::to_string(lease.count()), hold_id},
-                          deadline, may_hold)
+                          deadline, may_hold, wait ? &*wait : nullptr)
           : EvalRetryOnce(
                 AcquireFairScript(), Keys(name),
                 {owner, std::to_string(lease.count()), hold_id, waiter_id,
                  std::to_string(options_.presence_window.count()),
                  enqueue ? "1" : "0"},
-                deadline, may_hold);
+                deadline, may_hold, wait ? &*wait : nullptr);
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -226,6 +258,18 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
     return out;
   }
   int64_t fence = Element(r, 1, "acquire").integer;
+  if (!Acknowledged(wait)) {
+    // A grant (or claim) the replicas may not have: a failover now could
+    // lose it, or roll its fence back, while we held it — a second holder.
+    // The call ends with an error, and its end gives the hold back (the
+    // caller's give-back of a hold that may have been granted: may_hold),
+    // before anything here uses it. A re-entry gives back only this hold.
+    *may_hold = true;
+    throw Error(ErrorCode::kRedisReplicas,
+                "lock '" + name + "' was granted (fence " +
+                    std::to_string(fence) + ") but " +
+                    DescribeShortfall(*wait) + "; given back");
+  }
   std::shared_ptr<HeldLock> held;
   LostCalls lost_calls;
   std::vector<std::string> orphans;  // stale holds of this very grant
@@ -646,11 +690,14 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
 void LockCore::Abandon(const std::string& name,
                        const std::string& waiter_id) noexcept {
   try {
+    std::optional<ReplicaWait> wait = ReplicaWanted();
     Reply r =
         EvalRetryOnce(AbandonScript(), KeysWithLatch(name, waiter_id),
                       {waiter_id, std::to_string(options_.claim_window.count()),
                        std::to_string(options_.retry_latch.count())},
-                      options_.clock->Now() + kGiveUpBudget);
+                      options_.clock->Now() + kGiveUpBudget, nullptr,
+                      wait ? &*wait : nullptr);
+    Acknowledged(wait);
     if (Element(r, 0, "abandon").integer != 0) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
@@ -715,11 +762,14 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view,
     throw Error(ErrorCode::kInvalidArgument, "expect_fence must be >= 0");
   const std::string name(name_view);
   const std::string request = "f:" + NextRequestId();
+  std::optional<ReplicaWait> wait = ReplicaWanted();
   Reply r =
       EvalRetryOnce(ForceUnlockScript(), KeysWithLatch(name, request),
                     {std::to_string(options_.claim_window.count()),
                      options.expect_owner, std::to_string(options.expect_fence),
-                     std::to_string(options_.retry_latch.count())});
+                     std::to_string(options_.retry_latch.count())},
+                    Clock::TimePoint::max(), nullptr, wait ? &*wait : nullptr);
+  Acknowledged(wait);
   ForceUnlockResult out;
   const long long status = Element(r, 0, "force-unlock").integer;
   if (status == 0) return out;
@@ -813,6 +863,7 @@ LockStats LockCore::Stats() const {
   s.wakeups_bound = get(wake_bound_);
   s.renewals = get(renewals_);
   s.renewal_failures = get(renewal_failures_);
+  s.replica_shortfalls = get(replica_shortfalls_);
   s.leases_lost = get(leases_lost_);
   s.events_published = get(events_published_);
   s.events_received = get(events_received_);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -143,12 +144,22 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // When it throws, `*may_have_run` (if given) tells whether a try may have
   // run on the server with its reply lost — also when the error thrown is
   // a later try's (a retry refused with LOADING or OOM says nothing about
-  // the first try).
+  // the first try). With `wait` (see ReplicaWanted), each try is followed
+  // by WAIT and *wait holds the answer of the try that replied.
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args,
                       Clock::TimePoint deadline = Clock::TimePoint::max(),
-                      bool* may_have_run = nullptr);
+                      bool* may_have_run = nullptr,
+                      ReplicaWait* wait = nullptr);
+  // The WAIT to send after a change of a lock: none when min_replicas is 0.
+  std::optional<ReplicaWait> ReplicaWanted() const;
+  // Counts a change `wait` says too few replicas acknowledged (a statistic
+  // and OnError(kRedisReplicas)). False then; true when acknowledged or no
+  // WAIT was wanted.
+  bool Acknowledged(const std::optional<ReplicaWait>& wait);
+  // "acknowledged by 0 of 1 replicas within 1000 ms" or WAIT's error.
+  static std::string DescribeShortfall(const ReplicaWait& wait);
   // The release script for one hold (fence 0: whichever grant carries it).
   // `again`: a remembered hold released after a fault (a request of its own,
   // see lock_client.cc).
@@ -244,7 +255,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       releases_not_owner_{0}, release_failures_{0}, wake_local_{0},
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
-      force_unlocks_{0}, forced_checks_{0}, outage_waits_{0};
+      force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
+      replica_shortfalls_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).

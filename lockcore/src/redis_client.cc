@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 
 #include "lockfleet/lockcore/error.h"
@@ -160,11 +161,12 @@ auto BeforeSending(Step step) {
 
 std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, std::chrono::milliseconds server_wait) {
   if (timeout.count() <= 0) {  // the usual case: the options' timeouts
     Lent conn = BeforeSending([&] { return Borrow(); });
     round_trips.fetch_add(1, std::memory_order_relaxed);
-    return conn->Run(commands);
+    if (server_wait.count() <= 0) return conn->Run(commands);
+    return conn->Run(commands, options.command_timeout + server_wait);
   }
   // A call's budget shortens the command timeout, never lengthens it, and
   // covers the pool wait and connect too.
@@ -175,7 +177,9 @@ std::vector<Reply> RedisClient::Impl::Run(
   const auto left =
       timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - start);
-  return conn->Run(commands, std::max(left, std::chrono::milliseconds(1)));
+  return conn->Run(commands,
+                   std::max(left, std::chrono::milliseconds(1)) +
+                       std::max(server_wait, std::chrono::milliseconds(0)));
 }
 
 std::string RedisClient::Impl::ShaOf(const Script& script,
@@ -235,14 +239,41 @@ bool IsNoScript(const Reply& r) {
 
 }  // namespace
 
-std::vector<Reply> RedisClient::EvalPipeline(
-    const std::vector<EvalCall>& calls, std::chrono::milliseconds timeout) {
+std::vector<Reply> RedisClient::EvalPipeline(const std::vector<EvalCall>& calls,
+                                             std::chrono::milliseconds timeout,
+                                             ReplicaWait* wait) {
   if (calls.empty()) return {};
+  if (wait) {
+    if (wait->replicas <= 0 || wait->timeout.count() <= 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "WAIT needs replicas > 0 and a timeout > 0 ms");
+    }
+    wait->acked = std::numeric_limits<int64_t>::max();
+    wait->error.clear();
+  }
+  const Command wait_command =
+      wait ? Command{"WAIT", std::to_string(wait->replicas),
+                     std::to_string(wait->timeout.count())}
+           : Command{};
+  // Each round trip may run on another connection of the pool, and WAIT
+  // covers its own connection's writes: a NOSCRIPT retry waits again and
+  // the fewer acknowledgements count.
   auto pipeline = [&](const std::vector<Command>& commands) {
     std::vector<const Command*> ptrs;
-    ptrs.reserve(commands.size());
+    ptrs.reserve(commands.size() + 1);
     for (const Command& c : commands) ptrs.push_back(&c);
-    return impl_->Run(ptrs, timeout);
+    if (!wait) return impl_->Run(ptrs, timeout);
+    ptrs.push_back(&wait_command);
+    std::vector<Reply> replies = impl_->Run(ptrs, timeout, wait->timeout);
+    const Reply acked = std::move(replies.back());
+    replies.pop_back();
+    if (acked.type == Reply::Type::kInteger) {
+      wait->acked = std::min<int64_t>(wait->acked, acked.integer);
+    } else {
+      wait->acked = -1;
+      wait->error = acked.is_error() ? acked.str : "an unexpected WAIT reply";
+    }
+    return replies;
   };
   std::vector<Command> commands;
   commands.reserve(calls.size());
@@ -273,13 +304,18 @@ std::vector<Reply> RedisClient::EvalPipeline(
 Reply RedisClient::Eval(const Script& script,
                         const std::vector<std::string>& keys,
                         const std::vector<std::string>& args,
-                        std::chrono::milliseconds timeout) {
+                        std::chrono::milliseconds timeout, ReplicaWait* wait) {
   std::vector<EvalCall> one{{&script, keys, args}};
-  Reply r = std::move(EvalPipeline(one, timeout).front());
+  Reply r = std::move(EvalPipeline(one, timeout, wait).front());
   if (r.is_error()) {
-    throw internal::RefusedError(
-        internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript),
-        "Redis script failed: " + r.str);
+    const ErrorCode code =
+        internal::CodeForErrorReply(r.str, ErrorCode::kRedisScript);
+    const std::string message = "Redis script failed: " + r.str;
+    // Refused up front: did not run. Failed while running: its writes
+    // before the failure stay (Redis does not roll a script back).
+    if (internal::IsRefusedBeforeRunning(r.str))
+      throw internal::RefusedError(code, message);
+    throw Error(code, message);
   }
   return r;
 }

@@ -37,9 +37,11 @@ class RedisClient::Impl {
   // Throws Error.
   Lent Borrow(std::chrono::milliseconds timeout = {});
   // `timeout` (> 0) bounds the whole call: pool wait, connect (and TLS
-  // handshake), and the round trip.
+  // handshake), and the round trip. `server_wait` (a WAIT's timeout) is
+  // added to the round trip's bound.
   std::vector<Reply> Run(const std::vector<const Command*>& commands,
-                         std::chrono::milliseconds timeout = {});
+                         std::chrono::milliseconds timeout = {},
+                         std::chrono::milliseconds server_wait = {});
   std::string ShaOf(const Script& script,
                     std::chrono::milliseconds timeout = {});
 

@@ -85,6 +85,52 @@ ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
   return otherwise;
 }
 
+namespace {
+
+// An error reply to AUTH as a message may show it. Redis 6.2+ answers an
+// AUTH it does not know (renamed away, a proxy without it) with "ERR unknown
+// command 'AUTH', with args beginning with: '<password>' ...": of a reply
+// other than the fixed refusals only its first word is shown.
+std::string ShownRefusal(const std::string& reply, bool auth) {
+  if (!auth) return reply;
+  for (std::string_view fixed : {"WRONGPASS ", "NOAUTH ", "NOPERM "}) {
+    if (std::string_view(reply).substr(0, fixed.size()) == fixed) return reply;
+  }
+  return reply.substr(0, reply.find(' ')) +
+         " (the rest of the reply is not shown: it may repeat the password)";
+}
+
+}  // namespace
+
+bool IsRefusedBeforeRunning(const std::string& message) {
+  static constexpr std::string_view kPrefixes[] = {
+      "NOSCRIPT ",
+      "BUSY ",
+      "LOADING ",
+      "OOM ",
+      "READONLY ",
+      "MASTERDOWN ",
+      "NOAUTH ",
+      "NOPERM ",
+      "WRONGPASS ",
+      "MISCONF ",
+      "CLUSTERDOWN ",
+      "TRYAGAIN ",
+      "MOVED ",
+      "ASK ",
+      "CROSSSLOT ",
+      "NOREPLICAS ",
+      "ERR Error compiling script",
+      "ERR unknown command",
+      "ERR wrong number of arguments",
+      "ERR Number of keys"};
+  for (std::string_view prefix : kPrefixes) {
+    if (std::string_view(message).substr(0, prefix.size()) == prefix)
+      return true;
+  }
+  return false;
+}
+
 void RedisConnection::ReaderFree::operator()(redisReader* reader) const {
   redisReaderFree(reader);
 }
@@ -134,7 +180,7 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
       broken_ = true;
       throw Error(CodeForErrorReply(r.str, ErrorCode::kRedisAuth),
                   std::string("Redis at ") + where_ + " refused " + what +
-                      ": " + r.str);
+                      ": " + ShownRefusal(r.str, cmd.front() == "AUTH"));
     }
   };
   if (!endpoint.password.empty()) {

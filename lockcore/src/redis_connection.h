@@ -81,6 +81,13 @@ class RedisConnection {
 // Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode.
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise);
 
+// Whether an error reply to EVAL/EVALSHA is one Redis gives before the
+// script starts (NOSCRIPT, BUSY, LOADING, OOM and READONLY for a script
+// without allow-oom / no-writes flags, an ACL or cluster refusal, a compile
+// error). A script that fails while running (WRONGTYPE from redis.call,
+// "user_script:N: ...") keeps the writes it made before: not this.
+bool IsRefusedBeforeRunning(const std::string& message);
+
 // A failure before the command left the client — no free connection, the
 // connect, TLS handshake, AUTH or SELECT failed, the script could not be
 // loaded — so it certainly did not run. RedisClient throws it for those;
@@ -91,8 +98,9 @@ class NotSentError : public Error {
   explicit NotSentError(const Error& e) : Error(e.code(), e.what()) {}
 };
 
-// Redis answered with an error reply (BUSY, OOM, NOAUTH, a script error
-// before any write...): the command reached it and did not run. With
+// Redis answered with an error reply it gives before running the command
+// (BUSY, OOM, NOAUTH, ... see IsRefusedBeforeRunning): the command reached
+// it and did not run. With
 // NotSentError it tells "did not run" from "may have run": any other Error
 // from a command (a broken connection, a timeout, an unreadable reply, a
 // TLS alert on the way back) came after it was sent, unanswered.

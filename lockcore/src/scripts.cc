@@ -97,9 +97,8 @@ if cur[1] == ARGV[1] and not cur[4] then
   if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then  -- else: a retry
     count = redis.call('HINCRBY', KEYS[1], 'count', 1)
   end
-  if redis.call('PTTL', KEYS[1]) < lease then
-    redis.call('PEXPIRE', KEYS[1], lease)
-  end
+  -- Always a write (replication), see "Replica acknowledgement" in scripts.h.
+  redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
   return {1, tonumber(cur[3]), count}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1]}
@@ -121,8 +120,8 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
   if cur[4] then
     redis.call('HDEL', KEYS[1], 'pending')
     redis.call('PEXPIRE', KEYS[1], lease)
-  elseif redis.call('PTTL', KEYS[1]) < lease then
-    redis.call('PEXPIRE', KEYS[1], lease)
+  else  -- always a write, see "Replica acknowledgement" in scripts.h
+    redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
   end
   -- Granted through the owner token while queued under this waiter id (a
   -- hold shared by owner token came first): leave the queue, or a later
@@ -210,8 +209,8 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   return 0
 end
 local lease = tonumber(ARGV[3])
-if lease > 0 and redis.call('PTTL', KEYS[1]) < lease then
-  redis.call('PEXPIRE', KEYS[1], lease)
+if lease > 0 then  -- always a write, see "Replica acknowledgement" in scripts.h
+  redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
 end
 return 1
 )lua");

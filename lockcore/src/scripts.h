@@ -23,6 +23,14 @@
 // long as the new server's clock is not behind the old one's by more than the
 // time the rollback took.
 //
+// Replica acknowledgement: WAIT counts the replicas that have every write
+// of its connection, so a WAIT after a script covers the script only if the
+// script wrote. A grant, claim or renewal therefore always writes (its
+// PEXPIRE sets max(PTTL, lease) even when that is the TTL already there):
+// a retry that finds its hold already granted, or a renewal of a key whose
+// TTL is long enough, would otherwise write nothing, and its WAIT would
+// answer for whatever that pooled connection wrote last.
+//
 // Script flags: the scripts that may grow memory declare none ("#!lua"), so a
 // full Redis (maxmemory, noeviction) refuses them before they run, never
 // half-way; the ones that only shrink state (release, abandon, force-unlock,

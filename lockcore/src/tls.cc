@@ -6,6 +6,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,9 +57,17 @@ std::string TakeErrors(int* first_reason = nullptr) {
               std::string("TLS ") + option + " '" + path + "': " + why);
 }
 
-void MustBeReadable(const char* option, const std::string& path) {
-  if (::access(path.c_str(), R_OK) != 0) {
+// A readable regular file (or directory): a FIFO or a device given as a
+// certificate would block OpenSSL's read.
+void MustBeReadable(const char* option, const std::string& path,
+                    bool directory = false) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || ::access(path.c_str(), R_OK) != 0) {
     BadOption(option, path, std::strerror(errno));
+  }
+  if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    BadOption(option, path,
+              directory ? "not a directory" : "not a regular file");
   }
 }
 
@@ -252,7 +261,8 @@ TlsContext::TlsContext(const TlsOptions& options)
 
   if (!options.ca_file.empty() || !options.ca_dir.empty()) {
     if (!options.ca_file.empty()) MustBeReadable("ca_file", options.ca_file);
-    if (!options.ca_dir.empty()) MustBeReadable("ca_dir", options.ca_dir);
+    if (!options.ca_dir.empty())
+      MustBeReadable("ca_dir", options.ca_dir, /*directory=*/true);
     if (SSL_CTX_load_verify_locations(
             ctx, options.ca_file.empty() ? nullptr : options.ca_file.c_str(),
             options.ca_dir.empty() ? nullptr : options.ca_dir.c_str()) != 1) {

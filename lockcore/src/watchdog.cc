@@ -179,8 +179,16 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   const Clock::TimePoint sent = options_.clock->Now();
   std::vector<Reply> replies;
   bool failed = false;
+  // One WAIT after the batch. A renewal the replicas did not acknowledge is
+  // not one: a failover could bring back the shorter lease, so validity is
+  // not extended and the renewal is tried again (a "not ours" answer still
+  // ends the hold: the master's word on that needs no replica).
+  std::optional<ReplicaWait> wait = ReplicaWanted();
+  bool acknowledged = true;
   try {
-    replies = redis_->EvalPipeline(calls);
+    replies = redis_->EvalPipeline(calls, {}, wait ? &*wait : nullptr);
+    acknowledged = Acknowledged(wait);
+    if (!acknowledged && observer()) observer()->OnRenewal(0, true);
   } catch (const Error& e) {
     failed = true;
     renewal_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -200,6 +208,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       // Released or lost meanwhile: a "not ours" answer is expected, ignore.
       if (held->released || held->lost.load()) continue;
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;
+      if (ok && replies[i].integer == 1 && !acknowledged) ok = false;
       if (ok && replies[i].integer == 1 && !held->renew) {
         continue;  // an explicit lease checked: still ours, not extended
       } else if (ok && replies[i].integer == 1) {

@@ -52,7 +52,8 @@ constexpr ErrorCode kErrorCodes[] = {
     ErrorCode::kRedisTimeout,    ErrorCode::kRedisAuth,
     ErrorCode::kRedisProtocol,   ErrorCode::kRedisScript,
     ErrorCode::kRedisBusy,       ErrorCode::kKafka,
-    ErrorCode::kCancelled,       ErrorCode::kInternal};
+    ErrorCode::kCancelled,       ErrorCode::kInternal,
+    ErrorCode::kRedisReplicas};
 
 template <typename Enum, size_t N>
 constexpr bool InEnumOrder(const Enum (&values)[N]) {

@@ -3,12 +3,12 @@
 // bash, as the shell would.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_process.h"
+#include "support/shell.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -30,33 +30,18 @@ class CompletionTest : public ::testing::Test {
     for (std::string w; in >> w;) words.push_back(w);
     if (!line.empty() && line.back() == ' ') words.push_back("");
     std::string array;
-    for (const std::string& w : words) array += " " + Quote(w);
+    for (const std::string& w : words) array += " " + ShellQuote(w);
     const std::string script =
-        "cd '" + dir_.path() + "' && source lockfleet.bash && COMP_WORDS=(" +
-        array + ") && COMP_CWORD=" + std::to_string(words.size() - 1) +
+        "cd " + ShellQuote(dir_.path()) +
+        " && source lockfleet.bash && COMP_WORDS=(" + array +
+        ") && COMP_CWORD=" + std::to_string(words.size() - 1) +
         " && _lockfleet && printf '%s\\n' \"${COMPREPLY[@]}\"";
-    const std::string command = "bash -c " + Quote(script) + " 2>&1";
     std::vector<std::string> out;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return out;
-    char buffer[4096];
-    std::string text;
-    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
-      text.append(buffer, n);
-    }
-    ::pclose(pipe);
-    std::stringstream lines(text);
+    std::stringstream lines(RunShell("bash -c " + ShellQuote(script)).output);
     for (std::string l; std::getline(lines, l);) {
       if (!l.empty()) out.push_back(l);
     }
     return out;
-  }
-
-  static std::string Quote(const std::string& text) {
-    std::string out = "'";
-    for (char c : text)
-      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
   }
 
   TempDir dir_;
@@ -65,8 +50,9 @@ class CompletionTest : public ::testing::Test {
 using Words = std::vector<std::string>;
 
 TEST_F(CompletionTest, TheScriptIsValidBash) {
-  const std::string command = "bash -n '" + dir_.File("lockfleet.bash") + "'";
-  EXPECT_EQ(std::system(command.c_str()), 0);
+  const ShellResult check =
+      RunShell("bash -n " + ShellQuote(dir_.File("lockfleet.bash")));
+  EXPECT_EQ(check.status, 0) << check.output;
 }
 
 TEST_F(CompletionTest, CompletesSubcommandsAtEveryLevel) {

@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdio>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -18,6 +17,7 @@
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "support/redis_server.h"
+#include "support/shell.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -27,26 +27,6 @@ using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kLease{120000};
-
-std::string Shell(const std::string& command, int* status = nullptr) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
-    out.append(buffer, n);
-  }
-  const int rc = ::pclose(pipe);
-  if (status != nullptr) *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
-}
-
-std::string Quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
@@ -61,33 +41,26 @@ class Tmux {
  public:
   Tmux(const TempDir& dir, const std::string& command)
       : socket_(dir.File("tmux.sock")) {
-    int status = -1;
-    const std::string out =
-        Shell("tmux -S " + Quote(socket_) +
-                  " -f /dev/null new-session -d -s top -x 150 -y 45 " +
-                  Quote(command),
-              &status);
-    started_ = status == 0;
-    if (!started_) error_ = out;
+    const ShellResult result =
+        Run("-f /dev/null new-session -d -s top -x 150 -y 45 " +
+            ShellQuote(command));
+    started_ = result.status == 0;
+    if (!started_) error_ = result.output;
   }
-  ~Tmux() { Shell("tmux -S " + Quote(socket_) + " kill-server"); }
+  ~Tmux() { Run("kill-server"); }
 
   bool started() const { return started_; }
   const std::string& error() const { return error_; }
 
-  std::string Capture() {
-    return Shell("tmux -S " + Quote(socket_) + " capture-pane -p -t top");
-  }
+  std::string Capture() { return Run("capture-pane -p -t top").output; }
   // Keys as tmux names them ("s", "Enter", "Escape", "C-c").
-  void Keys(const std::string& keys) {
-    Shell("tmux -S " + Quote(socket_) + " send-keys -t top " + keys);
-  }
+  void Keys(const std::string& keys) { Run("send-keys -t top " + keys); }
   void Type(const std::string& text) {
-    Shell("tmux -S " + Quote(socket_) + " send-keys -t top -l " + Quote(text));
+    Run("send-keys -t top -l " + ShellQuote(text));
   }
   void Resize(int width, int height) {
-    Shell("tmux -S " + Quote(socket_) + " resize-window -t top -x " +
-          std::to_string(width) + " -y " + std::to_string(height));
+    Run("resize-window -t top -x " + std::to_string(width) + " -y " +
+        std::to_string(height));
   }
 
   // Polls the pane until `ok` accepts it (up to `timeout`); returns the
@@ -104,6 +77,11 @@ class Tmux {
   }
 
  private:
+  // `tmux ARGS` against this server.
+  ShellResult Run(const std::string& args) const {
+    return RunShell("tmux -S " + ShellQuote(socket_) + " " + args);
+  }
+
   std::string socket_;
   bool started_ = false;
   std::string error_;
@@ -113,25 +91,21 @@ bool Has(const std::string& screen, const std::string& text) {
   return screen.find(text) != std::string::npos;
 }
 
-// The screen's row for lock `name` split into words.
-std::vector<std::string> Row(const std::string& screen,
-                             const std::string& name) {
-  for (const std::string& line : Lines(screen)) {
-    if (line.rfind(name + " ", 0) != 0) continue;
-    std::vector<std::string> words;
-    std::stringstream in(line);
-    for (std::string word; in >> word;) words.push_back(word);
-    return words;
-  }
-  return {};
-}
-
 // (No std::regex here: GCC 12 warns inside it under the sanitizers.)
 std::vector<std::string> Words(const std::string& line) {
   std::vector<std::string> words;
   std::stringstream in(line);
   for (std::string word; in >> word;) words.push_back(word);
   return words;
+}
+
+// The screen's row for lock `name` split into words.
+std::vector<std::string> Row(const std::string& screen,
+                             const std::string& name) {
+  for (const std::string& line : Lines(screen)) {
+    if (line.rfind(name + " ", 0) == 0) return Words(line);
+  }
+  return {};
 }
 
 // "HH:MM:SS" from the header line, or "".
@@ -160,7 +134,7 @@ std::string WorkerState(const std::string& screen, const std::string& target) {
 class TopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (Shell("command -v tmux").empty()) {
+    if (RunShell("command -v tmux").output.empty()) {
       GTEST_SKIP() << "tmux not found (scripts/setup.sh installs it)";
     }
   }

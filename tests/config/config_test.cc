@@ -44,6 +44,8 @@ redis:
   connect_timeout: 500ms
   command_timeout: 1.5s
   key_prefix: app
+  min_replicas: 2
+  replica_timeout: 250ms
 kafka:
   bootstrap: k1:9092,[::1]:9093,SSL://k3:9094
   unlock_topic: u
@@ -78,6 +80,8 @@ logging: {level: debug, format: json}
   EXPECT_EQ(config.redis.pool_size, 16);
   EXPECT_EQ(config.redis.connect_timeout, milliseconds(500));
   EXPECT_EQ(config.redis.command_timeout, milliseconds(1500));
+  EXPECT_EQ(config.redis.min_replicas, 2);
+  EXPECT_EQ(config.redis.replica_timeout, milliseconds(250));
   EXPECT_EQ(config.redis.key_prefix, "app");
   ASSERT_TRUE(config.kafka.has_value());
   EXPECT_EQ(config.kafka->bootstrap, "k1:9092,[::1]:9093,SSL://k3:9094");
@@ -288,6 +292,12 @@ TEST(ConfigErrorTest, IntegersOutOfRange) {
 TEST(ConfigErrorTest, DurationsOutOfRange) {
   EXPECT_EQ(OnlyError("redis: {url: redis://h, command_timeout: 0}").message,
             "expected a duration greater than 0, found '0'");
+  EXPECT_EQ(OnlyError("redis: {url: redis://h, replica_timeout: 0}").message,
+            "expected a duration greater than 0, found '0'");
+  EXPECT_EQ(OnlyError("redis: {url: redis://h, min_replicas: 101}").message,
+            "expected an integer from 0 to 100, found '101'");
+  EXPECT_EQ(OnlyError("redis: {url: redis://h, min_replicas: -1}").message,
+            "expected an integer from 0 to 100, found '-1'");
   EXPECT_EQ(OnlyError(std::string(kMinimal) + "locks: {lease: 10ms}").message,
             "expected a duration of at least 30ms, found '10ms'");
   EXPECT_EQ(OnlyError(std::string(kMinimal) + "locks: {park_cap: 2h}").message,

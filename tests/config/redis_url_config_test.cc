@@ -2,6 +2,7 @@
 // section: every form, every contradiction `config check` must reject (as
 // FILE:LINE:COLUMN errors), and no message that repeats a password.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -230,6 +231,13 @@ TEST_F(TlsSection, FilesMustExistBeReadableAndHoldTheRightPem) {
       << message;
   EXPECT_NE(message.find("(No such file or directory)"), std::string::npos)
       << message;
+
+  // A FIFO would block the check (and the worker's start) for ever.
+  const std::string fifo = (dir_ / "ca.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  message =
+      OnlyError(Yaml("rediss://h", "    ca_file: " + fifo + "\n")).ToString();
+  EXPECT_NE(message.find("(not a regular file)"), std::string::npos) << message;
 
   // Swapped certificate and key.
   const std::vector<std::string> swapped = testing::ErrorLines(

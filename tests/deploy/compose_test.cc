@@ -203,9 +203,8 @@ TEST_F(ComposeTest, PromtoolAcceptsThePrometheusConfigAndItsRules) {
     text.replace(at, mounted.size(), source);
   }
   const TempFile config("prometheus.yml", text);
-  const CommandResult check =
-      RunShell(ShellQuote(*promtool) + " check config " +
-               ShellQuote(config.path().string()));
+  const ShellResult check = RunShell(ShellQuote(*promtool) + " check config " +
+                                     ShellQuote(config.path().string()));
   EXPECT_EQ(check.status, 0) << check.output;
 }
 

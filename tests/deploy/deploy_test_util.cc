@@ -1,10 +1,8 @@
 #include "deploy_test_util.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cctype>
-#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -83,32 +81,7 @@ config::Config LoadLockfleetConfigText(std::string_view text,
   return config::LoadString(text, name, EmptyEnvironment());
 }
 
-CommandResult RunShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
-    result.output.append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  if (status != -1 && WIFEXITED(status)) result.status = WEXITSTATUS(status);
-  return result;
-}
-
-std::string ShellQuote(std::string_view text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
-CommandResult ConfigCheck(const fs::path& path) {
+ShellResult ConfigCheck(const fs::path& path) {
   return RunShell("env -i " + ShellQuote(LOCKFLEET_CLI_PATH) +
                   " config check " + ShellQuote(path.string()));
 }

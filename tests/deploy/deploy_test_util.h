@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lockfleet/config/config.h"
+#include "support/shell.h"
 
 namespace lockfleet::deploy_test {
 
@@ -58,20 +59,14 @@ config::Config LoadLockfleetConfig(const fs::path& path);
 config::Config LoadLockfleetConfigText(std::string_view text,
                                        std::string_view name);
 
-struct CommandResult {
-  int status = -1;     // exit status; -1 if it did not exit normally
-  std::string output;  // stdout and stderr, interleaved
-};
-
-// Runs `command` through /bin/sh -c.
-CommandResult RunShell(const std::string& command);
-
-// 'text' for /bin/sh, whatever it contains.
-std::string ShellQuote(std::string_view text);
+// Shell commands (support/shell.h).
+using lockfleet::testing::RunShell;
+using lockfleet::testing::ShellQuote;
+using lockfleet::testing::ShellResult;
 
 // `lockfleet config check FILE` (the built binary) with an empty
 // environment (env -i).
-CommandResult ConfigCheck(const fs::path& path);
+ShellResult ConfigCheck(const fs::path& path);
 
 // A file with `content` in the test's temporary directory, removed on
 // destruction.

@@ -129,9 +129,9 @@ TEST(DockerfileTest, RuntimeStageInstallsEveryLibraryTheBinaryNeeds) {
   available.insert({"libc6", "libstdc++6", "libgcc-s1", "zlib1g"});
 
   const std::string binary = ShellQuote(LOCKFLEET_CLI_PATH);
-  const CommandResult needed = RunShell("readelf -d " + binary);
+  const ShellResult needed = RunShell("readelf -d " + binary);
   ASSERT_EQ(needed.status, 0) << needed.output;
-  const CommandResult ldd = RunShell("ldd " + binary);
+  const ShellResult ldd = RunShell("ldd " + binary);
   ASSERT_EQ(ldd.status, 0) << ldd.output;
 
   static const std::regex kNeeded(
@@ -160,7 +160,7 @@ TEST(DockerfileTest, RuntimeStageInstallsEveryLibraryTheBinaryNeeds) {
     const std::string path = where[1].str();
     // dpkg knows a file by the path its package ships: try the path ldd
     // found, its real path (usrmerge: /lib -> /usr/lib), then the name.
-    const CommandResult owner =
+    const ShellResult owner =
         RunShell("dpkg-query -S " + ShellQuote(path) +
                  " || dpkg-query -S \"$(readlink -f " + ShellQuote(path) +
                  ")\" || dpkg-query -S " + ShellQuote("*/" + library));

@@ -107,7 +107,7 @@ TEST(DeployFilesTest, ShipsComposeAndSystemdConfigs) {
 TEST(DeployFilesTest, EveryShippedConfigPassesConfigCheck) {
   for (const fs::path& file : ShippedConfigFiles()) {
     SCOPED_TRACE(file.string());
-    const CommandResult check = ConfigCheck(file);
+    const ShellResult check = ConfigCheck(file);
     EXPECT_EQ(check.status, 0) << check.output;
     EXPECT_EQ(check.output, "ok\n");
   }

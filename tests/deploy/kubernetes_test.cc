@@ -161,7 +161,7 @@ TEST(KubernetesFilesTest, KustomizationListsEveryManifest) {
 // The config the worker actually reads, extracted from the ConfigMap.
 TEST_F(KubernetesTest, ConfigMapConfigPassesConfigCheck) {
   const TempFile file("lockfleet.yaml", config_text_);
-  const CommandResult check = ConfigCheck(file.path());
+  const ShellResult check = ConfigCheck(file.path());
   EXPECT_EQ(check.status, 0) << check.output;
   EXPECT_EQ(check.output, "ok\n");
   ExpectDeploymentConfig(config_);

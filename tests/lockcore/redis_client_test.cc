@@ -164,6 +164,25 @@ TEST(RedisAuth, PasswordAndAclUser) {
   EXPECT_EQ(r.str.rfind("NOAUTH", 0), 0u);
 }
 
+// A server that does not know AUTH (renamed away, or a proxy without it)
+// answers Redis 6.2+'s "ERR unknown command 'AUTH', with args beginning
+// with: '<password>'": the error must not carry it on.
+TEST(RedisAuth, AnAuthRefusalThatRepeatsThePasswordIsNotShown) {
+  RedisServer server(
+      {.tcp = true, .extra_args = {"--rename-command", "AUTH", ""}});
+  RedisOptions o;
+  o.url = "redis://:hunter2-pw@127.0.0.1:" + std::to_string(server.port());
+  try {
+    RedisClient(o).Execute({"PING"});
+    ADD_FAILURE() << "AUTH succeeded on a server without AUTH";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kRedisAuth) << what;
+    EXPECT_EQ(what.find("hunter2"), std::string::npos) << what;
+    EXPECT_NE(what.find("refused AUTH: ERR"), std::string::npos) << what;
+  }
+}
+
 // A call's budget covers a new connection's AUTH and SELECT too: against a
 // stalled server (SIGSTOP: the kernel still completes the TCP handshake),
 // a budgeted Eval on a password-protected, non-zero db gives up within its

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -570,6 +571,16 @@ TEST_F(Tls, BadTlsOptionsAreInvalidArguments) {
   EXPECT_TRUE(Contains(f.message, "TLS ca_file '" + missing.tls.ca_file +
                                       "': No such file or directory"))
       << f.message;
+
+  // A FIFO would block OpenSSL's read for ever: refused at once.
+  const std::string fifo = certs_->dir + "/ca.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RedisOptions blocking = Trusting(server_->url());
+  blocking.tls.ca_file = fifo;
+  f = code_and_message(blocking);
+  EXPECT_EQ(f.code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(f.message, "not a regular file")) << f.message;
+  ::unlink(fifo.c_str());
 
   RedisOptions mismatch = Trusting(server_->url());
   mismatch.tls.cert_file = certs_->client_cert;

@@ -230,6 +230,33 @@ TEST_F(RetrySafety, AcquireWhoseRetryIsRefusedStillGivesBackTheFirstTry) {
   EXPECT_EQ(proxy_->dropped(), 2);
 }
 
+// A script that fails while running keeps the writes it made before the
+// failure (Redis does not roll scripts back): its error reply does not say
+// "did not run" as a refusal before running does (BUSY, OOM, NOSCRIPT...).
+// Here a re-entry adds its hold, then trips over a waiters key of the wrong
+// type: the call fails, and the hold it added must be given back, or the
+// owner's releases would never free the lock.
+TEST_F(RetrySafety, AScriptThatFailsWhileRunningGivesBackWhatItGranted) {
+  auto a = NewClient();
+  AcquireResult first = a->TryAcquire("wrongtype", {.owner = "wrongtype:a"});
+  ASSERT_TRUE(first);
+  const std::string lock = LockKey("wrongtype");
+  redis_->Execute({"SET", "lockfleet:{wrongtype}:waiters", "not a hash"});
+  try {
+    a->TryAcquire("wrongtype", {.owner = "wrongtype:a"});
+    ADD_FAILURE() << "the re-entry did not fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisScript) << e.what();
+    EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "count"}).str, "1")
+      << "the failed re-entry's hold was left in the lock";
+  redis_->Execute({"DEL", "lockfleet:{wrongtype}:waiters"});
+  EXPECT_EQ(first.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(redis_->Execute({"EXISTS", lock}).integer, 0);
+}
+
 // A force-unlock's first try frees A's grant and, in the same script, hands
 // the lock to the queued waiter B; its reply is lost. The retry must return
 // the first try's latched reply — A's grant removed — and leave B's grant

@@ -3,10 +3,8 @@
 // any other subcommand (`check rules`, `test rules`) on files.
 #pragma once
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -14,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/shell.h"
 
 namespace lockfleet::testing {
 
@@ -37,41 +37,24 @@ inline constexpr char kNoPromtool[] =
     "promtool is not on PATH: install the Debian package 'prometheus' "
     "(apt-get install prometheus; scripts/setup.sh does)";
 
-struct PromtoolResult {
-  int status = -1;     // promtool's exit status; -1 if it could not run
-  std::string output;  // stdout and stderr: lint complaints, errors
-};
+// promtool's exit status (-1 if it could not run) and its stdout and
+// stderr: lint complaints, errors.
+using PromtoolResult = ShellResult;
 
 // Runs `promtool args...` with `input` on its stdin.
 // REQUIRES: FindPromtool() found it.
 inline PromtoolResult RunPromtool(const std::vector<std::string>& args,
                                   const std::string& input = "") {
-  PromtoolResult result;
   const std::optional<std::string> promtool = FindPromtool();
-  if (!promtool) return result;
+  if (!promtool) return {};
   char path[] = "/tmp/lockfleet-promtool-input-XXXXXX";
   const int fd = mkstemp(path);
-  if (fd < 0) return result;
+  if (fd < 0) return {};
   close(fd);
   std::ofstream(path) << input;
-  // Single-quoted for the shell; a ' inside becomes '\''.
-  const auto quote = [](const std::string& arg) {
-    std::string quoted = "'";
-    for (const char c : arg) quoted += c == '\'' ? "'\\''" : std::string(1, c);
-    return quoted + "'";
-  };
-  std::string command = quote(*promtool);
-  for (const std::string& arg : args) command += " " + quote(arg);
-  command += " < " + quote(path) + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe != nullptr) {
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) {
-      result.output.append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
-  }
+  std::string command = ShellQuote(*promtool);
+  for (const std::string& arg : args) command += " " + ShellQuote(arg);
+  PromtoolResult result = RunShell(command + " < " + ShellQuote(path));
   unlink(path);
   return result;
 }

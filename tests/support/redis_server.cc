@@ -115,6 +115,8 @@ void RedisServer::Start() {
   if (options_.durable) args.insert(args.end(), {"--appendfsync", "always"});
   if (options_.debug_command)
     args.insert(args.end(), {"--enable-debug-command", "local"});
+  args.insert(args.end(), options_.extra_args.begin(),
+              options_.extra_args.end());
   const Options::Tls& tls = options_.tls;
   if (!tls.cert_file.empty()) {
     args.insert(

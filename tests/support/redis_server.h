@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace lockfleet::testing {
 
@@ -31,6 +32,8 @@ class RedisServer {
     bool debug_command = false;
     // Also listen on [::1] (TCP and TLS ports), where the host has it.
     bool ipv6 = false;
+    // More redis-server arguments, e.g. {"--rename-command", "AUTH", ""}.
+    std::vector<std::string> extra_args;
     // TLS (tests/support/tls_certs.h makes the files). Set cert_file to
     // serve TLS on a free loopback port (--tls-port), then url() is
     // rediss://127.0.0.1:PORT and, unless also_plaintext, the plaintext port

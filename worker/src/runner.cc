@@ -68,9 +68,12 @@ bool IsTransientRedis(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
+    // Replicas that did not acknowledge a grant in time (the grant was
+    // given back) are lagging or reconnecting: waited out too.
     return e.code() == ErrorCode::kRedisUnavailable ||
            e.code() == ErrorCode::kRedisTimeout ||
-           e.code() == ErrorCode::kRedisBusy;
+           e.code() == ErrorCode::kRedisBusy ||
+           e.code() == ErrorCode::kRedisReplicas;
   } catch (...) {
     return false;
   }

@@ -103,6 +103,11 @@ struct RedisConfig {
   std::string key_prefix = "lockfleet";
   // `tls:` — only with a rediss:// url (see RedisTlsConfig).
   RedisTlsConfig tls;
+  // Replica acknowledgement (docs/lockcore.md): every change of a lock is
+  // followed by WAIT min_replicas replica_timeout; a grant fewer replicas
+  // acknowledged is given back. 0..100, 0 = off.
+  int min_replicas = 0;
+  std::chrono::milliseconds replica_timeout{1000};  // > 0
 
   bool operator==(const RedisConfig&) const = default;
 };

@@ -24,6 +24,10 @@ enum class ErrorCode {
   kKafka,             // the Kafka transport failed (notifier)
   kCancelled,         // a blocking call was cancelled through its stop token
   kInternal,          // a bug in lockfleet; please report
+  // Fewer replicas than LockClientOptions::min_replicas acknowledged a
+  // lock's change in time (WAIT); a grant is given back. Added after the
+  // others: the codes' values are stable.
+  kRedisReplicas,
 };
 
 // Stable lowercase name, e.g. "redis_unavailable". Never empty.

@@ -121,6 +121,18 @@ struct LockClientOptions {
   // between a first try and its retry: 2 x the Redis command timeout plus a
   // connect is the worst case. >= 1s.
   std::chrono::milliseconds retry_latch{10000};
+  // Replica acknowledgement (see "Replica acknowledgement"). When > 0, every
+  // script that changes a lock (grant, claim, renew, release, abandon,
+  // force-unlock) is followed on its connection by WAIT min_replicas
+  // replica_timeout. A grant fewer replicas acknowledged is given back and
+  // the call throws Error(kRedisReplicas); a renewal they did not
+  // acknowledge does not extend the lease's validity (the watchdog tries
+  // again); a release or hand-off they did not acknowledge stands and is
+  // counted (OnError(kRedisReplicas)). 0..100; 0 = off (the default).
+  int min_replicas = 0;
+  // WAIT's timeout: how much longer a change may take when replicas lag.
+  // > 0 (WAIT 0 would wait for ever).
+  std::chrono::milliseconds replica_timeout{1000};
 };
 
 // The floor of each try's budget in a timed acquisition, and the most a
@@ -215,7 +227,7 @@ struct LockStats {
   uint64_t wakeups_event = 0;       // woken by DeliverUnlockEvent
   uint64_t wakeups_bound = 0;       // park bound expired
   uint64_t renewals = 0;            // successful lease renewals
-  uint64_t renewal_failures = 0;    // renew round trips that threw
+  uint64_t renewal_failures = 0;    // renewals that threw or lacked replicas
   uint64_t leases_lost = 0;
   uint64_t events_published = 0;
   uint64_t events_received = 0;
@@ -223,7 +235,10 @@ struct LockStats {
   uint64_t forced_checks =
       0;                      // grants checked because a force event named them
   uint64_t outage_waits = 0;  // back-offs of waiting calls during Redis faults
-  int64_t waiting = 0;        // threads currently in a timed/blocking acquire
+  // Changes fewer than min_replicas replicas acknowledged (grants given
+  // back, renewals not counted as such, releases and hand-offs).
+  uint64_t replica_shortfalls = 0;
+  int64_t waiting = 0;  // threads currently in a timed/blocking acquire
 };
 
 class LockClient {

@@ -128,6 +128,23 @@ struct OptimisticResult {
 using OptimisticDecide = std::function<std::optional<std::vector<Command>>(
     const std::vector<std::optional<std::string>>& values)>;
 
+// Replica acknowledgement of a script's writes: after the scripts, on the
+// same connection and in the same round trip, WAIT `replicas` `timeout`.
+// WAIT answers how many replicas acknowledged every write the connection
+// made up to then, so at least the scripts' (docs/lockcore.md, "Replica
+// acknowledgement"). `timeout` lengthens the round trip's bound by as much.
+struct ReplicaWait {
+  int replicas = 0;                         // > 0
+  std::chrono::milliseconds timeout{1000};  // > 0 (WAIT 0 would block)
+  // Out: the fewest replicas any WAIT of the call answered (a NOSCRIPT
+  // retry sends its own), or -1 when WAIT answered an error (on a replica:
+  // "WAIT cannot be used with replica instances"), which `error` holds.
+  int64_t acked = -1;
+  std::string error;
+
+  bool acknowledged() const { return acked >= replicas; }
+};
+
 class RedisClient {
  public:
   // Does not connect. Throws Error(kInvalidArgument) for a bad URL or option.
@@ -147,9 +164,12 @@ class RedisClient {
   // socket read and write — instead of the options' timeouts; the call then
   // throws Error(kRedisTimeout) (or kRedisUnavailable) when it runs out.
   // Either way the script may still have run on the server.
+  // With `wait`, the script is followed by WAIT (see ReplicaWait), whose
+  // answer is left in *wait; the script's reply is returned either way.
   Reply Eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args,
-             std::chrono::milliseconds timeout = {});
+             std::chrono::milliseconds timeout = {},
+             ReplicaWait* wait = nullptr);
 
   struct EvalCall {
     const Script* script;
@@ -157,9 +177,11 @@ class RedisClient {
     std::vector<std::string> args;
   };
   // Several script calls in one round trip. Per-call error replies are
-  // returned as kError replies, not thrown.
+  // returned as kError replies, not thrown. With `wait`, one WAIT follows
+  // them all (see ReplicaWait).
   std::vector<Reply> EvalPipeline(const std::vector<EvalCall>& calls,
-                                  std::chrono::milliseconds timeout = {});
+                                  std::chrono::milliseconds timeout = {},
+                                  ReplicaWait* wait = nullptr);
 
   // Check-and-set: WATCH `keys`, read them, ask `decide`, apply in
   // MULTI/EXEC; on a conflict retry up to `max_attempts` times with a short

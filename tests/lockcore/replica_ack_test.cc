@@ -1,0 +1,297 @@
+// Replica acknowledgement (LockClientOptions::min_replicas) against a real
+// master and replica: every change of a lock is followed by WAIT on its
+// connection; a grant the replica does not confirm is given back and the
+// call fails with kRedisReplicas; an unconfirmed renewal does not extend
+// validity. The replica is stopped with SIGSTOP (its link stays up, so WAIT
+// runs out its timeout, as with a lagging replica).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/observer.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "support/redis_server.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::shared_ptr<RedisClient> Connect(const std::string& url) {
+  RedisOptions o;
+  o.url = url;
+  return std::make_shared<RedisClient>(o);
+}
+
+// The number after "<field>:" in an INFO section, or -1.
+long long InfoField(RedisClient& redis, const std::string& section,
+                    const std::string& field) {
+  const std::string info = redis.Execute({"INFO", section}).str;
+  const size_t at = info.find(field + ":");
+  if (at == std::string::npos) return -1;
+  return std::stoll(info.substr(at + field.size() + 1));
+}
+
+// WAITs the master has run, from its command statistics.
+long long WaitCalls(RedisClient& master) {
+  const std::string info = master.Execute({"INFO", "commandstats"}).str;
+  const size_t at = info.find("cmdstat_wait:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + 19));
+}
+
+class CountingObserver : public LockObserver {
+ public:
+  void OnError(ErrorCode code) noexcept override {
+    if (code == ErrorCode::kRedisReplicas) replica_errors.fetch_add(1);
+  }
+  std::atomic<int> replica_errors{0};
+};
+
+int CodeOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return static_cast<int>(e.code());
+  }
+  return -1;
+}
+
+class ReplicaAck : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    master_ = new RedisServer({.tcp = true});
+    replica_ = new RedisServer({.tcp = true});
+    auto r = Connect(replica_->url());
+    ASSERT_EQ(
+        r->Execute({"REPLICAOF", "127.0.0.1", std::to_string(master_->port())})
+            .str,
+        "OK");
+    auto m = Connect(master_->url());
+    ASSERT_TRUE(WaitUntil([&] {
+      return InfoField(*m, "replication", "connected_slaves") == 1 &&
+             r->Execute({"INFO", "replication"})
+                     .str.find("master_link_status:up") != std::string::npos;
+    })) << "the replica did not connect";
+  }
+  static void TearDownTestSuite() {
+    delete replica_;
+    delete master_;
+    replica_ = master_ = nullptr;
+  }
+  void SetUp() override {
+    master_redis_ = Connect(master_->url());
+    replica_redis_ = Connect(replica_->url());
+    master_redis_->Execute({"FLUSHALL"});
+    // Replicated before the test starts: WAIT 1 answers 1 at once.
+    ASSERT_EQ(master_redis_->Execute({"WAIT", "1", "10000"}).integer, 1);
+  }
+  void TearDown() override {
+    if (paused_) replica_->Resume();
+  }
+  void PauseReplica() {
+    replica_->Pause();
+    paused_ = true;
+  }
+  void ResumeReplica() {
+    replica_->Resume();
+    paused_ = false;
+  }
+
+  // A client that waits for the replica: generously (`timeout` 10 s) for
+  // what it does while the replica runs, so a loaded machine never fails
+  // it; briefly for what it does while the replica is stopped.
+  std::unique_ptr<LockClient> Acked(LockClientOptions o = {},
+                                    milliseconds timeout = seconds(10)) {
+    o.min_replicas = 1;
+    o.replica_timeout = timeout;
+    return std::make_unique<LockClient>(Connect(master_->url()), o);
+  }
+  static constexpr milliseconds kBrief{300};
+  // A client that does not wait: another process of an older setup.
+  std::unique_ptr<LockClient> Plain(LockClientOptions o = {}) {
+    return std::make_unique<LockClient>(Connect(master_->url()), o);
+  }
+  bool LockExists(const std::string& name) {
+    return master_redis_->Execute({"EXISTS", "lockfleet:{" + name + "}:lock"})
+               .integer == 1;
+  }
+
+  static RedisServer* master_;
+  static RedisServer* replica_;
+  std::shared_ptr<RedisClient> master_redis_, replica_redis_;
+  bool paused_ = false;
+};
+
+RedisServer* ReplicaAck::master_ = nullptr;
+RedisServer* ReplicaAck::replica_ = nullptr;
+
+// With the replica up, grant and release each wait for it, and what the
+// client was granted is on the replica when the call returns.
+TEST_F(ReplicaAck, EveryChangeOfALockWaitsForTheReplica) {
+  for (bool fair : {true, false}) {
+    SCOPED_TRACE(fair ? "fair" : "barging");
+    auto client = Acked({.fair = fair});
+    const long long before = WaitCalls(*master_redis_);
+    AcquireResult got = client->TryAcquire("stock");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(WaitCalls(*master_redis_), before + 1);
+    // Acknowledged: the replica has the grant, with its fence.
+    EXPECT_EQ(
+        replica_redis_->Execute({"HGET", "lockfleet:{stock}:lock", "fence"})
+            .str,
+        std::to_string(got.lease.fence()));
+    got.lease.Release();
+    EXPECT_EQ(WaitCalls(*master_redis_), before + 2);
+    EXPECT_EQ(
+        replica_redis_->Execute({"EXISTS", "lockfleet:{stock}:lock"}).integer,
+        0);
+    EXPECT_EQ(client->stats().replica_shortfalls, 0u);
+  }
+}
+
+// The safety property: a grant the replica did not confirm is not a grant.
+// The call fails with its own code, the lock is free on the master, and
+// another client takes it — one holder at a time.
+TEST_F(ReplicaAck, AGrantTheReplicaDoesNotConfirmIsGivenBack) {
+  for (bool fair : {true, false}) {
+    SCOPED_TRACE(fair ? "fair" : "barging");
+    auto observer = std::make_shared<CountingObserver>();
+    auto client = Acked({.fair = fair, .observer = observer}, kBrief);
+    PauseReplica();
+    std::string what;
+    try {
+      client->TryAcquire("order-17");
+      ADD_FAILURE() << "an unconfirmed grant was reported as acquired";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kRedisReplicas) << e.what();
+      what = e.what();
+    }
+    EXPECT_NE(what.find("0 of 1 replicas"), std::string::npos) << what;
+    EXPECT_NE(what.find("given back"), std::string::npos) << what;
+    EXPECT_FALSE(LockExists("order-17"));
+    EXPECT_GE(client->stats().replica_shortfalls, 1u);
+    EXPECT_GE(observer->replica_errors.load(), 1);
+    // Another client (not waiting for replicas) gets it at once.
+    auto other = Plain();
+    AcquireResult taken = other->TryAcquire("order-17");
+    EXPECT_TRUE(taken);
+    ResumeReplica();
+    taken.lease.Release();
+    ASSERT_EQ(master_redis_->Execute({"WAIT", "1", "10000"}).integer, 1);
+  }
+}
+
+// A re-entry the replica does not confirm gives back only itself: the
+// first hold (confirmed) stays, with its grant.
+TEST_F(ReplicaAck, AnUnconfirmedReentryGivesBackOnlyItself) {
+  // Two clients sharing one owner token: the second re-enters the first's
+  // grant.
+  auto client = Acked();
+  auto brief = Acked({}, kBrief);
+  const AcquireOptions owner{.owner = "report:o"};
+  AcquireResult first = client->TryAcquire("report", owner);
+  ASSERT_TRUE(first);
+  PauseReplica();
+  EXPECT_EQ(CodeOf([&] { brief->TryAcquire("report", owner); }),
+            static_cast<int>(ErrorCode::kRedisReplicas));
+  LockInfo info = client->Inspect("report");
+  EXPECT_TRUE(info.locked);
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(info.fence, first.lease.fence());
+  EXPECT_FALSE(first.lease.lost());
+  ResumeReplica();
+  first.lease.Release();
+  EXPECT_FALSE(LockExists("report"));
+}
+
+// A queued waiter handed the lock claims it; unconfirmed, the claim is
+// given back, and the lock goes on to the next client — it is neither held
+// twice nor stuck.
+TEST_F(ReplicaAck, AWaiterHandedTheLockGivesBackAnUnconfirmedClaim) {
+  auto holder = Plain();
+  AcquireResult held = holder->TryAcquire("sku-9");
+  ASSERT_TRUE(held);
+  auto waiter = Acked({}, kBrief);  // its queueing is not a grant: counted
+  auto waited = std::async(std::launch::async, [&] {
+    return CodeOf([&] { waiter->AcquireFor("sku-9", seconds(60)); });
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("sku-9").queue.size() == 1; }));
+  PauseReplica();
+  held.lease.Release();  // hands the lock to the waiter
+  ASSERT_EQ(waited.wait_for(seconds(30)), std::future_status::ready);
+  EXPECT_EQ(waited.get(), static_cast<int>(ErrorCode::kRedisReplicas));
+  auto next = Plain();
+  AcquireResult taken = next->AcquireFor("sku-9", seconds(20));
+  ASSERT_TRUE(taken);
+  LockInfo info = next->Inspect("sku-9");
+  EXPECT_EQ(info.owner, next->DefaultOwner());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_TRUE(info.queue.empty());
+  ResumeReplica();
+  taken.lease.Release();
+}
+
+// Renewals the replica confirms extend the lease; unconfirmed ones do not
+// (a failover could bring back the shorter one), so the lease ends at its
+// last confirmed validity and is reported lost. While the replica is
+// stopped, an unconfirmed re-entry with a long explicit lease (given back)
+// leaves the key's TTL at 60 s on the master: a renewal that then wrote
+// nothing would have a WAIT that answers for this connection's older,
+// confirmed writes, and the lease would be extended for ever.
+TEST_F(ReplicaAck, AnUnconfirmedRenewalDoesNotExtendTheLease) {
+  auto client = Acked({.default_lease = milliseconds(1500)}, seconds(1));
+  auto brief = Acked({}, kBrief);
+  AcquireResult got = client->TryAcquire("nightly", {.owner = "nightly:o"});
+  ASSERT_TRUE(got);
+  const auto first_validity = got.lease.valid_until();
+  // Renewed (every lease / 3) and confirmed: validity moves on.
+  ASSERT_TRUE(
+      WaitUntil([&] { return got.lease.valid_until() > first_validity; }));
+  PauseReplica();
+  EXPECT_EQ(CodeOf([&] {
+              brief->TryAcquire("nightly",
+                                {.lease = seconds(60), .owner = "nightly:o"});
+            }),
+            static_cast<int>(ErrorCode::kRedisReplicas));
+  EXPECT_GT(
+      master_redis_->Execute({"PTTL", "lockfleet:{nightly}:lock"}).integer,
+      30000);
+  const auto confirmed = got.lease.valid_until();
+  ASSERT_TRUE(WaitUntil([&] { return got.lease.lost(); }));
+  EXPECT_LE(got.lease.valid_until(), confirmed + milliseconds(1500));
+  // The renewal in flight when the lease ran out answers within its WAIT
+  // (its hold is lost by then: counted as a shortfall only).
+  EXPECT_TRUE(
+      WaitUntil([&] { return client->stats().replica_shortfalls >= 1; }));
+  ResumeReplica();
+}
+
+TEST(ReplicaAckOptions, AreChecked) {
+  RedisOptions ro;
+  ro.url = "redis://127.0.0.1:1";
+  auto redis = std::make_shared<RedisClient>(ro);
+  EXPECT_EQ(CodeOf([&] { LockClient(redis, {.min_replicas = -1}); }),
+            static_cast<int>(ErrorCode::kInvalidArgument));
+  EXPECT_EQ(CodeOf([&] { LockClient(redis, {.min_replicas = 101}); }),
+            static_cast<int>(ErrorCode::kInvalidArgument));
+  EXPECT_EQ(CodeOf([&] {
+              LockClient(redis, {.min_replicas = 1, .replica_timeout = {}});
+            }),
+            static_cast<int>(ErrorCode::kInvalidArgument));
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kRedisReplicas), "redis_replicas");
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
