@@ -9,13 +9,7 @@ RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
                       .pool_size = redis.pool_size,
                       .connect_timeout = redis.connect_timeout,
                       .command_timeout = redis.command_timeout,
-                      .tls = TlsOptions{.ca_file = redis.tls.ca_file,
-                                        .ca_dir = redis.tls.ca_dir,
-                                        .cert_file = redis.tls.cert_file,
-                                        .key_file = redis.tls.key_file,
-                                        .server_name = redis.tls.server_name,
-                                        .insecure_skip_verify =
-                                            redis.tls.insecure_skip_verify}};
+                      .tls = TlsOptions{redis.tls, /*enabled=*/false}};
 }
 
 LockClientOptions LockOptionsFrom(const config::Config& config) {

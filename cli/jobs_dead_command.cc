@@ -58,62 +58,57 @@ struct ListArgs {
 int RunList(const ListArgs& args) {
   CheckRange("--limit", args.limit, 1, kMaxLimit);
   const DeadLetterFilter filter = MakeFilter(args.filter, {});
-  int status = kExitOk;
-  const std::optional<JobsConnection> c =
-      ResolveJobsConnection(args.jobs, &status);
-  if (!c) return status;
-  return Guarded(c->connection, [&] {
-    auto redis = NewRedis(c->connection);
-    const std::string key =
-        worker::JobRunner::DeadLetterKey(c->connection.locks.key_prefix);
-    const long long total =
-        Checked(redis->Execute({"LLEN", key}), "LLEN " + key).integer;
-    std::vector<DeadLetter> shown;
-    bool truncated = false;
-    ForEachDeadLetter(*redis, key, [&](DeadLetter d) {
-      if (!filter.Matches(d)) return true;
-      if (static_cast<int>(shown.size()) == args.limit) {
-        truncated = true;
-        return false;
-      }
-      d.record.clear();  // not shown; entries may be large
-      d.entry.clear();
-      shown.push_back(std::move(d));
-      return true;
-    });
-    if (args.json) {
-      json out = {{"key", key},
-                  {"total", total},
-                  {"dead", json::array()},
-                  {"truncated", truncated}};
-      for (const DeadLetter& d : shown) out["dead"].push_back(EntryJson(d));
-      std::cout << Dump(out) << "\n";
-      return shown.empty() ? kExitNothing : kExitOk;
-    }
-    if (shown.empty()) {
-      std::cout << "no dead letters"
-                << (total > 0 ? " matching (" + std::to_string(total) + " in " +
-                                    key + ")"
-                              : " in " + key)
-                << "\n";
-      return kExitNothing;
-    }
-    std::ostringstream out;
-    out << "INDEX\tJOB ID\tLOCK\tTYPE\tREASON\tWORKER\tBYTES\n";
-    for (const DeadLetter& d : shown) {
-      out << d.index << "\t" << Dash(d.id, 60) << "\t" << Dash(d.lock, 60)
-          << "\t" << Dash(d.type, 40) << "\t" << Printable(d.reason, 70) << "\t"
-          << Printable(d.worker, 40) << "\t" << d.record_bytes
-          << (d.clipped ? " (cut)" : "") << "\n";
-    }
-    std::cout << out.str();
-    if (truncated) {
-      PrintError("more than " + std::to_string(args.limit) +
-                 " dead letters match: narrow with --reason or --lock, or "
-                 "raise --limit");
-    }
-    return kExitOk;
-  });
+  return WithDeadLetters(
+      args.jobs,
+      [&](const JobsConnection&, RedisClient& redis, const std::string& key) {
+        const long long total =
+            Checked(redis.Execute({"LLEN", key}), "LLEN " + key).integer;
+        std::vector<DeadLetter> shown;
+        bool truncated = false;
+        ForEachDeadLetter(redis, key, [&](DeadLetter d) {
+          if (!filter.Matches(d)) return true;
+          if (static_cast<int>(shown.size()) == args.limit) {
+            truncated = true;
+            return false;
+          }
+          d.record.clear();  // not shown; entries may be large
+          d.entry.clear();
+          shown.push_back(std::move(d));
+          return true;
+        });
+        if (args.json) {
+          json out = {{"key", key},
+                      {"total", total},
+                      {"dead", json::array()},
+                      {"truncated", truncated}};
+          for (const DeadLetter& d : shown) out["dead"].push_back(EntryJson(d));
+          std::cout << Dump(out) << "\n";
+          return shown.empty() ? kExitNothing : kExitOk;
+        }
+        if (shown.empty()) {
+          std::cout << "no dead letters"
+                    << (total > 0 ? " matching (" + std::to_string(total) +
+                                        " in " + key + ")"
+                                  : " in " + key)
+                    << "\n";
+          return kExitNothing;
+        }
+        std::ostringstream out;
+        out << "INDEX\tJOB ID\tLOCK\tTYPE\tREASON\tWORKER\tBYTES\n";
+        for (const DeadLetter& d : shown) {
+          out << d.index << "\t" << Dash(d.id, 60) << "\t" << Dash(d.lock, 60)
+              << "\t" << Dash(d.type, 40) << "\t" << Printable(d.reason, 70)
+              << "\t" << Printable(d.worker, 40) << "\t" << d.record_bytes
+              << (d.clipped ? " (cut)" : "") << "\n";
+        }
+        std::cout << out.str();
+        if (truncated) {
+          PrintError("more than " + std::to_string(args.limit) +
+                     " dead letters match: narrow with --reason or --lock, or "
+                     "raise --limit");
+        }
+        return kExitOk;
+      });
 }
 
 // ---- show -----------------------------------------------------------------
@@ -197,20 +192,16 @@ int RunShow(const ShowArgs& args) {
   }
   const DeadLetterFilter filter = MakeFilter(
       args.filter, by_id ? std::vector{args.id} : std::vector<std::string>{});
-  int status = kExitOk;
-  const std::optional<JobsConnection> c =
-      ResolveJobsConnection(args.jobs, &status);
-  if (!c) return status;
-  return Guarded(c->connection, [&] {
-    auto redis = NewRedis(c->connection);
-    const std::string& prefix = c->connection.locks.key_prefix;
-    const std::string key = worker::JobRunner::DeadLetterKey(prefix);
+  return WithDeadLetters(args.jobs, [&](const JobsConnection& c,
+                                        RedisClient& redis,
+                                        const std::string& key) {
+    const std::string& prefix = c.connection.locks.key_prefix;
     std::vector<DeadLetter> found;
     if (by_id) {
-      found = SelectDeadLetters(*redis, key, filter);
+      found = SelectDeadLetters(redis, key, filter);
     } else {
       const Reply entry =
-          Checked(redis->Execute({"LINDEX", key, std::to_string(args.index)}),
+          Checked(redis.Execute({"LINDEX", key, std::to_string(args.index)}),
                   "LINDEX " + key);
       if (!entry.is_nil()) {
         DeadLetter d = ParseDeadLetter(entry.str, args.index);
@@ -237,7 +228,7 @@ int RunShow(const ShowArgs& args) {
         gets.push_back(
             {"GET", worker::JobRunner::DoneKey(prefix, *d.lock, *d.id)});
     }
-    std::vector<Reply> markers = redis->Pipeline(gets);
+    std::vector<Reply> markers = redis.Pipeline(gets);
     json entries = json::array();
     std::string text;
     size_t next_marker = 0;
@@ -288,15 +279,10 @@ int RunPurge(const PurgeArgs& args) {
         "narrow it)");
   }
   const DeadLetterFilter filter = MakeFilter(args.filter, args.ids);
-  int status = kExitOk;
-  const std::optional<JobsConnection> c =
-      ResolveJobsConnection(args.jobs, &status);
-  if (!c) return status;
-  return Guarded(c->connection, [&] {
-    auto redis = NewRedis(c->connection);
-    const std::string key =
-        worker::JobRunner::DeadLetterKey(c->connection.locks.key_prefix);
-    std::vector<DeadLetter> selected = SelectDeadLetters(*redis, key, filter);
+  return WithDeadLetters(args.jobs, [&](const JobsConnection&,
+                                        RedisClient& redis,
+                                        const std::string& key) {
+    std::vector<DeadLetter> selected = SelectDeadLetters(redis, key, filter);
     const bool missing = ReportMissingIds(filter, selected, key);
     if (selected.empty()) {
       if (args.all) std::cout << "no dead letters matched in " << key << "\n";
@@ -313,7 +299,7 @@ int RunPurge(const PurgeArgs& args) {
         continue;
       }
       const long long removed =
-          Checked(redis->Execute({"LREM", key, "-1", d.entry}), "LREM " + key)
+          Checked(redis.Execute({"LREM", key, "-1", d.entry}), "LREM " + key)
               .integer;
       if (removed == 0) {
         std::cout << Name(d) << ": already gone (removed by someone else)\n";

@@ -123,21 +123,17 @@ int RunRetry(const RetryArgs& args) {
   }
   CheckRange("--timeout", args.timeout_s, 1, kMaxTimeoutSeconds);
   const DeadLetterFilter filter = MakeFilter(args.filter, args.ids);
-  int status = kExitOk;
-  const std::optional<JobsConnection> c =
-      ResolveJobsConnection(args.jobs, &status);
-  if (!c) return status;
-  const JobsKafka& kafka = c->kafka;
-  if (kafka.bootstrap.empty() && !args.dry_run) {
-    throw UsageError(
-        "no jobs topic to retry to: give --config FILE (with a kafka "
-        "section) or --bootstrap HOST:PORT");
-  }
-  return Guarded(c->connection, [&] {
-    auto redis = NewRedis(c->connection);
-    const std::string& prefix = c->connection.locks.key_prefix;
-    const std::string key = worker::JobRunner::DeadLetterKey(prefix);
-    std::vector<DeadLetter> selected = SelectDeadLetters(*redis, key, filter);
+  return WithDeadLetters(args.jobs, [&](const JobsConnection& c,
+                                        RedisClient& redis,
+                                        const std::string& key) {
+    const JobsKafka& kafka = c.kafka;
+    if (kafka.bootstrap.empty() && !args.dry_run) {
+      throw UsageError(
+          "no jobs topic to retry to: give --config FILE (with a kafka "
+          "section) or --bootstrap HOST:PORT");
+    }
+    const std::string& prefix = c.connection.locks.key_prefix;
+    std::vector<DeadLetter> selected = SelectDeadLetters(redis, key, filter);
     bool shortfall = ReportMissingIds(filter, selected, key);
     if (selected.empty()) {
       if (args.all) std::cout << "no dead letters matched in " << key << "\n";
@@ -165,7 +161,7 @@ int RunRetry(const RetryArgs& args) {
           {"GET", worker::JobRunner::DoneKey(prefix, r.first->job->lock,
                                              r.first->job->id)});
     }
-    const std::vector<Reply> markers = redis->Pipeline(gets);
+    const std::vector<Reply> markers = redis.Pipeline(gets);
     for (size_t i = 0; i < retries.size(); ++i) {
       const Reply marker = Checked(markers[i], "GET done marker");
       if (!marker.is_nil()) retries[i].done = marker.str;
@@ -186,7 +182,7 @@ int RunRetry(const RetryArgs& args) {
                    "duplicate; "
                 << (args.dry_run
                         ? "would remove " + Letters(r.letters.size())
-                        : Removed(r.letters.size(), Remove(*redis, key, r)))
+                        : Removed(r.letters.size(), Remove(redis, key, r)))
                 << "\n";
     }
 
@@ -236,7 +232,7 @@ int RunRetry(const RetryArgs& args) {
             const Retry& r = *to_produce[i];
             std::cout << "retried " << Name(*r.first) << ": produced to "
                       << kafka.topic << "; "
-                      << Removed(r.letters.size(), Remove(*redis, key, r))
+                      << Removed(r.letters.size(), Remove(redis, key, r))
                       << "\n";
             ++produced;
           }

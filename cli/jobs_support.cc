@@ -10,6 +10,7 @@
 #include "lockfleet/config/error.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
+#include "lockfleet/worker/runner.h"
 
 namespace lockfleet::cli {
 
@@ -75,6 +76,21 @@ std::optional<JobsConnection> ResolveJobsConnection(const JobsArgs& args,
     c.kafka.group = args.group;
   }
   return c;
+}
+
+int WithDeadLetters(
+    const JobsArgs& args,
+    const std::function<int(const JobsConnection& c, RedisClient& redis,
+                            const std::string& key)>& body) {
+  int status = kExitOk;
+  const std::optional<JobsConnection> c = ResolveJobsConnection(args, &status);
+  if (!c) return status;
+  return Guarded(c->connection, [&] {
+    auto redis = NewRedis(c->connection);
+    return body(
+        *c, *redis,
+        worker::JobRunner::DeadLetterKey(c->connection.locks.key_prefix));
+  });
 }
 
 std::string Printable(std::string_view text, size_t max) {

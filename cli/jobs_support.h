@@ -58,6 +58,15 @@ struct JobsConnection {
 std::optional<JobsConnection> ResolveJobsConnection(const JobsArgs& args,
                                                     int* status);
 
+// The frame of the dead-letter commands: resolves the options (a bad config
+// file: its errors, status 2) and runs `body` with the connection, a Redis
+// client and the dead-letter list's key, Redis errors reported as Guarded
+// reports them.
+int WithDeadLetters(
+    const JobsArgs& args,
+    const std::function<int(const JobsConnection& c, RedisClient& redis,
+                            const std::string& key)>& body);
+
 // `text` for one line of a table: control bytes and '\' escaped (\t, \n,
 // \xNN), at most `max` bytes of it shown, "..." after a cut.
 std::string Printable(std::string_view text, size_t max = 80);

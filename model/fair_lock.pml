@@ -12,7 +12,10 @@
  * get no reply (TryOnce throws): the call may then hold its hold id unseen
  * (may_hold), and gives it back when it ends without the lock
  * (GiveBackLostHolds). Every try of one acquisition call sends the call's
- * one hold id (LockCore::AcquireUntil, since cdf7a39).
+ * one hold id (LockCore::AcquireUntil, since cdf7a39). With min_replicas, a
+ * grant whose WAIT fell short throws (redis_replicas) the same way, the
+ * call's may_hold set: it is given back when the call ends (replicas
+ * themselves are not modelled; the step is the client's).
  *
  * Compile-time switches (spin -D...):
  *   NC=<n>                      clients (default 2)
@@ -55,7 +58,11 @@
  *                               (default: a call may use either of two tokens)
  *   NO_OPERATOR                 no force-unlock
  *   UNANSWERED=<k>              only clients 0..k-1 may get no reply to an
- *                               acquire's retry (default: all)
+ *                               acquire's retry, or a grant too few replicas
+ *                               acknowledged (default: all)
+ *   BUG_UNACKED_KEPT            a mutation: a grant too few replicas
+ *                               acknowledged throws without setting may_hold
+ *                               (nobody gives it back); property (g) fails
  *   NO_ORPHANS                  every give-back is answered (no orphans_
  *                               record)
  */
@@ -470,7 +477,8 @@ inline acquire_fair(c, o, w) {
      /* branch "ours": a reentrant hold, a retry, a later try of the same
         call (one hold id per call), or the claim of our hand-off.
         HSETNX h:<hold> (count +1 only if new); HDEL pending and PEXPIRE
-        lease (claim) or extend the TTL to the lease. */
+        lease (claim) or PEXPIRE max(PTTL, lease) — always a write, so a
+        WAIT after it covers it (replication is not modelled). */
      add_hold(c);
      if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
      r_pending = 0;
@@ -575,6 +583,9 @@ inline abandon_script(w) {
 }
 
 /* ------------------------------------------------------- RenewScript */
+/* Owner and fence checked; PEXPIRE max(PTTL, lease) (always a write, for
+   WAIT). With min_replicas a renewal WAIT says fell short extends no
+   validity: validity, abstract here, may run out either way. */
 inline renew_script(c) {
   g_res = (r_owner != 0 && r_owner == cl_owner[c] && r_fence == cl_fence[c])
 }
@@ -721,6 +732,27 @@ inline remember_orphan(c) {
 }
 #endif
 
+/* TryOnce with min_replicas: the script ran and granted (or the claim of
+   a hand-off), but its WAIT counted fewer replicas: not a grant. TryOnce
+   sets may_hold and throws kRedisReplicas, which is not an outage: the
+   call ends (Leave: abandon, then the give-back). A refused try's WAIT
+   shortfall is only counted (take_reply). */
+inline replicas_short(c, got) {
+  if
+  :: g_res ->
+     REACHED(16);
+     printf("c%d: reply: granted, fence %d, but fewer replicas acknowledged: TryOnce throws redis_replicas\n", c, g_fence);
+#ifndef BUG_UNACKED_KEPT
+     cl_may[c] = true;
+#endif
+     cl_fence[c] = 0;
+     cl_valid[c] = false;
+     gc();
+     got = 2
+  :: else -> take_reply(c, got)
+  fi
+}
+
 /* The retry gets no reply either (refused with LOADING / OOM, timed out
    or broken again, or past the deadline): EvalRetryOnce throws and so does
    TryOnce; AcquireUntil rides the outage out (attempts again, same hold
@@ -849,7 +881,7 @@ inline give_back_unanswered(c) {
    token is cl_owner[c], the waiter id of its call cl_wid[c], the hold id
    of its call bit c of r_holds. */
 proctype Client(byte c) {
-  bit got;
+  byte got;   /* 2: a grant too few replicas acknowledged (replicas_short) */
 
 Idle:
   /* AcquireUntil (fair): an owner token, a new waiter id and a new hold id
@@ -872,6 +904,15 @@ Attempt:
   :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
               acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) };
      goto Answered
+#ifdef LIVENESS
+  :: d_step { c != 0;
+#else
+  :: d_step { c < UNANSWERED;
+#endif
+              start_attempt(c); printf("c%d: attempt (WAIT after it)\n", c);
+              acquire_fair(c, cl_owner[c], cl_wid[c]);
+              replicas_short(c, got) };
+     if :: got == 2 -> got = 0; goto GiveUp :: else -> goto Answered fi
   :: d_step { start_attempt(c); printf("c%d: attempt\n", c);
               acquire_fair(c, cl_owner[c], cl_wid[c]);
               printf("c%d: reply lost (the script ran); retrying\n", c);

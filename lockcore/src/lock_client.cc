@@ -148,12 +148,14 @@ Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
                               Clock::TimePoint deadline, bool* may_have_run,
-                              ReplicaWait* wait) {
+                              std::string* shortfall) {
   // Every script sent here is retry-safe (hold ids, waiter ids, owner+fence
   // checks, reply latches: see scripts.h), so one retry on a fresh
   // connection is safe and rides over a server restart or a killed
   // connection.
   const bool bounded = deadline != Clock::TimePoint::max();
+  std::optional<ReplicaWait> wait;
+  if (shortfall) wait = ReplicaWanted();
   for (int tries = 1;; ++tries) {
     milliseconds budget(0);  // 0: the command timeout
     if (bounded) {
@@ -162,9 +164,18 @@ Reply LockCore::EvalRetryOnce(const Script& script,
                                           deadline - options_.clock->Now()));
     }
     try {
-      Reply r = redis_->Eval(script, keys, args, budget, wait);
+      Reply r =
+          redis_->Eval(script, keys, args, budget, wait ? &*wait : nullptr);
       if (!reached_.load(std::memory_order_relaxed))
         reached_.store(true, std::memory_order_relaxed);
+      if (!Acknowledged(wait)) {
+        *shortfall =
+            wait->acked < 0
+                ? "WAIT failed: " + wait->error
+                : "acknowledged by " + std::to_string(wait->acked) + " of " +
+                      std::to_string(wait->replicas) + " replicas within " +
+                      std::to_string(wait->timeout.count()) + " ms (WAIT)";
+      }
       return r;
     } catch (const Error& e) {
       // Only a failure before sending or an error reply says the script
@@ -196,13 +207,6 @@ bool LockCore::Acknowledged(const std::optional<ReplicaWait>& wait) {
   return false;
 }
 
-std::string LockCore::DescribeShortfall(const ReplicaWait& wait) {
-  if (wait.acked < 0) return "WAIT failed: " + wait.error;
-  return "acknowledged by " + std::to_string(wait.acked) + " of " +
-         std::to_string(wait.replicas) + " replicas within " +
-         std::to_string(wait.timeout.count()) + " ms (WAIT)";
-}
-
 Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
                             int64_t fence, const std::string& hold_id,
                             Clock::TimePoint deadline, bool again) {
@@ -217,16 +221,15 @@ Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
       again ? hold_id + "@" + std::to_string(fence) : hold_id;
   // A release (or hand-off) replicas did not acknowledge stands on the
   // master; a failover before they catch up brings the hold back until its
-  // lease ends (a delay, not a second holder). Counted.
-  std::optional<ReplicaWait> wait = ReplicaWanted();
-  Reply r =
-      EvalRetryOnce(ReleaseScript(), KeysWithLatch(name, request),
-                    {owner, fence == 0 ? std::string() : std::to_string(fence),
-                     hold_id, std::to_string(options_.claim_window.count()),
-                     std::to_string(options_.retry_latch.count())},
-                    deadline, nullptr, wait ? &*wait : nullptr);
-  Acknowledged(wait);
-  return r;
+  // lease ends (a delay, not a second holder). Counted (EvalRetryOnce). A
+  // give-back (`again`) sends no WAIT: it is bounded by kGiveUpBudget.
+  std::string shortfall;
+  return EvalRetryOnce(
+      ReleaseScript(), KeysWithLatch(name, request),
+      {owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
+       std::to_string(options_.claim_window.count()),
+       std::to_string(options_.retry_latch.count())},
+      deadline, nullptr, again ? nullptr : &shortfall);
 }
 
 LockCore::Attempt LockCore::TryOnce(const std::string& name,
@@ -237,18 +240,18 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
                                     const std::string& hold_id, bool enqueue,
                                     Clock::TimePoint deadline, bool* may_hold) {
   Clock::TimePoint sent = options_.clock->Now();
-  std::optional<ReplicaWait> wait = ReplicaWanted();
+  std::string shortfall;  // of replicas (min_replicas)
   const Reply r =
       waiter_id.empty()
           ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
                           {owner, std::to_string(lease.count()), hold_id},
-                          deadline, may_hold, wait ? &*wait : nullptr)
+                          deadline, may_hold, &shortfall)
           : EvalRetryOnce(
                 AcquireFairScript(), Keys(name),
                 {owner, std::to_string(lease.count()), hold_id, waiter_id,
                  std::to_string(options_.presence_window.count()),
                  enqueue ? "1" : "0"},
-                deadline, may_hold, wait ? &*wait : nullptr);
+                deadline, may_hold, &shortfall);
   attempts_.fetch_add(1, std::memory_order_relaxed);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
@@ -258,7 +261,7 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
     return out;
   }
   int64_t fence = Element(r, 1, "acquire").integer;
-  if (!Acknowledged(wait)) {
+  if (!shortfall.empty()) {
     // A grant (or claim) the replicas may not have: a failover now could
     // lose it, or roll its fence back, while we held it — a second holder.
     // The call ends with an error, and its end gives the hold back (the
@@ -267,8 +270,8 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
     *may_hold = true;
     throw Error(ErrorCode::kRedisReplicas,
                 "lock '" + name + "' was granted (fence " +
-                    std::to_string(fence) + ") but " +
-                    DescribeShortfall(*wait) + "; given back");
+                    std::to_string(fence) + ") but " + shortfall +
+                    "; given back");
   }
   std::shared_ptr<HeldLock> held;
   LostCalls lost_calls;
@@ -690,14 +693,11 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
 void LockCore::Abandon(const std::string& name,
                        const std::string& waiter_id) noexcept {
   try {
-    std::optional<ReplicaWait> wait = ReplicaWanted();
     Reply r =
         EvalRetryOnce(AbandonScript(), KeysWithLatch(name, waiter_id),
                       {waiter_id, std::to_string(options_.claim_window.count()),
                        std::to_string(options_.retry_latch.count())},
-                      options_.clock->Now() + kGiveUpBudget, nullptr,
-                      wait ? &*wait : nullptr);
-    Acknowledged(wait);
+                      options_.clock->Now() + kGiveUpBudget);
     if (Element(r, 0, "abandon").integer != 0) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
@@ -762,14 +762,13 @@ ForceUnlockResult LockCore::ForceUnlock(std::string_view name_view,
     throw Error(ErrorCode::kInvalidArgument, "expect_fence must be >= 0");
   const std::string name(name_view);
   const std::string request = "f:" + NextRequestId();
-  std::optional<ReplicaWait> wait = ReplicaWanted();
+  std::string shortfall;  // counted only: the grant is gone on the primary
   Reply r =
       EvalRetryOnce(ForceUnlockScript(), KeysWithLatch(name, request),
                     {std::to_string(options_.claim_window.count()),
                      options.expect_owner, std::to_string(options.expect_fence),
                      std::to_string(options_.retry_latch.count())},
-                    Clock::TimePoint::max(), nullptr, wait ? &*wait : nullptr);
-  Acknowledged(wait);
+                    Clock::TimePoint::max(), nullptr, &shortfall);
   ForceUnlockResult out;
   const long long status = Element(r, 0, "force-unlock").integer;
   if (status == 0) return out;

@@ -144,22 +144,24 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // When it throws, `*may_have_run` (if given) tells whether a try may have
   // run on the server with its reply lost — also when the error thrown is
   // a later try's (a retry refused with LOADING or OOM says nothing about
-  // the first try). With `wait` (see ReplicaWanted), each try is followed
-  // by WAIT and *wait holds the answer of the try that replied.
+  // the first try). With `shortfall` and min_replicas > 0, each try is
+  // followed by WAIT; a reply fewer replicas acknowledged is still returned,
+  // the shortfall counted (Acknowledged) and described in *shortfall (""
+  // when acknowledged). Without it, no WAIT: reads, and the bounded
+  // clean-ups of a call that gives up (abandon, give-backs), whose
+  // kGiveUpBudget a lagging replica must not stretch.
   Reply EvalRetryOnce(const Script& script,
                       const std::vector<std::string>& keys,
                       const std::vector<std::string>& args,
                       Clock::TimePoint deadline = Clock::TimePoint::max(),
                       bool* may_have_run = nullptr,
-                      ReplicaWait* wait = nullptr);
+                      std::string* shortfall = nullptr);
   // The WAIT to send after a change of a lock: none when min_replicas is 0.
   std::optional<ReplicaWait> ReplicaWanted() const;
   // Counts a change `wait` says too few replicas acknowledged (a statistic
   // and OnError(kRedisReplicas)). False then; true when acknowledged or no
   // WAIT was wanted.
   bool Acknowledged(const std::optional<ReplicaWait>& wait);
-  // "acknowledged by 0 of 1 replicas within 1000 ms" or WAIT's error.
-  static std::string DescribeShortfall(const ReplicaWait& wait);
   // The release script for one hold (fence 0: whichever grant carries it).
   // `again`: a remembered hold released after a fault (a request of its own,
   // see lock_client.cc).

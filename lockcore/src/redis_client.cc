@@ -50,10 +50,8 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
   }
   const TlsOptions& tls_options = options.tls;
   const bool use_tls = endpoint.tls || tls_options.enabled;
-  const bool tls_set =
-      !tls_options.ca_file.empty() || !tls_options.ca_dir.empty() ||
-      !tls_options.cert_file.empty() || !tls_options.key_file.empty() ||
-      !tls_options.server_name.empty() || tls_options.insecure_skip_verify;
+  const bool tls_set = static_cast<const config::RedisTlsConfig&>(
+                           tls_options) != config::RedisTlsConfig{};
   const std::string where = endpoint.Redacted();
   if (use_tls && !endpoint.unix_path.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -162,11 +160,16 @@ auto BeforeSending(Step step) {
 std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
     std::chrono::milliseconds timeout, std::chrono::milliseconds server_wait) {
+  using std::chrono::milliseconds;
+  // A WAIT that runs out is answered on the server's next timer tick (up to
+  // 100 ms later at the default hz 10): its timeout and a margin for that.
+  const milliseconds extra = server_wait.count() > 0
+                                 ? server_wait + milliseconds(250)
+                                 : milliseconds(0);
   if (timeout.count() <= 0) {  // the usual case: the options' timeouts
     Lent conn = BeforeSending([&] { return Borrow(); });
     round_trips.fetch_add(1, std::memory_order_relaxed);
-    if (server_wait.count() <= 0) return conn->Run(commands);
-    return conn->Run(commands, options.command_timeout + server_wait);
+    return conn->Run(commands, options.command_timeout + extra);
   }
   // A call's budget shortens the command timeout, never lengthens it, and
   // covers the pool wait and connect too.
@@ -174,12 +177,9 @@ std::vector<Reply> RedisClient::Impl::Run(
   const auto start = std::chrono::steady_clock::now();
   Lent conn = BeforeSending([&] { return Borrow(timeout); });
   round_trips.fetch_add(1, std::memory_order_relaxed);
-  const auto left =
-      timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now() - start);
-  return conn->Run(commands,
-                   std::max(left, std::chrono::milliseconds(1)) +
-                       std::max(server_wait, std::chrono::milliseconds(0)));
+  const auto left = timeout - std::chrono::duration_cast<milliseconds>(
+                                  std::chrono::steady_clock::now() - start);
+  return conn->Run(commands, std::max(left, milliseconds(1)) + extra);
 }
 
 std::string RedisClient::Impl::ShaOf(const Script& script,

@@ -169,6 +169,7 @@ TEST_F(ReplicaAck, AGrantTheReplicaDoesNotConfirmIsGivenBack) {
     auto observer = std::make_shared<CountingObserver>();
     auto client = Acked({.fair = fair, .observer = observer}, kBrief);
     PauseReplica();
+    const long long waits_before = WaitCalls(*master_redis_);
     std::string what;
     try {
       client->TryAcquire("order-17");
@@ -180,6 +181,9 @@ TEST_F(ReplicaAck, AGrantTheReplicaDoesNotConfirmIsGivenBack) {
     EXPECT_NE(what.find("0 of 1 replicas"), std::string::npos) << what;
     EXPECT_NE(what.find("given back"), std::string::npos) << what;
     EXPECT_FALSE(LockExists("order-17"));
+    // The grant's WAIT only: the give-back is bounded by kGiveUpBudget,
+    // which a lagging replica must not stretch.
+    EXPECT_EQ(WaitCalls(*master_redis_), waits_before + 1);
     EXPECT_GE(client->stats().replica_shortfalls, 1u);
     EXPECT_GE(observer->replica_errors.load(), 1);
     // Another client (not waiting for replicas) gets it at once.
@@ -241,6 +245,47 @@ TEST_F(ReplicaAck, AWaiterHandedTheLockGivesBackAnUnconfirmedClaim) {
   EXPECT_TRUE(info.queue.empty());
   ResumeReplica();
   taken.lease.Release();
+}
+
+// No lost wake-up: in one process, the holder's release hands the lock to
+// queued waiter A and wakes it; A's claim is not confirmed, so A's call
+// gives the lock back, which hands it to waiter B and wakes B at once (not
+// at its park bound, 10 s away) — through the give-back's hand-off, or the
+// wake-up A's call did not use, passed on when it leaves. B's claim is not
+// confirmed either: both calls fail, and the lock ends free — never two
+// holders, never stuck.
+TEST_F(ReplicaAck, AClaimGivenBackWakesTheNextWaiter) {
+  auto client = Acked({.park_cap = seconds(30),
+                       .presence_window = seconds(30),
+                       .claim_window = seconds(20)},
+                      seconds(2));
+  AcquireResult held = client->TryAcquire("wake", {.owner = "wake:h"});
+  ASSERT_TRUE(held);
+  auto wait_for = [&](const char* owner) {
+    return std::async(std::launch::async, [&, owner] {
+      return CodeOf(
+          [&] { client->AcquireFor("wake", seconds(60), {.owner = owner}); });
+    });
+  };
+  auto a = wait_for("wake:a");
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->Inspect("wake").queue.size() == 1; }));
+  auto b = wait_for("wake:b");
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->Inspect("wake").queue.size() == 2; }));
+  PauseReplica();
+  const uint64_t local_before = client->stats().wakeups_local;
+  held.lease.Release();  // hands the lock to A (its WAIT falls short)
+  ASSERT_EQ(a.wait_for(seconds(30)), std::future_status::ready);
+  ASSERT_EQ(b.wait_for(seconds(30)), std::future_status::ready);
+  EXPECT_EQ(a.get(), static_cast<int>(ErrorCode::kRedisReplicas));
+  EXPECT_EQ(b.get(), static_cast<int>(ErrorCode::kRedisReplicas));
+  EXPECT_GE(client->stats().wakeups_local, local_before + 2)
+      << "a waiter was not woken by the release or the give-back";
+  LockInfo info = client->Inspect("wake");
+  EXPECT_FALSE(info.locked) << "held by " << info.owner;
+  EXPECT_TRUE(info.queue.empty());
+  ResumeReplica();
 }
 
 // Renewals the replica confirms extend the lease; unconfirmed ones do not

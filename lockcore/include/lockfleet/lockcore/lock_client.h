@@ -122,9 +122,9 @@ struct LockClientOptions {
   // connect is the worst case. >= 1s.
   std::chrono::milliseconds retry_latch{10000};
   // Replica acknowledgement (see "Replica acknowledgement"). When > 0, every
-  // script that changes a lock (grant, claim, renew, release, abandon,
-  // force-unlock) is followed on its connection by WAIT min_replicas
-  // replica_timeout. A grant fewer replicas acknowledged is given back and
+  // grant, claim, renewal, release and force-unlock (not the clean-ups of a
+  // call that gives up: abandon, give-backs, bounded by kGiveUpBudget) is
+  // followed on its connection by WAIT min_replicas replica_timeout. A grant fewer replicas acknowledged is given back and
   // the call throws Error(kRedisReplicas); a renewal they did not
   // acknowledge does not extend the lease's validity (the watchdog tries
   // again); a release or hand-off they did not acknowledge stands and is

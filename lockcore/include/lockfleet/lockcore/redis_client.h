@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lockfleet/config/config.h"
 #include "lockfleet/lockcore/redis_url.h"
 
 namespace lockfleet {
@@ -47,22 +48,12 @@ namespace lockfleet {
 // Verified by default: the server's chain up to a trusted CA, its validity
 // dates, and that it is issued for the server name (subjectAltName DNS or
 // IP entry). TLS 1.2 at least.
-struct TlsOptions {
+//
+// The fields are the config file's redis.tls (config::RedisTlsConfig:
+// ca_file, ca_dir, cert_file, key_file, server_name, insecure_skip_verify),
+// so a config maps over whole: TlsOptions{redis.tls}.
+struct TlsOptions : config::RedisTlsConfig {
   bool enabled = false;  // TLS without a rediss:// URL. Default: the URL says
-  // Trusted CAs: a PEM file and/or a hashed directory (openssl rehash).
-  // Neither: the system trust store through OpenSSL's default verify paths,
-  // so $SSL_CERT_FILE and $SSL_CERT_DIR apply. Default: neither.
-  std::string ca_file;
-  std::string ca_dir;
-  // Client certificate (PEM, chain after it) and its unencrypted PEM key,
-  // for servers that require one (mutual TLS). Both or neither.
-  std::string cert_file;
-  std::string key_file;
-  // The name to verify the server's certificate against, also sent as SNI
-  // (not for an IP address). Default "": the URL's host.
-  std::string server_name;
-  // Tests only: accept any certificate (no chain, date or name check).
-  bool insecure_skip_verify = false;
 };
 
 struct RedisOptions {
@@ -132,7 +123,8 @@ using OptimisticDecide = std::function<std::optional<std::vector<Command>>(
 // same connection and in the same round trip, WAIT `replicas` `timeout`.
 // WAIT answers how many replicas acknowledged every write the connection
 // made up to then, so at least the scripts' (docs/lockcore.md, "Replica
-// acknowledgement"). `timeout` lengthens the round trip's bound by as much.
+// acknowledgement"). `timeout` lengthens the round trip's bound by as much
+// (plus 250 ms for the server's timer).
 struct ReplicaWait {
   int replicas = 0;                         // > 0
   std::chrono::milliseconds timeout{1000};  // > 0 (WAIT 0 would block)
