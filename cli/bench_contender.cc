@@ -168,6 +168,11 @@ int RunContender(const BenchArgs& args, const Context& context) {
       .key_prefix = kBenchKeyPrefix, .fair = args.fair, .publisher = kafka};
   if (args.park_cap_ms > 0)
     lock_options.park_cap = milliseconds(args.park_cap_ms);
+  if (args.config) {
+    // The deployment's replica acknowledgement is part of what it costs.
+    lock_options.min_replicas = args.config->redis.min_replicas;
+    lock_options.replica_timeout = args.config->redis.replica_timeout;
+  }
   RedisOptions redis_options =
       args.config ? RedisOptionsFrom(args.config->redis) : RedisOptions{};
   redis_options.url = args.redis;

@@ -9,7 +9,8 @@ RedisOptions RedisOptionsFrom(const config::RedisConfig& redis) {
                       .pool_size = redis.pool_size,
                       .connect_timeout = redis.connect_timeout,
                       .command_timeout = redis.command_timeout,
-                      .tls = TlsOptions{redis.tls, /*enabled=*/false}};
+                      .tls = TlsOptions{redis.tls, /*enabled=*/false},
+                      .sentinel_auth = redis.sentinel};
 }
 
 LockClientOptions LockOptionsFrom(const config::Config& config) {

@@ -59,7 +59,8 @@ Exit status:
   2        bad arguments: missing NAME or COMMAND, bad duration, bad URL,
            Kafka bootstrap or event key, or a bad --config file (each
            error names FILE:LINE:COL)
-  69       Redis unreachable, timed out or refused authentication
+  69       Redis unreachable, timed out or refused authentication, or
+           fewer replicas than --min-replicas confirmed the lock
   75       lock not acquired within --wait; the message names the holder
   76       lock lost while COMMAND ran (lease expired or force-unlocked);
            COMMAND's group was sent SIGTERM, and SIGKILL after --kill-after
@@ -92,6 +93,8 @@ struct LockArgs {
   std::string lease;
   std::string park_cap;
   std::string kill_after;
+  int min_replicas = 0;
+  std::string replica_timeout;
   bool verbose = false;
   bool no_fair = false;
   std::string name;
@@ -101,6 +104,8 @@ struct LockArgs {
   CLI::Option* lease_option = nullptr;
   CLI::Option* park_cap_option = nullptr;
   CLI::Option* kill_after_option = nullptr;
+  CLI::Option* min_replicas_option = nullptr;
+  CLI::Option* replica_timeout_option = nullptr;
 };
 
 LockRequest Validate(const LockArgs& args, const Context& context) {
@@ -162,6 +167,19 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
       request.locks.claim_window = request.locks.presence_window * 2 / 3;
     }
   }
+  if (args.min_replicas_option->count() > 0) {
+    CheckRange("--min-replicas", args.min_replicas, 0, 100);
+    request.locks.min_replicas = args.min_replicas;
+  }
+  if (args.replica_timeout_option->count() > 0) {
+    const milliseconds timeout =
+        ParseDurationOption("--replica-timeout", args.replica_timeout);
+    if (timeout <= milliseconds(0)) {
+      throw UsageError("--replica-timeout " + args.replica_timeout +
+                       ": must be more than 0");
+    }
+    request.locks.replica_timeout = timeout;
+  }
   if (args.no_fair) request.locks.fair = false;
   if (args.kill_after_option->count() > 0) {
     request.kill_after = ParseDurationOption("--kill-after", args.kill_after);
@@ -192,9 +210,10 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   args->connection.redis_option =
       app->add_option("--redis", args->connection.redis_url,
                       "Redis server: redis://[[user]:password@]host[:port][/db]"
-                      " or unix:///path/to/redis.sock. Default: the config's "
-                      "redis.url, else $LOCKFLEET_REDIS, else "
-                      "redis://127.0.0.1:6379")
+                      ", rediss://... (TLS), unix:///path/to/redis.sock or "
+                      "redis+sentinel://host:port[,host:port...]/MASTER. "
+                      "Default: the config's redis.url, else $LOCKFLEET_REDIS, "
+                      "else redis://127.0.0.1:6379")
           ->type_name("URL");
   args->wait_option =
       app->add_option("--wait", args->wait,
@@ -251,6 +270,24 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "decides that instead. At most 1h. Default: the config's "
              "locks.park_cap, else " +
                  config::FormatDuration(LockClientOptions{}.park_cap))
+          ->type_name("DURATION")
+          ->group("Advanced");
+  args->min_replicas_option =
+      app->add_option(
+             "--min-replicas", args->min_replicas,
+             "Replicas that must confirm every change of the lock (Redis "
+             "WAIT) before it counts: a grant fewer confirm within "
+             "--replica-timeout is given back and lockfleet exits 69. 0..100, "
+             "0 = do not wait. Default: the config's redis.min_replicas, "
+             "else 0")
+          ->type_name("N")
+          ->group("Advanced");
+  args->replica_timeout_option =
+      app->add_option(
+             "--replica-timeout", args->replica_timeout,
+             "How long --min-replicas waits for the replicas. "
+             "Default: the config's redis.replica_timeout, else " +
+                 config::FormatDuration(LockClientOptions{}.replica_timeout))
           ->type_name("DURATION")
           ->group("Advanced");
   args->name_option = app->add_option("NAME", args->name,

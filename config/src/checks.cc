@@ -225,6 +225,9 @@ using internal::Quote;
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kRedissScheme = "rediss://";
 constexpr std::string_view kUnixScheme = "unix://";
+constexpr std::string_view kSentinelScheme = "redis+sentinel://";
+constexpr std::string_view kSentinelTlsScheme = "rediss+sentinel://";
+constexpr int kSentinelPort = 26379;
 constexpr int kMaxDb = 1 << 20;
 
 int HexValue(char c) {
@@ -342,6 +345,43 @@ std::string ParseTcpUrl(std::string_view rest, RedisUrl* url) {
   return ParseHostPort(host_port, url);
 }
 
+// "host[:port],host[:port]/master[/db]" after the scheme (and user info).
+std::string ParseSentinelUrl(std::string_view rest, RedisUrl* url) {
+  if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
+  const size_t slash = rest.find('/');
+  const std::string_view hosts = rest.substr(0, slash);
+  if (hosts.empty()) return "no sentinel host";
+  if (slash == std::string_view::npos || slash + 1 == rest.size()) {
+    return "no master name: redis+sentinel://host:port[,...]/MASTER[/db]";
+  }
+  std::string_view name = rest.substr(slash + 1);
+  if (const size_t db = name.find('/'); db != std::string_view::npos) {
+    if (std::string why = ParseDb(name.substr(db + 1), url); !why.empty())
+      return why;
+    name = name.substr(0, db);
+  }
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+      })) {
+    return "the master name " + Quote(name) +
+           " must be letters, digits, '.', '_' or '-'";
+  }
+  url->master_name = std::string(name);
+  size_t start = 0;
+  while (start <= hosts.size()) {
+    const size_t comma = std::min(hosts.find(',', start), hosts.size());
+    const std::string_view one = hosts.substr(start, comma - start);
+    if (one.empty()) return "an empty sentinel address in the list";
+    RedisUrl node;
+    node.port = kSentinelPort;
+    if (std::string why = ParseHostPort(one, &node); !why.empty()) return why;
+    url->sentinels.push_back({node.host, node.port});
+    start = comma + 1;
+  }
+  return "";
+}
+
 std::string ParseUnixUrl(std::string_view rest, RedisUrl* url) {
   if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
   const size_t query = rest.find('?');
@@ -375,6 +415,13 @@ std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
   if (text.starts_with(kUnixScheme)) {
     return ParseUnixUrl(text.substr(kUnixScheme.size()), out);
   }
+  if (text.starts_with(kSentinelScheme)) {
+    return ParseSentinelUrl(text.substr(kSentinelScheme.size()), out);
+  }
+  if (text.starts_with(kSentinelTlsScheme)) {
+    out->tls = true;
+    return ParseSentinelUrl(text.substr(kSentinelTlsScheme.size()), out);
+  }
   if (const size_t scheme = text.find("://");
       scheme != std::string_view::npos) {
     const std::string_view name = text.substr(0, scheme);
@@ -388,7 +435,7 @@ std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
     return plain ? "unknown scheme " + Quote(text.substr(0, scheme + 3))
                  : "unknown scheme";
   }
-  return "no redis://, rediss:// or unix:// in front";
+  return "no redis://, rediss://, unix:// or redis+sentinel:// in front";
 }
 
 std::string RedactRedisUrl(std::string_view text) {
@@ -404,9 +451,40 @@ std::string RedactRedisUrl(std::string_view text) {
     const size_t end = text.find_first_of("/?", colon + 1);
     const std::string_view after = text.substr(
         colon + 1, end == std::string_view::npos ? end : end - colon - 1);
-    const bool port = !after.empty() &&
-                      std::all_of(after.begin(), after.end(),
-                                  [](char c) { return c >= '0' && c <= '9'; });
+    // A sentinel list ("26379,s2:26379") is a port, then host[:port]s.
+    const bool list =
+        text.substr(0, start).find("+sentinel") != std::string_view::npos;
+    auto digits = [](std::string_view t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
+    };
+    auto host_port = [&](std::string_view t) {
+      const size_t c = t.rfind(':');
+      const std::string_view host = t.substr(0, c);
+      return !host.empty() &&
+             std::all_of(host.begin(), host.end(),
+                         [](char ch) {
+                           return (ch >= 'a' && ch <= 'z') ||
+                                  (ch >= 'A' && ch <= 'Z') ||
+                                  (ch >= '0' && ch <= '9') || ch == '.' ||
+                                  ch == '-';
+                         }) &&
+             (c == std::string_view::npos || digits(t.substr(c + 1)));
+    };
+    bool port = false;
+    if (!list) {
+      port = digits(after);
+    } else {
+      const size_t comma = after.find(',');
+      port = digits(after.substr(0, comma));
+      for (size_t at = comma; port && at != std::string_view::npos;) {
+        const size_t next = after.find(',', at + 1);
+        port = host_port(after.substr(
+            at + 1, next == std::string_view::npos ? next : next - at - 1));
+        at = next;
+      }
+    }
     if (port) return std::string(text);
     return std::string(text.substr(0, colon + 1)) + "***" +
            std::string(end == std::string_view::npos ? "" : text.substr(end));
@@ -423,6 +501,11 @@ std::string RedactRedisUrl(std::string_view text) {
          std::string(text.substr(at));
 }
 
+std::string RedisNode::ToString() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
 std::string RedisUrl::Redacted() const {
   std::string auth;
   if (!password.empty()) {
@@ -434,10 +517,16 @@ std::string RedisUrl::Redacted() const {
     return "unix://" + auth + unix_path +
            (db != 0 ? "?db=" + std::to_string(db) : "");
   }
-  const std::string shown_host =
-      host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return (tls ? "rediss://" : "redis://") + auth + shown_host + ":" +
-         std::to_string(port) + (db != 0 ? "/" + std::to_string(db) : "");
+  const std::string db_part = db != 0 ? "/" + std::to_string(db) : "";
+  if (sentinel()) {
+    std::string nodes;
+    for (const RedisNode& node : sentinels)
+      nodes += (nodes.empty() ? "" : ",") + node.ToString();
+    return (tls ? "rediss+sentinel://" : "redis+sentinel://") + auth + nodes +
+           "/" + master_name + db_part;
+  }
+  return (tls ? "rediss://" : "redis://") + auth +
+         RedisNode{host, port}.ToString() + db_part;
 }
 
 }  // namespace lockfleet::config

@@ -15,7 +15,9 @@ constexpr char kExample[] =
 
 redis:
   # Required. redis://[[user]:password@]host[:port][/db], rediss://... for
-  # TLS, or unix:///path/to.sock[?db=N]. Keep passwords out of this file:
+  # TLS, unix:///path/to.sock[?db=N], or through Sentinel:
+  # redis+sentinel://[[user]:password@]host:26379[,host:port...]/MASTER[/db]
+  # (rediss+sentinel:// for TLS). Keep passwords out of this file:
   #   url: redis://:${REDIS_PASSWORD}@redis.internal:6379
   url: ${LOCKFLEET_REDIS:-redis://127.0.0.1:6379}
   pool_size: 4              # connections per process, 1..1024
@@ -38,6 +40,11 @@ redis:
   #   server_name: ""         # name the server's certificate must carry
   #                           # ("": the url's host)
   #   insecure_skip_verify: false   # tests only: verify nothing
+  # Sentinel: the url's user and password are the master's. Sentinels that
+  # want their own AUTH (only with redis+sentinel://):
+  # sentinel:
+  #   user: ""
+  #   password: ${SENTINEL_PASSWORD}
 
 # Optional: without this section there is no Kafka; a release then wakes
 # waiters in the same process at once and others within locks.park_cap.

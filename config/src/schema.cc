@@ -12,6 +12,7 @@
 
 #include "checks.h"
 #include "lockfleet/config/event_keys.h"
+#include "lockfleet/config/redis_url.h"
 #include "reader.h"
 #include "text.h"
 
@@ -22,9 +23,8 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 
-constexpr char kRedisUrlExpected[] =
-    "a Redis URL: redis://[[user]:password@]host[:port][/db], rediss://... "
-    "(TLS) or unix:///path/to.sock[?db=N]";
+const std::string kRedisUrlExpected =
+    std::string("a Redis URL: ") + kRedisUrlForms;
 constexpr char kBootstrapExpected[] =
     "Kafka bootstrap servers: HOST:PORT[,HOST:PORT...]";
 constexpr char kTopicExpected[] = "a Kafka topic name";
@@ -74,13 +74,16 @@ RedisTlsConfig ReadRedisTls(Context& context, const Value& value,
   }
   map.Finish();
 
-  if (!url.empty() && !url.starts_with("rediss://")) {
+  if (RedisUrl parsed; ParseRedisUrl(url, &parsed).empty() && !parsed.tls) {
     context.Error(
         value.key_mark, value.path,
-        "TLS settings need a rediss:// url, and redis.url is " +
-            std::string(url.starts_with("unix://") ? "unix://" : "redis://") +
-            "; write rediss://HOST:PORT to use TLS, or remove "
-            "redis.tls");
+        "TLS settings need a rediss:// (or rediss+sentinel://) url, "
+        "and redis.url is " +
+            url.substr(0, url.find("://") + 3) +
+            (parsed.sentinel() ? "; write rediss+sentinel://... to use TLS, or "
+                                 "remove redis.tls"
+                               : "; write rediss://HOST:PORT to use TLS, or "
+                                 "remove redis.tls"));
   }
   if (!out.cert_file.empty() && out.key_file.empty() && !key_file.wrong) {
     context.Error(*cert_file.value,
@@ -119,6 +122,28 @@ RedisConfig ReadRedis(Context& context, const Value& value) {
   map.Read("replica_timeout", out.replica_timeout, Duration(milliseconds(1)));
   if (std::optional<Value> tls = map.Get("tls")) {
     out.tls = ReadRedisTls(context, *tls, out.url);
+  }
+  if (std::optional<Value> sentinel = map.Get("sentinel")) {
+    MapReader auth(context, *sentinel, "a mapping of Sentinel settings");
+    auto non_empty = [](std::string_view text) {
+      return std::string(text.empty() ? "empty" : "");
+    };
+    auto hidden = [](std::string_view) { return std::string("***"); };
+    auth.Read("user", out.sentinel.user, Checked("an ACL user", non_empty));
+    auth.Read("password", out.sentinel.password,
+              Checked("a password", non_empty, hidden));
+    auth.Finish();
+    if (!out.sentinel.user.empty() && out.sentinel.password.empty()) {
+      context.Error(sentinel->key_mark, sentinel->path,
+                    "a Sentinel user needs its password: set "
+                    "redis.sentinel.password too");
+    }
+    if (RedisUrl parsed;
+        ParseRedisUrl(out.url, &parsed).empty() && !parsed.sentinel()) {
+      context.Error(sentinel->key_mark, sentinel->path,
+                    "Sentinel settings need a redis+sentinel:// url; remove "
+                    "redis.sentinel or point redis.url at the sentinels");
+    }
   }
   map.Finish();
   return out;

@@ -74,6 +74,121 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
     endpoint.tls = true;
     tls = std::make_shared<const internal::TlsContext>(tls_options);
   }
+  if (endpoint.sentinel()) {
+    sentinel_ = std::make_unique<internal::Sentinel>(
+        endpoint, options.sentinel_auth, tls.get(), options.connect_timeout,
+        options.command_timeout);
+  } else if (options.sentinel_auth != config::RedisAuthConfig{}) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "Sentinel credentials are set but " + where +
+                    " is not a redis+sentinel:// URL");
+  }
+}
+
+RedisClient::Impl::~Impl() {
+  // The watch thread calls MasterIs, which uses the members below: it stops
+  // first, whatever the order of the members.
+  sentinel_.reset();
+}
+
+bool RedisClient::Impl::Current(const RedisConnection& conn) const {
+  return !sentinel_ ||
+         conn.tag() == generation_.load(std::memory_order_acquire);
+}
+
+RedisClient::Impl::MasterAt RedisClient::Impl::KnownMaster() {
+  // REQUIRES: master_mu_ held, master_ set.
+  RedisEndpoint at = endpoint;
+  at.sentinels.clear();
+  at.master_name.clear();
+  at.host = master_->host;
+  at.port = master_->port;
+  return {std::move(at), generation_.load()};
+}
+
+RedisClient::Impl::MasterAt RedisClient::Impl::Master(
+    internal::Deadline deadline) {
+  {
+    std::lock_guard lock(master_mu_);
+    if (master_) return KnownMaster();
+  }
+  std::unique_lock ask(ask_mu_, deadline);
+  if (!ask.owns_lock()) {
+    throw Error(ErrorCode::kRedisTimeout,
+                "the sentinels of " + sentinel_->where() +
+                    " did not name the master in time");
+  }
+  {
+    std::lock_guard lock(master_mu_);
+    if (master_) return KnownMaster();  // asked by another thread meanwhile
+  }
+  const RedisNode node = sentinel_->AskMaster(deadline);
+  std::lock_guard lock(master_mu_);
+  if (!master_) {  // (a +switch-master may have come meanwhile: it wins)
+    master_ = node;
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  return KnownMaster();
+}
+
+void RedisClient::Impl::MasterIs(const RedisNode& node) {
+  std::lock_guard lock(master_mu_);
+  if (master_ && *master_ == node) return;
+  master_ = node;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RedisClient::Impl::MasterFailed(uint64_t generation) {
+  std::lock_guard lock(master_mu_);
+  if (generation_.load() != generation) return;
+  master_.reset();
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::unique_ptr<RedisConnection> RedisClient::Impl::Open(
+    std::chrono::milliseconds budget) {
+  if (!sentinel_) {
+    return std::make_unique<RedisConnection>(endpoint, tls.get(),
+                                             options.connect_timeout,
+                                             options.command_timeout, budget);
+  }
+  std::call_once(watching_, [this] {
+    sentinel_->Watch([this](const RedisNode& node) { MasterIs(node); });
+  });
+  const internal::Deadline deadline =
+      std::chrono::steady_clock::now() +
+      (budget.count() > 0 ? budget
+                          : options.connect_timeout + options.command_timeout);
+  // Twice at most: once more when the master moved while connecting.
+  for (int attempt = 1;; ++attempt) {
+    MasterAt master = Master(deadline);
+    std::unique_ptr<RedisConnection> conn;
+    try {
+      // ROLE too: the address the sentinels gave may be a replica by now.
+      conn = std::make_unique<RedisConnection>(
+          master.endpoint, tls.get(), options.connect_timeout,
+          options.command_timeout,
+          budget.count() > 0 ? internal::Remaining(deadline)
+                             : std::chrono::milliseconds(0),
+          /*must_be_master=*/true);
+    } catch (const Error& e) {
+      // Refused, closed, or not a master: ask the sentinels next time. A
+      // slow connect (a timeout) or a refused AUTH says nothing about
+      // where the master is.
+      if (e.code() == ErrorCode::kRedisUnavailable)
+        MasterFailed(master.generation);
+      throw;
+    }
+    conn->set_tag(master.generation);
+    // A +switch-master while connecting: the old master still says ROLE
+    // master for seconds after a failover, so only the generation tells.
+    if (Current(*conn)) return conn;
+    if (attempt == 2) {
+      throw Error(ErrorCode::kRedisUnavailable,
+                  "the master of " + sentinel_->where() +
+                      " moved twice while connecting");
+    }
+  }
 }
 
 RedisClient::Impl::Lent RedisClient::Impl::Borrow(
@@ -83,32 +198,35 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
                           : options.command_timeout;
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, wait, [&] {
-        return !idle_.empty() || open_ < options.pool_size;
-      })) {
-    throw Error(ErrorCode::kRedisTimeout,
-                "no free Redis connection within the timeout (pool_size " +
-                    std::to_string(options.pool_size) + ")");
-  }
-  if (!idle_.empty()) {
-    auto conn = std::move(idle_.back());
-    idle_.pop_back();
-    return Lent(this, std::move(conn));
+  for (;;) {
+    if (!cv_.wait_until(lock, start + wait, [&] {
+          return !idle_.empty() || open_ < options.pool_size;
+        })) {
+      throw Error(ErrorCode::kRedisTimeout,
+                  "no free Redis connection within the timeout (pool_size " +
+                      std::to_string(options.pool_size) + ")");
+    }
+    bool dropped = false;
+    while (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      if (Current(*conn)) {
+        if (dropped) cv_.notify_all();
+        return Lent(this, std::move(conn));
+      }
+      --open_;  // to a former master (Sentinel): closed
+      dropped = true;
+    }
+    if (dropped) cv_.notify_all();  // slots for the other waiters too
+    if (open_ < options.pool_size) break;
   }
   ++open_;
   lock.unlock();
   try {
     // A budgeted call's connect, AUTH and SELECT fit in what is left of it.
-    std::chrono::milliseconds budget(0);
-    if (timeout.count() > 0) {
-      budget =
-          std::max(std::chrono::milliseconds(1),
-                   wait - std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - start));
-    }
-    return Lent(this, std::make_unique<RedisConnection>(
-                          endpoint, tls.get(), options.connect_timeout,
-                          options.command_timeout, budget));
+    return Lent(this,
+                Open(timeout.count() > 0 ? internal::Remaining(start + wait)
+                                         : std::chrono::milliseconds(0)));
   } catch (...) {
     lock.lock();
     --open_;
@@ -119,7 +237,9 @@ RedisClient::Impl::Lent RedisClient::Impl::Borrow(
 
 void RedisClient::Impl::Return(std::unique_ptr<RedisConnection> conn) {
   std::lock_guard lock(mu_);
-  if (conn->broken() && conn->timed_out()) {
+  if (!Current(*conn)) {
+    --open_;  // the master moved (Sentinel): never reused
+  } else if (conn->broken() && conn->timed_out()) {
     // A slow server, not a gone one: only this connection (its reply may
     // still come) is dropped; reconnecting every idle one would add TLS
     // handshakes to a server that is already slow.
@@ -166,20 +286,54 @@ std::vector<Reply> RedisClient::Impl::Run(
   const milliseconds extra = server_wait.count() > 0
                                  ? server_wait + milliseconds(250)
                                  : milliseconds(0);
-  if (timeout.count() <= 0) {  // the usual case: the options' timeouts
-    Lent conn = BeforeSending([&] { return Borrow(); });
-    round_trips.fetch_add(1, std::memory_order_relaxed);
-    return conn->Run(commands, options.command_timeout + extra);
-  }
   // A call's budget shortens the command timeout, never lengthens it, and
   // covers the pool wait and connect too.
-  timeout = std::min(timeout, options.command_timeout);
-  const auto start = std::chrono::steady_clock::now();
-  Lent conn = BeforeSending([&] { return Borrow(timeout); });
-  round_trips.fetch_add(1, std::memory_order_relaxed);
-  const auto left = timeout - std::chrono::duration_cast<milliseconds>(
-                                  std::chrono::steady_clock::now() - start);
-  return conn->Run(commands, std::max(left, milliseconds(1)) + extra);
+  const bool bounded = timeout.count() > 0;
+  if (bounded) timeout = std::min(timeout, options.command_timeout);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  // What is left of the call's budget (the command timeout when unbounded).
+  auto left = [&] {
+    return bounded ? internal::Remaining(end) : options.command_timeout;
+  };
+  for (int attempt = 1;; ++attempt) {
+    Lent conn =
+        BeforeSending([&] { return bounded ? Borrow(left()) : Borrow(); });
+    // The master moved (Sentinel) since the connection was lent: another.
+    if (!Current(*conn) && attempt < 3) continue;
+    round_trips.fetch_add(1, std::memory_order_relaxed);
+    std::vector<Reply> replies = RunOn(conn, commands, left() + extra);
+    if (!sentinel_) return replies;
+    const auto readonly = [](const Reply& r) {
+      return r.is_error() && r.str.rfind("READONLY ", 0) == 0;
+    };
+    if (std::none_of(replies.begin(), replies.end(), readonly)) return replies;
+    // Sentinel: the master we had is a replica now; ask the sentinels on
+    // the next connection.
+    MasterFailed(conn->tag());
+    // Sent once more only when every command was refused: then nothing of
+    // the round trip ran. (A pipeline the demotion cut in two ran its first
+    // part on the master: its replies go back as they are.)
+    if (!std::all_of(replies.begin(), replies.end(),
+                     [](const Reply& r) { return r.is_error(); })) {
+      return replies;
+    }
+    if (attempt >= 2 || (bounded && std::chrono::steady_clock::now() >= end)) {
+      return replies;  // READONLY errors reach the caller
+    }
+  }
+}
+
+std::vector<Reply> RedisClient::Impl::RunOn(
+    Lent& conn, const std::vector<const Command*>& commands,
+    std::chrono::milliseconds bound) {
+  try {
+    return conn->Run(commands, bound);
+  } catch (const Error&) {
+    // The master died or dropped us (not a slow one: a +switch-master
+    // covers that): ask the sentinels on the next connection.
+    if (sentinel_ && !conn->timed_out()) MasterFailed(conn->tag());
+    throw;
+  }
 }
 
 std::string RedisClient::Impl::ShaOf(const Script& script,

@@ -3,12 +3,16 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "lockfleet/lockcore/redis_client.h"
 #include "redis_connection.h"
+#include "sentinel.h"
 #include "tls.h"
 
 namespace lockfleet {
@@ -16,6 +20,7 @@ namespace lockfleet {
 class RedisClient::Impl {
  public:
   explicit Impl(RedisOptions opts);
+  ~Impl();
 
   // A connection lent out of the pool; returned (or dropped if broken) on
   // destruction.
@@ -26,6 +31,7 @@ class RedisClient::Impl {
     Lent(Lent&&) = default;
     ~Lent();
     internal::RedisConnection* operator->() { return conn_.get(); }
+    internal::RedisConnection& operator*() { return *conn_; }
 
    private:
     Impl* pool_;
@@ -53,6 +59,42 @@ class RedisClient::Impl {
 
  private:
   void Return(std::unique_ptr<internal::RedisConnection> conn);
+  // Opens a connection: to `endpoint`, or on a Sentinel client to the
+  // master (asking the sentinels first if its address is unknown), tagged
+  // with the master generation it was opened for.
+  std::unique_ptr<internal::RedisConnection> Open(
+      std::chrono::milliseconds budget);
+  // Sentinel: where the master is, and the generation of that address.
+  struct MasterAt {
+    RedisEndpoint endpoint;
+    uint64_t generation = 0;
+  };
+  // The master's address, asking the sentinels (by `deadline`) if it is
+  // unknown. Throws Error.
+  MasterAt Master(internal::Deadline deadline);
+  MasterAt KnownMaster();  // REQUIRES: master_mu_ held, master_ set
+  // Sentinel: the master moved to `node` (a +switch-master, or an answer).
+  void MasterIs(const RedisNode& node);
+  // Sentinel: the master of generation `generation` failed a connection
+  // (or is a replica now): forget its address, so the next connection asks
+  // the sentinels again. No-op for an older generation.
+  void MasterFailed(uint64_t generation);
+  // Whether `conn` is to the master as it is now (always without Sentinel).
+  bool Current(const internal::RedisConnection& conn) const;
+
+  // Runs `commands` on `conn`; a connection failure on a Sentinel client
+  // forgets the master's address (MasterFailed).
+  std::vector<Reply> RunOn(Lent& conn,
+                           const std::vector<const Command*>& commands,
+                           std::chrono::milliseconds bound);
+
+  // Sentinel only (null otherwise); its watch thread starts on first use.
+  std::unique_ptr<internal::Sentinel> sentinel_;
+  std::once_flag watching_;
+  std::timed_mutex ask_mu_;  // one thread at a time asks the sentinels
+  std::mutex master_mu_;
+  std::optional<RedisNode> master_;      // guarded by master_mu_
+  std::atomic<uint64_t> generation_{1};  // changes with master_
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -139,7 +139,7 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
                                  const TlsContext* tls,
                                  milliseconds connect_timeout,
                                  milliseconds command_timeout,
-                                 milliseconds budget)
+                                 milliseconds budget, bool must_be_master)
     : reader_(redisReaderCreate()),
       where_(endpoint.Redacted()),
       command_timeout_(command_timeout) {
@@ -192,6 +192,30 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint,
   }
   if (endpoint.db != 0)
     must_ok({"SELECT", std::to_string(endpoint.db)}, "SELECT");
+  if (must_be_master) {
+    const Command role{"ROLE"};
+    const Reply r = std::move(Run({&role}, left()).front());
+    if (r.is_error()) {
+      broken_ = true;
+      // NOPERM: an ACL without +role (the -@dangerous of a least-privilege
+      // user takes it away).
+      throw Error(CodeForErrorReply(r.str, ErrorCode::kRedisUnavailable),
+                  "Redis at " + where_ + " refused ROLE: " + r.str +
+                      (r.str.rfind("NOPERM", 0) == 0
+                           ? " (the ACL user needs +role for Sentinel)"
+                           : ""));
+    }
+    const std::string role_name =
+        r.type == Reply::Type::kArray && !r.elements.empty()
+            ? r.elements.front().str
+            : "an unexpected reply";
+    if (role_name != "master") {
+      broken_ = true;
+      throw Error(ErrorCode::kRedisUnavailable,
+                  "Redis at " + where_ + " is not the master (ROLE: " +
+                      role_name + "): a failover in progress?");
+    }
+  }
 }
 
 RedisConnection::~RedisConnection() = default;
@@ -276,6 +300,35 @@ std::vector<Reply> RedisConnection::Run(
     throw;
   }
   return replies;
+}
+
+void RedisConnection::Send(const Command& command,
+                           steady_clock::time_point deadline) {
+  if (broken_)
+    throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
+  std::string out;
+  Encode(command, out);
+  try {
+    transport_->Write(out, deadline);
+  } catch (const Error& e) {
+    Fail("send", e, command_timeout_);
+  }
+}
+
+std::optional<Reply> RedisConnection::ReadOne(
+    steady_clock::time_point deadline) {
+  if (broken_)
+    throw Error(ErrorCode::kRedisUnavailable, "Redis connection is broken");
+  std::vector<Reply> replies;
+  try {
+    ReadReplies(1, replies, deadline);
+  } catch (const Error& e) {
+    // Nothing came in time: a part of a reply read so far stays in the
+    // reader for the next call.
+    if (e.code() == ErrorCode::kRedisTimeout) return std::nullopt;
+    Fail("read", e, command_timeout_);
+  }
+  return std::move(replies.front());
 }
 
 Reply RedisConnection::RunOne(const Command& command) {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +30,15 @@ class RedisConnection {
   // the handshake together; `budget`, if positive, bounds the whole of it
   // (connect, handshake, AUTH, SELECT) for a call with a deadline. The
   // connection's commands later use command_timeout. `tls` (null: plain)
-  // must outlive the constructor only.
+  // must outlive the constructor only. `must_be_master`: ask ROLE too and
+  // throw Error(kRedisUnavailable) unless the server is a master (a
+  // Sentinel client's check that the address it was given is still the
+  // master's).
   RedisConnection(const RedisEndpoint& endpoint, const TlsContext* tls,
                   std::chrono::milliseconds connect_timeout,
                   std::chrono::milliseconds command_timeout,
-                  std::chrono::milliseconds budget = {});
+                  std::chrono::milliseconds budget = {},
+                  bool must_be_master = false);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
@@ -46,6 +52,19 @@ class RedisConnection {
   std::vector<Reply> Run(const std::vector<const Command*>& commands,
                          std::chrono::milliseconds timeout = {});
   Reply RunOne(const Command& command);
+
+  // For a subscribed connection, where replies come unasked: Send writes
+  // `command` without reading; ReadOne returns the next reply, or
+  // std::nullopt when none came by `deadline` (the connection stays
+  // usable). Failures throw Error and leave the connection broken().
+  void Send(const Command& command,
+            std::chrono::steady_clock::time_point deadline);
+  std::optional<Reply> ReadOne(std::chrono::steady_clock::time_point deadline);
+
+  // The pool's mark on the connection (the master generation it was opened
+  // for, on a Sentinel client).
+  uint64_t tag() const { return tag_; }
+  void set_tag(uint64_t tag) { tag_ = tag; }
 
   bool broken() const { return broken_; }
   // Broken by a timeout (the server slow, not gone): the others in the pool
@@ -72,6 +91,7 @@ class RedisConnection {
   std::unique_ptr<redisReader, ReaderFree> reader_;
   std::string where_;  // redacted endpoint, for messages
   std::chrono::milliseconds command_timeout_;  // the connection's default
+  uint64_t tag_ = 0;
   bool broken_ = false;
   bool timed_out_ = false;
   bool replied_ = false;  // a reply was read: the peer speaks RESP

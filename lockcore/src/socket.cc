@@ -61,6 +61,10 @@ struct AddrInfoFree {
 
 }  // namespace
 
+std::chrono::milliseconds Remaining(Deadline deadline) {
+  return std::chrono::milliseconds(std::max(1, MillisUntil(deadline)));
+}
+
 int MillisUntil(Deadline deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
   if (left <= std::chrono::steady_clock::duration::zero()) return 0;

@@ -16,6 +16,10 @@ using Deadline = std::chrono::steady_clock::time_point;
 // Milliseconds until `deadline`, rounded up, >= 0: a poll() timeout.
 int MillisUntil(Deadline deadline);
 
+// What is left until `deadline`, at least 1 ms (a bound to pass on: 0
+// would mean "no bound" to the callee).
+std::chrono::milliseconds Remaining(Deadline deadline);
+
 class Socket {
  public:
   // Connects to `host`:`port` — each address the name resolves to in turn,

@@ -12,3 +12,11 @@ lockfleet_add_test(NAME lockfleet_safety_chaos_test
   TIMEOUT 120)
 target_include_directories(lockfleet_safety_chaos_test
   PRIVATE ${PROJECT_SOURCE_DIR}/lockcore/src)
+
+# 8e. The master killed under contention behind three real sentinels
+# (redis+sentinel://, min_replicas 1): no double holder, no fence going
+# backwards, and the clients follow the promoted replica.
+lockfleet_add_test(NAME lockfleet_sentinel_chaos_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/sentinel_chaos_test.cc
+  LABELS chaos
+  TIMEOUT 180)

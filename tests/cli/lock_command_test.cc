@@ -251,6 +251,24 @@ TEST_F(LockCommandTest, RedisUnreachable) {
   EXPECT_FALSE(FileExists(File("ran")));
 }
 
+// --min-replicas 1 against a Redis without replicas: WAIT answers 0, the
+// grant is given back, COMMAND does not run, and the exit status is 69
+// with the redis_replicas code; the lock is left free.
+TEST_F(LockCommandTest, MinReplicasNobodyConfirmsExits69) {
+  const CliResult result =
+      RunCli(Lock({"--min-replicas", "1", "--replica-timeout", "100ms"},
+                  "touch '" + File("ran") + "'"));
+  EXPECT_EQ(result.status, 69) << result.err;
+  EXPECT_NE(result.err.find("redis_replicas"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("acknowledged by 0 of 1 replicas"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(FileExists(File("ran")));
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+  // 0 turns it off again (a config's redis.min_replicas too).
+  EXPECT_EQ(RunCli(Lock({"--min-replicas", "0"}, "exit 0")).status, 0);
+}
+
 TEST_F(LockCommandTest, BadArgumentsExitTwo) {
   const std::string url = server_.url();
   const std::string ran = File("ran");
@@ -276,6 +294,11 @@ TEST_F(LockCommandTest, BadArgumentsExitTwo) {
        "true"},
       {"lock", "--redis", url, "--kafka", "a:1,,b:2", kName, "--", "true"},
       {"lock", "--redis", url, "--kafka", "host:port", kName, "--", "true"},
+      {"lock", "--redis", url, "--min-replicas", "101", kName, "--", "true"},
+      {"lock", "--redis", url, "--min-replicas", "-1", kName, "--", "true"},
+      {"lock", "--redis", url, "--min-replicas", "x", kName, "--", "true"},
+      {"lock", "--redis", url, "--replica-timeout", "0", kName, "--", "true"},
+      {"lock", "--redis", "redis+sentinel://h", kName, "--", "true"},
   };
   for (const auto& args : cases) {
     std::string shown;

@@ -92,8 +92,9 @@ TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
       result.err,
       path +
           ":1:1: redis.url: missing required key; expected a Redis URL: "
-          "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-          "unix:///path/to.sock[?db=N]\n" +
+          "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+          "unix:///path/to.sock[?db=N] or "
+          "redis+sentinel://host[:port][,host[:port]...]/master[/db]\n" +
           path +
           ":2:14: redis.pool_size: expected an integer from 1 to 1024, "
           "found '0'\n" +

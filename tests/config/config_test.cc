@@ -241,8 +241,10 @@ TEST(ConfigErrorTest, StringForInteger) {
 TEST(ConfigErrorTest, MappingOrListForScalar) {
   EXPECT_EQ(OnlyError("redis:\n  url: {host: h}\n").ToString(),
             "c.yaml:2:8: redis.url: expected a Redis URL: "
-            "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-            "unix:///path/to.sock[?db=N], found a mapping");
+            "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+            "unix:///path/to.sock[?db=N] or "
+            "redis+sentinel://host[:port][,host[:port]...]/master[/db], found "
+            "a mapping");
   EXPECT_EQ(
       OnlyError(std::string(kMinimal) + "worker: {threads: [1]}\n").message,
       "expected an integer from 1 to 1024, found a list");
@@ -338,9 +340,10 @@ TEST(ConfigErrorTest, BadRedisUrls) {
   };
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "(unknown scheme 'http://')",
                       message("http://h"));
-  EXPECT_PRED_FORMAT2(::testing::IsSubstring,
-                      "(no redis://, rediss:// or unix:// in front)",
-                      message("localhost:6379"));
+  EXPECT_PRED_FORMAT2(
+      ::testing::IsSubstring,
+      "(no redis://, rediss://, unix:// or redis+sentinel:// in front)",
+      message("localhost:6379"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "no host after rediss://",
                       message("rediss://"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "an IPv6 host goes in brackets",
@@ -446,16 +449,18 @@ TEST(ConfigErrorTest, MissingRedisUrl) {
   EXPECT_EQ(
       OnlyError("redis:\n  pool_size: 2\n").ToString(),
       "c.yaml:1:1: redis.url: missing required key; expected a Redis "
-      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-      "unix:///path/to.sock[?db=N]");
+      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+      "unix:///path/to.sock[?db=N] or "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db]");
 }
 
 TEST(ConfigErrorTest, MissingRedisSection) {
   EXPECT_EQ(
       OnlyError("# comment\nlogging: {level: info}\n").ToString(),
       "c.yaml:2:1: redis.url: missing required key; expected a Redis "
-      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-      "unix:///path/to.sock[?db=N]");
+      "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+      "unix:///path/to.sock[?db=N] or "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db]");
 }
 
 TEST(ConfigErrorTest, MissingKafkaBootstrapWhenKafkaPresent) {
@@ -588,8 +593,9 @@ TEST(ConfigErrorTest, ReportsEveryErrorInFileOrder) {
   );
   const std::vector<std::string> expected = {
       "c.yaml:1:1: redis.url: missing required key; expected a Redis URL: "
-      "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-      "unix:///path/to.sock[?db=N]",
+      "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+      "unix:///path/to.sock[?db=N] or "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db]",
       "c.yaml:2:14: redis.pool_size: expected an integer from 1 to 1024, "
       "found '0'",
       "c.yaml:3:3: redis.comand_timeout: unknown key; did you mean "
@@ -610,13 +616,14 @@ TEST(ConfigErrorTest, WhatListsEveryError) {
     LoadString("redis: {pool_size: 0}", "x.yaml", {});
     FAIL() << "loaded";
   } catch (const ConfigError& e) {  // ConfigErrors is a ConfigError
-    EXPECT_EQ(std::string(e.what()),
-              "x.yaml:1:1: redis.url: missing required key; expected a Redis "
-              "URL: redis://[[user]:password@]host[:port][/db], rediss://... "
-              "(TLS) or "
-              "unix:///path/to.sock[?db=N]\n"
-              "x.yaml:1:20: redis.pool_size: expected an integer from 1 to "
-              "1024, found '0'");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "x.yaml:1:1: redis.url: missing required key; expected a Redis "
+        "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+        "unix:///path/to.sock[?db=N] or "
+        "redis+sentinel://host[:port][,host[:port]...]/master[/db]\n"
+        "x.yaml:1:20: redis.pool_size: expected an integer from 1 to "
+        "1024, found '0'");
   }
 }
 
@@ -669,8 +676,10 @@ TEST(ConfigEnvTest, SetButEmptyWithoutDefaultIsEmpty) {
   EXPECT_EQ(Expanded("a${V}b", {{"V", ""}}), "ab");
   EXPECT_EQ(OnlyError("redis:\n  url: ${URL}\n", {{"URL", ""}}).message,
             "expected a Redis URL: redis://[[user]:password@]host[:port][/db], "
-            "rediss://... (TLS) or unix:///path/to.sock[?db=N], found '' (no "
-            "redis://, rediss:// or unix:// in front)");
+            "rediss://... (TLS), unix:///path/to.sock[?db=N] or "
+            "redis+sentinel://host[:port][,host[:port]...]/master[/db], found "
+            "'' (no redis://, rediss://, unix:// or redis+sentinel:// in "
+            "front)");
 }
 
 TEST(ConfigEnvTest, DollarDollarIsALiteralDollar) {

@@ -64,7 +64,8 @@ TEST(RedisUrlParser, RedactedRoundTrips) {
 
 TEST(RedisUrlParser, ReasonsForBadUrls) {
   EXPECT_EQ(Why("http://h"), "unknown scheme 'http://'");
-  EXPECT_EQ(Why("h:6379"), "no redis://, rediss:// or unix:// in front");
+  EXPECT_EQ(Why("h:6379"),
+            "no redis://, rediss://, unix:// or redis+sentinel:// in front");
   EXPECT_EQ(Why("rediss://"), "no host after rediss://");
   EXPECT_EQ(Why("redis://h:0"),
             "the port must be a number from 1 to 65535, not '0'");
@@ -78,6 +79,55 @@ TEST(RedisUrlParser, ReasonsForBadUrls) {
   EXPECT_EQ(Why("unix://r.sock"),
             "the socket path must be absolute: unix:///path/to.sock");
   EXPECT_EQ(Why("unix:///r.sock?x=1"), "the only query parameter is db=N");
+}
+
+TEST(RedisUrlParser, SentinelForms) {
+  const RedisUrl one = Parsed("redis+sentinel://s1/main");
+  EXPECT_TRUE(one.sentinel());
+  EXPECT_EQ(one.sentinels, (std::vector<RedisNode>{{"s1", 26379}}));
+  EXPECT_EQ(one.master_name, "main");
+  EXPECT_EQ(one.host, "");
+  const RedisUrl many =
+      Parsed("rediss+sentinel://app:p%40w@s1:26380,[::1],10.0.0.3:5/m-1.a_b/4");
+  EXPECT_EQ(
+      many.sentinels,
+      (std::vector<RedisNode>{{"s1", 26380}, {"::1", 26379}, {"10.0.0.3", 5}}));
+  EXPECT_EQ(many.master_name, "m-1.a_b");
+  EXPECT_EQ(many.db, 4);
+  EXPECT_TRUE(many.tls);
+  EXPECT_EQ(many.user, "app");
+  EXPECT_EQ(many.password, "p@w");
+  EXPECT_EQ(many.Redacted(),
+            "rediss+sentinel://app:***@s1:26380,[::1]:26379,10.0.0.3:5/"
+            "m-1.a_b/4");
+  EXPECT_FALSE(Parsed("redis://h").sentinel());
+}
+
+TEST(RedisUrlParser, ReasonsForBadSentinelUrls) {
+  EXPECT_EQ(Why("redis+sentinel:///m"), "no sentinel host");
+  EXPECT_EQ(Why("redis+sentinel://s1"),
+            "no master name: redis+sentinel://host:port[,...]/MASTER[/db]");
+  EXPECT_EQ(Why("redis+sentinel://s1/"),
+            "no master name: redis+sentinel://host:port[,...]/MASTER[/db]");
+  EXPECT_EQ(Why("redis+sentinel://s1,,s2/m"),
+            "an empty sentinel address in the list");
+  EXPECT_EQ(Why("redis+sentinel://s1:0/m"),
+            "the port must be a number from 1 to 65535, not '0'");
+  EXPECT_EQ(Why("redis+sentinel://s1/a b"),
+            "the master name 'a b' must be letters, digits, '.', '_' or '-'");
+  EXPECT_EQ(Why("redis+sentinel://s1/m/x"),
+            "the db must be a number from 0 to 1048576, not 'x'");
+  EXPECT_EQ(Why("redis+cluster://h"), "unknown scheme 'redis+cluster://'");
+  // Without '@' a sentinel list is shown; what could be a password is not.
+  EXPECT_EQ(RedactRedisUrl("redis+sentinel://s1:26379,s2:26379/a b"),
+            "redis+sentinel://s1:26379,s2:26379/a b");
+  for (const std::string url :
+       {"redis+sentinel://u:s3cret@s1:x/m", "rediss+sentinel://:s3cret@/m",
+        "redis+sentinel://u:s3cret@s1", "redis+sentinel://u:s3cret/m",
+        "redis+sentinel://u:1s3cret/m", "redis+sentinel://u:1,s3cret!/m"}) {
+    EXPECT_EQ(Why(url).find("s3cret"), std::string::npos) << url;
+    EXPECT_EQ(RedactRedisUrl(url).find("s3cret"), std::string::npos) << url;
+  }
 }
 
 // The leak this guards against: lockcore's parser quoted the whole URL, so
@@ -190,7 +240,8 @@ TEST_F(TlsSection, RedissAloneNeedsNoSection) {
 TEST_F(TlsSection, TlsWithAPlaintextUrlIsAContradiction) {
   EXPECT_EQ(
       OnlyError(Yaml("redis://h:1", "    ca_file: " + ca_ + "\n")).ToString(),
-      "c.yaml:3:3: redis.tls: TLS settings need a rediss:// url, and "
+      "c.yaml:3:3: redis.tls: TLS settings need a rediss:// (or "
+      "rediss+sentinel://) url, and "
       "redis.url is redis://; write rediss://HOST:PORT to use TLS, or "
       "remove redis.tls");
   EXPECT_NE(OnlyError("redis:\n  url: unix:///r.sock\n  tls: {}\n")
@@ -287,6 +338,67 @@ TEST_F(TlsSection, ServerNameAndTypos) {
   EXPECT_EQ(
       OnlyError(Yaml("rediss://h", "    insecure_skip_verify: yes\n")).message,
       "expected true or false, found 'yes'");
+}
+
+}  // namespace
+}  // namespace lockfleet::config
+
+namespace lockfleet::config {
+namespace {
+
+// ---- redis.sentinel and sentinel URLs in the config
+
+TEST(RedisSentinelConfig, SentinelUrlAndCredentials) {
+  const Config c = testing::Load(
+      "redis:\n"
+      "  url: rediss+sentinel://:pw@s1:26379,s2/main/2\n"
+      "  sentinel: {user: watcher, password: s3cret}\n");
+  EXPECT_EQ(c.redis.sentinel.user, "watcher");
+  EXPECT_EQ(c.redis.sentinel.password, "s3cret");
+  RedisUrl url;
+  ASSERT_EQ(ParseRedisUrl(c.redis.url, &url), "");
+  EXPECT_EQ(url.master_name, "main");
+}
+
+TEST(RedisSentinelConfig, SentinelSettingsNeedASentinelUrl) {
+  EXPECT_EQ(OnlyError("redis:\n  url: redis://h\n  sentinel: {password: x}\n")
+                .ToString(),
+            "c.yaml:3:3: redis.sentinel: Sentinel settings need a "
+            "redis+sentinel:// url; remove redis.sentinel or point redis.url "
+            "at the sentinels");
+}
+
+TEST(RedisSentinelConfig, AUserNeedsItsPassword) {
+  EXPECT_EQ(
+      OnlyError("redis:\n  url: redis+sentinel://s/m\n  sentinel: {user: u}\n")
+          .message,
+      "a Sentinel user needs its password: set redis.sentinel.password too");
+}
+
+TEST(RedisSentinelConfig, ABadPasswordValueIsNotShown) {
+  const std::string message =
+      OnlyError(
+          "redis:\n  url: redis+sentinel://s/m\n  sentinel: {password: ''}\n")
+          .ToString();
+  EXPECT_NE(message.find("redis.sentinel.password"), std::string::npos)
+      << message;
+  const std::string typo = OnlyError(
+                               "redis:\n  url: redis+sentinel://s/m\n  "
+                               "sentinel: {pasword: s3cret}\n")
+                               .ToString();
+  EXPECT_NE(typo.find("did you mean 'password'"), std::string::npos) << typo;
+}
+
+TEST(RedisSentinelConfig, TlsGoesWithRedissSentinel) {
+  EXPECT_EQ(testing::Load("redis:\n  url: rediss+sentinel://s/m\n"
+                          "  tls: {server_name: redis.internal}\n")
+                .redis.tls.server_name,
+            "redis.internal");
+  EXPECT_NE(OnlyError("redis:\n  url: redis+sentinel://s/m\n"
+                      "  tls: {server_name: redis.internal}\n")
+                .message.find("redis.url is redis+sentinel://; write "
+                              "rediss+sentinel://"),
+            std::string::npos);
 }
 
 }  // namespace

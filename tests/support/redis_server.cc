@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -62,7 +63,7 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
       port_ = FreeLoopbackPort();
       plain_url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
     }
-  } else if (options_.tcp) {
+  } else if (options_.tcp || !options_.sentinel_config.empty()) {
     port_ = FreeLoopbackPort();
     url_ = "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
   } else {
@@ -70,6 +71,9 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
     url_ = "unix://" + auth + socket_path_;
   }
   try {
+    if (!options_.sentinel_config.empty()) {
+      std::ofstream(dir_ + "/sentinel.conf") << options_.sentinel_config;
+    }
     Start();
   } catch (...) {
     std::filesystem::remove_all(dir_);
@@ -102,6 +106,9 @@ void RedisServer::Start() {
                                 "warning",
                                 "--logfile",
                                 dir_ + "/redis.log"};
+  if (!options_.sentinel_config.empty()) {
+    args.insert(args.begin() + 1, {dir_ + "/sentinel.conf", "--sentinel"});
+  }
   if (options_.ipv6) {
     // After "--bind 127.0.0.1"; "-": only where the host has IPv6 loopback.
     args.insert(std::find(args.begin(), args.end(), "127.0.0.1") + 1, "-::1");

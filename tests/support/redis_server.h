@@ -32,6 +32,10 @@ class RedisServer {
     bool debug_command = false;
     // Also listen on [::1] (TCP and TLS ports), where the host has it.
     bool ipv6 = false;
+    // Non-empty: run a sentinel (redis-server FILE --sentinel; needs tcp)
+    // whose config file starts as this text. The sentinel rewrites the file
+    // as it learns, and a Start() after Stop() reads it back.
+    std::string sentinel_config;
     // More redis-server arguments, e.g. {"--rename-command", "AUTH", ""}.
     std::vector<std::string> extra_args;
     // TLS (tests/support/tls_certs.h makes the files). Set cert_file to

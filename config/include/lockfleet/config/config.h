@@ -86,11 +86,21 @@ struct RedisTlsConfig {
   bool operator==(const RedisTlsConfig&) const = default;
 };
 
+// AUTH [user] password. `password` is SECRET: never print it.
+struct RedisAuthConfig {
+  std::string user;
+  std::string password;
+
+  bool operator==(const RedisAuthConfig&) const = default;
+};
+
 // `redis:` — the Redis server holding the locks. Required (for `url`).
 struct RedisConfig {
   // Required. redis://[[user]:password@]host[:port][/db] (port 6379 when
   // left out; IPv6 hosts in brackets), rediss://... for TLS (see `tls`), or
-  // unix:///path/to.sock[?db=N]. Percent-escape '@' and ':' in passwords;
+  // unix:///path/to.sock[?db=N], or a master found through Sentinel:
+  // redis+sentinel://[[user]:password@]host[:port][,...]/MASTER[/db]
+  // (rediss+sentinel:// for TLS). Percent-escape '@' and ':' in passwords;
   // ${VAR} keeps them out of files. The one parser of these URLs is
   // lockfleet/config/redis_url.h.
   std::string url;
@@ -108,6 +118,10 @@ struct RedisConfig {
   // acknowledged is given back. 0..100, 0 = off.
   int min_replicas = 0;
   std::chrono::milliseconds replica_timeout{1000};  // > 0
+  // `sentinel:` — only with a redis+sentinel:// url: how lockfleet
+  // authenticates to the sentinels (the url's user and password are the
+  // master's). Empty: no AUTH.
+  RedisAuthConfig sentinel;
 
   bool operator==(const RedisConfig&) const = default;
 };

@@ -9,11 +9,20 @@
 //   rediss://[[user]:password@]host[:port][/db]   the same over TLS
 //   unix:///path/to/redis.sock[?db=N]
 //   unix://[[user]:password@]/path/to/redis.sock[?db=N]
+//   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+//                                                 Sentinel: ask these
+//                                                 sentinels (port 26379 when
+//                                                 left out) where the master
+//                                                 named `master` is
+//   rediss+sentinel://...                         the same over TLS, to the
+//                                                 sentinels and the master
 // IPv6 hosts go in brackets (redis://[::1]:6380). Percent-escapes (%40 for
 // '@', %3A for ':', %25 for '%') are decoded in the user, the password and
-// the socket path. A password alone ("redis://:pw@h" or "redis://pw@h")
-// authenticates the Redis < 6 way; user and password use an ACL user. db is
-// 0..1048576 (SELECT when not 0).
+// the socket path. The user and password of a Sentinel URL are the
+// master's (RedisOptions::sentinel_auth has the sentinels' own, if they want
+// one). Master names are letters, digits, '.', '_' and '-'. A password alone
+// ("redis://:pw@h" or "redis://pw@h") authenticates the Redis < 6 way; user and
+// password use an ACL user. db is 0..1048576 (SELECT when not 0).
 //
 // Secrets: no message of this module repeats a URL's password. Reasons name
 // the part that is wrong ("the port must be ..."), never the user info, and
@@ -24,8 +33,20 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lockfleet::config {
+
+// A host and port (of a sentinel).
+struct RedisNode {
+  std::string host;  // IPv6 without brackets
+  int port = 26379;
+
+  // "host:port", "[::1]:port".
+  std::string ToString() const;
+
+  bool operator==(const RedisNode&) const = default;
+};
 
 // A parsed Redis URL. (lockcore calls it RedisEndpoint.)
 struct RedisUrl {
@@ -36,9 +57,16 @@ struct RedisUrl {
   std::string password;   // empty: no AUTH. SECRET: never print it
   int db = 0;             // SELECT db when non-zero
   bool tls = false;       // rediss://: TLS (never for a unix socket)
+  // redis+sentinel://: host and port are left empty; the master is found by
+  // asking `sentinels` (in order) for `master_name`.
+  std::vector<RedisNode> sentinels;
+  std::string master_name;
+
+  bool sentinel() const { return !master_name.empty(); }
 
   // The URL again with the password replaced by "***" (safe to log):
-  // "rediss://app:***@cache:6380/2", "unix:///run/redis.sock?db=1".
+  // "rediss://app:***@cache:6380/2", "unix:///run/redis.sock?db=1",
+  // "redis+sentinel://s1:26379,s2:26379/main".
   std::string Redacted() const;
 
   bool operator==(const RedisUrl&) const = default;
@@ -46,8 +74,9 @@ struct RedisUrl {
 
 // The forms above, for "expected ..." in messages.
 inline constexpr char kRedisUrlForms[] =
-    "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or "
-    "unix:///path/to.sock[?db=N]";
+    "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
+    "unix:///path/to.sock[?db=N] or "
+    "redis+sentinel://host[:port][,host[:port]...]/master[/db]";
 
 // Parses `text` into `*out` and returns "", or returns why `text` is not a
 // Redis URL ("the port must be a number from 1 to 65535, not '0'") and leaves

@@ -124,11 +124,12 @@ struct LockClientOptions {
   // Replica acknowledgement (see "Replica acknowledgement"). When > 0, every
   // grant, claim, renewal, release and force-unlock (not the clean-ups of a
   // call that gives up: abandon, give-backs, bounded by kGiveUpBudget) is
-  // followed on its connection by WAIT min_replicas replica_timeout. A grant fewer replicas acknowledged is given back and
-  // the call throws Error(kRedisReplicas); a renewal they did not
-  // acknowledge does not extend the lease's validity (the watchdog tries
-  // again); a release or hand-off they did not acknowledge stands and is
-  // counted (OnError(kRedisReplicas)). 0..100; 0 = off (the default).
+  // followed on its connection by WAIT min_replicas replica_timeout. A grant
+  // fewer replicas acknowledged is given back and the call throws
+  // Error(kRedisReplicas); a renewal they did not acknowledge does not extend
+  // the lease's validity (the watchdog tries again); a release or hand-off they
+  // did not acknowledge stands and is counted (OnError(kRedisReplicas)).
+  // 0..100; 0 = off (the default).
   int min_replicas = 0;
   // WAIT's timeout: how much longer a change may take when replicas lag.
   // > 0 (WAIT 0 would wait for ever).

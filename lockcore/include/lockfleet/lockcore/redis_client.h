@@ -1,5 +1,7 @@
 // RedisClient: a thread-safe handle to one Redis server with a small
-// connection pool. Owns every connection (its own sockets, TLS through
+// connection pool — or, with a redis+sentinel:// URL, to the master a group
+// of sentinels names, followed through failovers (docs/lockcore.md,
+// "Sentinel"). Owns every connection (its own sockets, TLS through
 // OpenSSL, hiredis only to encode commands and decode replies); no hiredis
 // or OpenSSL type appears in this header.
 //
@@ -65,6 +67,9 @@ struct RedisOptions {
   // and the wait for a pooled connection.
   std::chrono::milliseconds command_timeout{2000};
   TlsOptions tls;  // see TlsOptions; off unless rediss:// or tls.enabled
+  // With a redis+sentinel:// url: AUTH for the sentinels (the url's user
+  // and password are the master's). Empty: none. An error with another url.
+  config::RedisAuthConfig sentinel_auth;
 };
 
 // One reply, decoded. Strings are binary-safe.

@@ -6,6 +6,8 @@
 //   rediss://[[user]:password@]host[:port][/db]    TLS (RedisOptions::tls)
 //   unix:///path/to/redis.sock[?db=N]
 //   unix://[[user]:password@]/path?db=N
+//   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+//   rediss+sentinel://...                          TLS to sentinels and master
 // Percent-escapes (%40 for '@', ...) are decoded in user and password. IPv6
 // hosts go in brackets: redis://[::1]:6380.
 #pragma once
@@ -19,6 +21,8 @@ namespace lockfleet {
 // host, port, unix_path, user, password (SECRET), db, tls; Redacted() gives
 // the URL again with the password as "***" (safe to log).
 using RedisEndpoint = config::RedisUrl;
+// host and port of a sentinel (RedisEndpoint::sentinels) or of a master.
+using RedisNode = config::RedisNode;
 
 // Throws Error(kInvalidArgument) naming what is wrong with `url`. The
 // message shows the URL redacted: never its password.
