@@ -75,13 +75,16 @@ OptimisticResult RedisClient::OptimisticUpdate(
         return result;
       }
       if (exec.is_error()) {
-        // EXECABORT: a queued command was malformed. Not a conflict.
+        // EXECABORT: a queued command was refused. Not a conflict.
         std::string why = exec.str;
         for (const Reply& r : done) {
           if (r.is_error() && r.str.rfind("EXECABORT", 0) != 0) why = r.str;
         }
-        throw Error(ErrorCode::kInvalidArgument,
-                    "optimistic update rejected by Redis: " + why);
+        // READONLY (a demoted master, Sentinel) and the like are the
+        // server's state, not the caller's commands.
+        throw Error(
+            internal::CodeForErrorReply(why, ErrorCode::kInvalidArgument),
+            "optimistic update rejected by Redis: " + why);
       }
       // Nil EXEC: a watched key changed. Back off a little and try again.
       ++result.conflicts;

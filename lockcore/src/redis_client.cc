@@ -167,9 +167,7 @@ std::unique_ptr<RedisConnection> RedisClient::Impl::Open(
       // ROLE too: the address the sentinels gave may be a replica by now.
       conn = std::make_unique<RedisConnection>(
           master.endpoint, tls.get(), options.connect_timeout,
-          options.command_timeout,
-          budget.count() > 0 ? internal::Remaining(deadline)
-                             : std::chrono::milliseconds(0),
+          options.command_timeout, internal::Remaining(deadline),
           /*must_be_master=*/true);
     } catch (const Error& e) {
       // Refused, closed, or not a master: ask the sentinels next time. A
@@ -295,11 +293,22 @@ std::vector<Reply> RedisClient::Impl::Run(
   auto left = [&] {
     return bounded ? internal::Remaining(end) : options.command_timeout;
   };
-  for (int attempt = 1;; ++attempt) {
+  int stale = 0;        // connections skipped: the master moved meanwhile
+  bool resent = false;  // the one resend after a READONLY refusal
+  for (;;) {
     Lent conn =
         BeforeSending([&] { return bounded ? Borrow(left()) : Borrow(); });
-    // The master moved (Sentinel) since the connection was lent: another.
-    if (!Current(*conn) && attempt < 3) continue;
+    if (!Current(*conn)) {
+      // The master moved (Sentinel) since the connection was lent. Never
+      // sent to it: the old master still says ROLE master for seconds.
+      if (++stale > 2) {
+        throw internal::NotSentError(Error(ErrorCode::kRedisUnavailable,
+                                           "the master of " +
+                                               sentinel_->where() +
+                                               " kept moving during the call"));
+      }
+      continue;
+    }
     round_trips.fetch_add(1, std::memory_order_relaxed);
     std::vector<Reply> replies = RunOn(conn, commands, left() + extra);
     if (!sentinel_) return replies;
@@ -310,16 +319,21 @@ std::vector<Reply> RedisClient::Impl::Run(
     // Sentinel: the master we had is a replica now; ask the sentinels on
     // the next connection.
     MasterFailed(conn->tag());
-    // Sent once more only when every command was refused: then nothing of
-    // the round trip ran. (A pipeline the demotion cut in two ran its first
-    // part on the master: its replies go back as they are.)
-    if (!std::all_of(replies.begin(), replies.end(),
-                     [](const Reply& r) { return r.is_error(); })) {
-      return replies;
+    // Sent once more only when no command ran: every reply is a refusal
+    // Redis gives before running (or the WAIT a replica refuses). A
+    // pipeline the demotion cut in two, or a script that failed after
+    // writing, ran: its replies go back as they are.
+    bool none_ran = true;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      const bool wait = commands[i]->front() == "WAIT";
+      none_ran = none_ran && replies[i].is_error() &&
+                 (wait || internal::IsRefusedBeforeRunning(replies[i].str));
     }
-    if (attempt >= 2 || (bounded && std::chrono::steady_clock::now() >= end)) {
+    if (!none_ran || resent ||
+        (bounded && std::chrono::steady_clock::now() >= end)) {
       return replies;  // READONLY errors reach the caller
     }
+    resent = true;
   }
 }
 

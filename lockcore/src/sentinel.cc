@@ -178,7 +178,7 @@ void Sentinel::WatchLoop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     try {
       RedisConnection conn(SentinelEndpoint(index), tls_, connect, step,
-                           connect + step);
+                           kStepMax);
       const Command subscribe{"SUBSCRIBE", "+switch-master"};
       conn.Send(subscribe, steady_clock::now() + step);
       // A switch while nobody listened: ask once the subscription is on
@@ -208,11 +208,13 @@ void Sentinel::WatchLoop(std::stop_token stop) {
         if (kind == "subscribe" && !asked) {
           asked = true;
           backoff = kBackoffMin;
-          // A second connection: this one only listens now.
+          // A second connection: this one only listens now. Connect and
+          // question share one step.
+          if (stop.stop_requested()) break;
+          const Deadline query_deadline = steady_clock::now() + kStepMax;
           RedisConnection query(SentinelEndpoint(index), tls_, connect, step,
-                                connect + step);
-          if (std::optional<RedisNode> master =
-                  Ask(query, steady_clock::now() + step)) {
+                                kStepMax);
+          if (std::optional<RedisNode> master = Ask(query, query_deadline)) {
             on_switch_(*master);
           }
         } else if (kind == "message" && r->elements.size() == 3) {

@@ -12,8 +12,9 @@
 //   subscribed to +switch-master, and reports every switch of this master
 //   (asking once more after each (re)subscribe for a switch it missed). A
 //   sentinel that stops answering (PING after a second of silence) is left
-//   for the next. Each of its steps takes a second at most, so the client's
-//   destruction (which joins it) waits about that long at most.
+//   for the next. Each of its steps takes about a second at most (name
+//   resolution aside), so the client's destruction (which joins it) waits
+//   that long at most.
 //   A switch that reaches no client costs availability until the old
 //   master's refusal (READONLY) or its connection's failure makes the pool
 //   ask again; it is never a reason to write to a replica.
