@@ -37,25 +37,30 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-// A field of `INFO section`, or "" if absent.
-std::string InfoField(RedisClient& redis, const std::string& section,
-                      const std::string& field) {
-  const Reply info = redis.Execute({"INFO", section});
-  std::stringstream lines(info.str);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(field + ":", 0) == 0) {
-      std::string value = line.substr(field.size() + 1);
-      if (!value.empty() && value.back() == '\r') value.pop_back();
-      return value;
+// The sum of the numeric `fields` of `INFO section` over every master (one
+// outside a cluster). Throws std::exception when a field is absent.
+double InfoSum(RedisClient& redis, const std::string& section,
+               std::initializer_list<std::string_view> fields) {
+  double total = 0;
+  for (const RedisNode& master : redis.Masters()) {
+    const Reply info = redis.ExecuteOn(master, {"INFO", section});
+    for (std::string_view field : fields) {
+      const std::string prefix = std::string(field) + ":";
+      const size_t at = info.str.find(prefix);
+      if (at == std::string::npos) {
+        throw std::runtime_error("no " + std::string(field) + " in INFO");
+      }
+      total += std::stod(info.str.substr(at + prefix.size()));
     }
   }
-  return "";
+  return total;
 }
 
 // Each read is best effort: a Redis gone at the end leaves a field null.
 std::optional<long long> ConnectedClients(RedisClient& redis) {
   try {
-    return std::stoll(InfoField(redis, "clients", "connected_clients"));
+    return static_cast<long long>(
+        InfoSum(redis, "clients", {"connected_clients"}));
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -63,8 +68,7 @@ std::optional<long long> ConnectedClients(RedisClient& redis) {
 
 std::optional<double> CpuSeconds(RedisClient& redis) {
   try {
-    return std::stod(InfoField(redis, "cpu", "used_cpu_user")) +
-           std::stod(InfoField(redis, "cpu", "used_cpu_sys"));
+    return InfoSum(redis, "cpu", {"used_cpu_user", "used_cpu_sys"});
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -155,14 +155,22 @@ std::optional<std::filesystem::path> FindRunningDemo() {
 }
 
 long long TotalCommands(RedisClient& redis) {
-  const Reply info = redis.Execute({"INFO", "commandstats"});
   long long total = 0;
-  std::stringstream lines(info.str);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t calls = line.find("calls=");
-    if (line.rfind("cmdstat_", 0) != 0 || calls == std::string::npos) continue;
-    if (line.rfind("cmdstat_info:", 0) == 0) continue;  // our own probes
-    total += std::stoll(line.substr(calls + 6));
+  // Every master's (a cluster's commands are spread over them).
+  for (const RedisNode& master : redis.Masters()) {
+    const Reply info = redis.ExecuteOn(master, {"INFO", "commandstats"});
+    std::stringstream lines(info.str);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t calls = line.find("calls=");
+      if (line.rfind("cmdstat_", 0) != 0 || calls == std::string::npos)
+        continue;
+      // Our own probes, and a cluster client's map reads.
+      if (line.rfind("cmdstat_info:", 0) == 0 ||
+          line.rfind("cmdstat_cluster|", 0) == 0) {
+        continue;
+      }
+      total += std::stoll(line.substr(calls + 6));
+    }
   }
   return total;
 }

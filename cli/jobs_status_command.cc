@@ -91,7 +91,9 @@ MarkerCount CountDoneMarkers(RedisClient& redis, const std::string& prefix,
   out.examined = end.calls * kScanCount;
   out.exact = end.complete;
   out.count = static_cast<long long>(seen.size());
-  out.keys = Checked(redis.Execute({"DBSIZE"}), "DBSIZE").integer;
+  out.keys = 0;  // every master's (a cluster's keys are spread over them)
+  for (const RedisNode& master : redis.Masters())
+    out.keys += Checked(redis.ExecuteOn(master, {"DBSIZE"}), "DBSIZE").integer;
   return out;
 }
 

@@ -19,7 +19,9 @@ struct ScanEnd {
 
 // SCAN from cursor 0 with MATCH `match` (Redis glob) and COUNT `count`,
 // calling `visit` with each key returned, in order (SCAN may return a key
-// twice). Ends when the cursor comes back to 0, when `visit` returns false,
+// twice) — on a Redis Cluster on each master in turn (RedisClient::Masters;
+// a slot migrating meanwhile may show a key twice or not at all). Ends when
+// the cursor comes back to 0 (on every master), when `visit` returns false,
 // or when `stop` (if given), asked before each SCAN call with the number of
 // calls made so far, returns true. SCAN walks the whole keyspace (MATCH
 // filters after), so a scan costs one round trip per `count` keys. Throws

@@ -227,7 +227,10 @@ constexpr std::string_view kRedissScheme = "rediss://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 constexpr std::string_view kSentinelTlsScheme = "rediss+sentinel://";
+constexpr std::string_view kClusterScheme = "redis+cluster://";
+constexpr std::string_view kClusterTlsScheme = "rediss+cluster://";
 constexpr int kSentinelPort = 26379;
+constexpr int kRedisPort = 6379;
 constexpr int kMaxDb = 1 << 20;
 
 int HexValue(char c) {
@@ -345,6 +348,25 @@ std::string ParseTcpUrl(std::string_view rest, RedisUrl* url) {
   return ParseHostPort(host_port, url);
 }
 
+// "host[:port],host[:port]" into `*out`; "" or why not.
+std::string ParseHostList(std::string_view hosts, std::string_view what,
+                          int default_port, std::vector<RedisNode>* out) {
+  size_t start = 0;
+  while (start <= hosts.size()) {
+    const size_t comma = std::min(hosts.find(',', start), hosts.size());
+    const std::string_view one = hosts.substr(start, comma - start);
+    if (one.empty()) {
+      return "an empty " + std::string(what) + " address in the list";
+    }
+    RedisUrl node;
+    node.port = default_port;
+    if (std::string why = ParseHostPort(one, &node); !why.empty()) return why;
+    out->push_back({node.host, node.port});
+    start = comma + 1;
+  }
+  return "";
+}
+
 // "host[:port],host[:port]/master[/db]" after the scheme (and user info).
 std::string ParseSentinelUrl(std::string_view rest, RedisUrl* url) {
   if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
@@ -368,18 +390,22 @@ std::string ParseSentinelUrl(std::string_view rest, RedisUrl* url) {
            " must be letters, digits, '.', '_' or '-'";
   }
   url->master_name = std::string(name);
-  size_t start = 0;
-  while (start <= hosts.size()) {
-    const size_t comma = std::min(hosts.find(',', start), hosts.size());
-    const std::string_view one = hosts.substr(start, comma - start);
-    if (one.empty()) return "an empty sentinel address in the list";
-    RedisUrl node;
-    node.port = kSentinelPort;
-    if (std::string why = ParseHostPort(one, &node); !why.empty()) return why;
-    url->sentinels.push_back({node.host, node.port});
-    start = comma + 1;
+  return ParseHostList(hosts, "sentinel", kSentinelPort, &url->sentinels);
+}
+
+// "host[:port],host[:port][/]" after the scheme (and user info).
+std::string ParseClusterUrl(std::string_view rest, RedisUrl* url) {
+  if (std::string why = TakeUserInfo(&rest, url); !why.empty()) return why;
+  const size_t slash = rest.find('/');
+  const std::string_view hosts = rest.substr(0, slash);
+  if (hosts.empty()) return "no cluster node";
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && db != "0") {
+      return "a Redis Cluster has db 0 only: leave the /db out";
+    }
   }
-  return "";
+  return ParseHostList(hosts, "cluster node", kRedisPort, &url->seeds);
 }
 
 std::string ParseUnixUrl(std::string_view rest, RedisUrl* url) {
@@ -422,6 +448,13 @@ std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
     out->tls = true;
     return ParseSentinelUrl(text.substr(kSentinelTlsScheme.size()), out);
   }
+  if (text.starts_with(kClusterScheme)) {
+    return ParseClusterUrl(text.substr(kClusterScheme.size()), out);
+  }
+  if (text.starts_with(kClusterTlsScheme)) {
+    out->tls = true;
+    return ParseClusterUrl(text.substr(kClusterTlsScheme.size()), out);
+  }
   if (const size_t scheme = text.find("://");
       scheme != std::string_view::npos) {
     const std::string_view name = text.substr(0, scheme);
@@ -435,7 +468,8 @@ std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
     return plain ? "unknown scheme " + Quote(text.substr(0, scheme + 3))
                  : "unknown scheme";
   }
-  return "no redis://, rediss://, unix:// or redis+sentinel:// in front";
+  return "no redis://, rediss://, unix://, redis+sentinel:// or "
+         "redis+cluster:// in front";
 }
 
 std::string RedactRedisUrl(std::string_view text) {
@@ -451,9 +485,11 @@ std::string RedactRedisUrl(std::string_view text) {
     const size_t end = text.find_first_of("/?", colon + 1);
     const std::string_view after = text.substr(
         colon + 1, end == std::string_view::npos ? end : end - colon - 1);
-    // A sentinel list ("26379,s2:26379") is a port, then host[:port]s.
-    const bool list =
-        text.substr(0, start).find("+sentinel") != std::string_view::npos;
+    // A sentinel or cluster list ("26379,s2:26379") is a port, then
+    // host[:port]s.
+    const std::string_view scheme_part = text.substr(0, start);
+    const bool list = scheme_part.find("+sentinel") != std::string_view::npos ||
+                      scheme_part.find("+cluster") != std::string_view::npos;
     auto digits = [](std::string_view t) {
       return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
         return c >= '0' && c <= '9';
@@ -518,12 +554,19 @@ std::string RedisUrl::Redacted() const {
            (db != 0 ? "?db=" + std::to_string(db) : "");
   }
   const std::string db_part = db != 0 ? "/" + std::to_string(db) : "";
+  auto list = [](const std::vector<RedisNode>& nodes) {
+    std::string text;
+    for (const RedisNode& node : nodes)
+      text += (text.empty() ? "" : ",") + node.ToString();
+    return text;
+  };
   if (sentinel()) {
-    std::string nodes;
-    for (const RedisNode& node : sentinels)
-      nodes += (nodes.empty() ? "" : ",") + node.ToString();
-    return (tls ? "rediss+sentinel://" : "redis+sentinel://") + auth + nodes +
-           "/" + master_name + db_part;
+    return (tls ? "rediss+sentinel://" : "redis+sentinel://") + auth +
+           list(sentinels) + "/" + master_name + db_part;
+  }
+  if (cluster()) {
+    return (tls ? "rediss+cluster://" : "redis+cluster://") + auth +
+           list(seeds);
   }
   return (tls ? "rediss://" : "redis://") + auth +
          RedisNode{host, port}.ToString() + db_part;

@@ -17,10 +17,12 @@ redis:
   # Required. redis://[[user]:password@]host[:port][/db], rediss://... for
   # TLS, unix:///path/to.sock[?db=N], or through Sentinel:
   # redis+sentinel://[[user]:password@]host:26379[,host:port...]/MASTER[/db]
-  # (rediss+sentinel:// for TLS). Keep passwords out of this file:
+  # (rediss+sentinel:// for TLS), or a Redis Cluster from seed nodes:
+  # redis+cluster://[[user]:password@]host:6379[,host:port...]
+  # (rediss+cluster:// for TLS). Keep passwords out of this file:
   #   url: redis://:${REDIS_PASSWORD}@redis.internal:6379
   url: ${LOCKFLEET_REDIS:-redis://127.0.0.1:6379}
-  pool_size: 4              # connections per process, 1..1024
+  pool_size: 4              # connections per process (per cluster node)
   connect_timeout: 2s       # TCP connect and TLS handshake together
   command_timeout: 2s       # also bounds the wait for a pooled connection
   key_prefix: lockfleet     # all processes sharing locks must agree on it

@@ -77,13 +77,15 @@ RedisTlsConfig ReadRedisTls(Context& context, const Value& value,
   if (RedisUrl parsed; ParseRedisUrl(url, &parsed).empty() && !parsed.tls) {
     context.Error(
         value.key_mark, value.path,
-        "TLS settings need a rediss:// (or rediss+sentinel://) url, "
-        "and redis.url is " +
+        "TLS settings need a rediss:// (or rediss+sentinel://, "
+        "rediss+cluster://) url, and redis.url is " +
             url.substr(0, url.find("://") + 3) +
             (parsed.sentinel() ? "; write rediss+sentinel://... to use TLS, or "
                                  "remove redis.tls"
-                               : "; write rediss://HOST:PORT to use TLS, or "
-                                 "remove redis.tls"));
+             : parsed.cluster() ? "; write rediss+cluster://... to use TLS, or "
+                                  "remove redis.tls"
+                                : "; write rediss://HOST:PORT to use TLS, or "
+                                  "remove redis.tls"));
   }
   if (!out.cert_file.empty() && out.key_file.empty() && !key_file.wrong) {
     context.Error(*cert_file.value,

@@ -3,6 +3,7 @@
 #include <random>
 #include <thread>
 
+#include "cluster.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "redis_client_impl.h"
@@ -29,7 +30,47 @@ OptimisticResult RedisClient::OptimisticUpdate(
     throw Error(ErrorCode::kInvalidArgument, "max_attempts must be >= 1");
   thread_local std::minstd_rand rng{std::random_device{}()};
   OptimisticResult result;
-  Impl::Lent conn = impl_->Borrow();
+  // Cluster: on the master of the keys' slot. A MOVED (the slot moved) or
+  // an ASK / TRYAGAIN (it is moving) starts the attempt again on a fresh
+  // connection, within the command timeout and a few redirects.
+  const auto give_up =
+      std::chrono::steady_clock::now() + impl_->options.command_timeout;
+  auto borrow = [&] {
+    if (!impl_->cluster()) return impl_->Borrow();
+    return impl_->NodePool(impl_->OwnerOf(internal::KeySlot(keys[0]), give_up))
+        ->Borrow();
+  };
+  int redirects = 0;
+  std::chrono::milliseconds backoff{5};
+  auto redirected = [&](const std::vector<Reply>& replies) {
+    if (!impl_->cluster()) return false;
+    for (const Reply& r : replies) {
+      if (!r.is_error()) continue;
+      std::optional<internal::Redirect> to = internal::ParseRedirect(r.str, "");
+      const bool moving = (to && to->kind == internal::Redirect::Kind::kAsk) ||
+                          r.str.rfind("TRYAGAIN", 0) == 0;
+      if (!to && !moving) continue;
+      if (++redirects > 16 || std::chrono::steady_clock::now() >= give_up) {
+        throw Error(
+            ErrorCode::kRedisBusy,
+            "optimistic update: the keys' slot kept moving (" + r.str + ")");
+      }
+      if (to && to->kind == internal::Redirect::Kind::kMoved) {
+        impl_->moved.fetch_add(1, std::memory_order_relaxed);
+        if (!to->node.host.empty()) impl_->slots_->Moved(to->slot, to->node);
+        impl_->stale_.store(true, std::memory_order_relaxed);
+      } else {
+        // A slot in migration: the WATCH and the transaction would have to
+        // follow each key; wait for the migration instead.
+        impl_->tryagain.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+      }
+      return true;
+    }
+    return false;
+  };
+  Impl::Lent conn = borrow();
   try {
     for (int attempt = 1; attempt <= max_attempts; ++attempt) {
       result.attempts = attempt;
@@ -44,6 +85,12 @@ OptimisticResult RedisClient::OptimisticUpdate(
       for (const Command& c : reads) ptrs.push_back(&c);
       impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
       std::vector<Reply> got = conn->Run(ptrs);
+      if (redirected(got)) {
+        conn->MarkBroken();  // its WATCH is still on
+        conn = borrow();
+        --attempt;
+        continue;
+      }
       if (got[0].is_error()) {
         throw Error(ErrorCode::kRedisProtocol, "WATCH failed: " + got[0].str);
       }
@@ -68,6 +115,12 @@ OptimisticResult RedisClient::OptimisticUpdate(
       for (const Command& c : tx) ptrs.push_back(&c);
       impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
       std::vector<Reply> done = conn->Run(ptrs);
+      if (redirected(done)) {  // a queued command refused: nothing applied
+        conn->MarkBroken();
+        conn = borrow();
+        --attempt;
+        continue;
+      }
       const Reply& exec = done.back();
       if (exec.type == Reply::Type::kArray) {
         result.status = OptimisticStatus::kCommitted;

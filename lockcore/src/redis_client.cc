@@ -83,6 +83,14 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
                 "Sentinel credentials are set but " + where +
                     " is not a redis+sentinel:// URL");
   }
+  if (endpoint.cluster()) slots_ = std::make_unique<internal::SlotMap>();
+}
+
+RedisClient::Impl::Impl(const Impl& cluster, const RedisNode& node)
+    : options(cluster.options), endpoint(cluster.endpoint), tls(cluster.tls) {
+  endpoint.seeds.clear();
+  endpoint.host = node.host;
+  endpoint.port = node.port;
 }
 
 RedisClient::Impl::~Impl() {
@@ -258,6 +266,16 @@ RedisClient::Impl::Lent::~Lent() {
   if (conn_) pool_->Return(std::move(conn_));
 }
 
+RedisClient::Impl::Lent& RedisClient::Impl::Lent::operator=(
+    Lent&& other) noexcept {
+  if (this != &other) {
+    if (conn_) pool_->Return(std::move(conn_));
+    pool_ = other.pool_;
+    conn_ = std::move(other.conn_);
+  }
+  return *this;
+}
+
 namespace {
 
 // Runs `step` (a step before anything is sent); its Error becomes a
@@ -279,6 +297,7 @@ std::vector<Reply> RedisClient::Impl::Run(
     const std::vector<const Command*>& commands,
     std::chrono::milliseconds timeout, std::chrono::milliseconds server_wait) {
   using std::chrono::milliseconds;
+  if (slots_) return RunCluster(commands, timeout, server_wait);
   // A WAIT that runs out is answered on the server's next timer tick (up to
   // 100 ms later at the default hz 10): its timeout and a margin for that.
   const milliseconds extra = server_wait.count() > 0
@@ -486,6 +505,32 @@ Reply RedisClient::Eval(const Script& script,
     throw Error(code, message);
   }
   return r;
+}
+
+std::vector<RedisNode> RedisClient::Masters() {
+  if (!impl_->cluster()) {
+    const RedisEndpoint& e = impl_->endpoint;
+    return {RedisNode{e.unix_path.empty() ? e.host : e.unix_path, e.port}};
+  }
+  impl_->RefreshSlots(
+      std::chrono::steady_clock::now() + impl_->options.command_timeout,
+      /*force=*/false);
+  return impl_->slots_->Masters();
+}
+
+Reply RedisClient::ExecuteOn(const RedisNode& master, const Command& command) {
+  if (!impl_->cluster()) return Execute(command);
+  std::vector<const Command*> one{&command};
+  impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
+  return std::move(impl_->NodePool(master)->Run(one).front());
+}
+
+RedisClient::ClusterStats RedisClient::cluster_stats() const noexcept {
+  const Impl& i = *impl_;
+  return {i.moved.load(std::memory_order_relaxed),
+          i.asked.load(std::memory_order_relaxed),
+          i.tryagain.load(std::memory_order_relaxed),
+          i.refreshes.load(std::memory_order_relaxed)};
 }
 
 uint64_t RedisClient::round_trips() const noexcept {

@@ -4,15 +4,19 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "cluster.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "redis_connection.h"
 #include "sentinel.h"
+#include "timed_mutex.h"
 #include "tls.h"
 
 namespace lockfleet {
@@ -20,6 +24,9 @@ namespace lockfleet {
 class RedisClient::Impl {
  public:
   explicit Impl(RedisOptions opts);
+  // The pool of one cluster node `node`, with the options, credentials and
+  // TLS context of `cluster`.
+  Impl(const Impl& cluster, const RedisNode& node);
   ~Impl();
 
   // A connection lent out of the pool; returned (or dropped if broken) on
@@ -29,6 +36,7 @@ class RedisClient::Impl {
     Lent(Impl* pool, std::unique_ptr<internal::RedisConnection> conn)
         : pool_(pool), conn_(std::move(conn)) {}
     Lent(Lent&&) = default;
+    Lent& operator=(Lent&& other) noexcept;  // returns the one it held
     ~Lent();
     internal::RedisConnection* operator->() { return conn_.get(); }
     internal::RedisConnection& operator*() { return *conn_; }
@@ -50,6 +58,24 @@ class RedisClient::Impl {
                          std::chrono::milliseconds server_wait = {});
   std::string ShaOf(const Script& script,
                     std::chrono::milliseconds timeout = {});
+
+  // Redis Cluster (redis+cluster://); null otherwise.
+  bool cluster() const { return slots_ != nullptr; }
+  // Cluster: the pool of `node`, made on first use. Pools live as long as
+  // the client (a Lent may point into one).
+  std::shared_ptr<Impl> NodePool(const RedisNode& node);
+  // Cluster: reads the slot map (CLUSTER SLOTS) from the known masters,
+  // then the seeds, by `deadline` — unless another thread read it since
+  // this call began, or (`force` false) it was read in the last 100 ms.
+  // Throws NotSentError, or Error(kInvalidArgument) for a seed that is not
+  // in cluster mode.
+  void RefreshSlots(internal::Deadline deadline, bool force);
+  // Cluster: the master serving `slot` (reading the map first if it was
+  // never read or a MOVED made it stale). Throws NotSentError.
+  RedisNode OwnerOf(std::optional<uint16_t> slot, internal::Deadline deadline);
+  std::unique_ptr<internal::SlotMap> slots_;
+  std::atomic<bool> stale_{false};  // a MOVED or a failed node: read again
+  std::atomic<uint64_t> moved{0}, asked{0}, tryagain{0}, refreshes{0};
 
   RedisOptions options;
   RedisEndpoint endpoint;  // .tls set when options.tls.enabled
@@ -88,10 +114,19 @@ class RedisClient::Impl {
                            const std::vector<const Command*>& commands,
                            std::chrono::milliseconds bound);
 
+  // Cluster: Run, routed by slot (redis_client.cc).
+  std::vector<Reply> RunCluster(const std::vector<const Command*>& commands,
+                                std::chrono::milliseconds timeout,
+                                std::chrono::milliseconds server_wait);
+  std::mutex nodes_mu_;
+  std::map<std::string, std::shared_ptr<Impl>> nodes_;  // guarded by nodes_mu_
+  internal::TimedMutex refresh_mu_;  // one thread at a time reads the map
+  std::chrono::steady_clock::time_point refreshed_at_;  // guarded by it
+
   // Sentinel only (null otherwise); its watch thread starts on first use.
   std::unique_ptr<internal::Sentinel> sentinel_;
   std::once_flag watching_;
-  std::timed_mutex ask_mu_;  // one thread at a time asks the sentinels
+  internal::TimedMutex ask_mu_;  // one thread at a time asks the sentinels
   std::mutex master_mu_;
   std::optional<RedisNode> master_;      // guarded by master_mu_
   std::atomic<uint64_t> generation_{1};  // changes with master_

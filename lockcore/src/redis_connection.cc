@@ -79,7 +79,9 @@ ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
     return ErrorCode::kRedisAuth;
   if (starts("BUSY") || starts("LOADING") || starts("OOM") ||
       starts("READONLY") || starts("MASTERDOWN") || starts("TRYAGAIN") ||
-      starts("CLUSTERDOWN")) {
+      starts("CLUSTERDOWN") || starts("MOVED ") || starts("ASK ")) {
+    // (A MOVED or ASK reaches a caller only after the redirects ran out:
+    // a cluster reconfiguring, ridden out like a busy server.)
     return ErrorCode::kRedisBusy;
   }
   return otherwise;

@@ -93,8 +93,9 @@ TEST_F(ConfigCliTest, CheckPrintsEveryErrorAndExits2) {
       path +
           ":1:1: redis.url: missing required key; expected a Redis URL: "
           "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-          "unix:///path/to.sock[?db=N] or "
-          "redis+sentinel://host[:port][,host[:port]...]/master[/db]\n" +
+          "unix:///path/to.sock[?db=N], "
+          "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+          "redis+cluster://host[:port][,host[:port]...]\n" +
           path +
           ":2:14: redis.pool_size: expected an integer from 1 to 1024, "
           "found '0'\n" +

@@ -242,8 +242,9 @@ TEST(ConfigErrorTest, MappingOrListForScalar) {
   EXPECT_EQ(OnlyError("redis:\n  url: {host: h}\n").ToString(),
             "c.yaml:2:8: redis.url: expected a Redis URL: "
             "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-            "unix:///path/to.sock[?db=N] or "
-            "redis+sentinel://host[:port][,host[:port]...]/master[/db], found "
+            "unix:///path/to.sock[?db=N], "
+            "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+            "redis+cluster://host[:port][,host[:port]...], found "
             "a mapping");
   EXPECT_EQ(
       OnlyError(std::string(kMinimal) + "worker: {threads: [1]}\n").message,
@@ -340,10 +341,10 @@ TEST(ConfigErrorTest, BadRedisUrls) {
   };
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "(unknown scheme 'http://')",
                       message("http://h"));
-  EXPECT_PRED_FORMAT2(
-      ::testing::IsSubstring,
-      "(no redis://, rediss://, unix:// or redis+sentinel:// in front)",
-      message("localhost:6379"));
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring,
+                      "(no redis://, rediss://, unix://, redis+sentinel:// or "
+                      "redis+cluster:// in front)",
+                      message("localhost:6379"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "no host after rediss://",
                       message("rediss://"));
   EXPECT_PRED_FORMAT2(::testing::IsSubstring, "an IPv6 host goes in brackets",
@@ -450,8 +451,9 @@ TEST(ConfigErrorTest, MissingRedisUrl) {
       OnlyError("redis:\n  pool_size: 2\n").ToString(),
       "c.yaml:1:1: redis.url: missing required key; expected a Redis "
       "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-      "unix:///path/to.sock[?db=N] or "
-      "redis+sentinel://host[:port][,host[:port]...]/master[/db]");
+      "unix:///path/to.sock[?db=N], "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+      "redis+cluster://host[:port][,host[:port]...]");
 }
 
 TEST(ConfigErrorTest, MissingRedisSection) {
@@ -459,8 +461,9 @@ TEST(ConfigErrorTest, MissingRedisSection) {
       OnlyError("# comment\nlogging: {level: info}\n").ToString(),
       "c.yaml:2:1: redis.url: missing required key; expected a Redis "
       "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-      "unix:///path/to.sock[?db=N] or "
-      "redis+sentinel://host[:port][,host[:port]...]/master[/db]");
+      "unix:///path/to.sock[?db=N], "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+      "redis+cluster://host[:port][,host[:port]...]");
 }
 
 TEST(ConfigErrorTest, MissingKafkaBootstrapWhenKafkaPresent) {
@@ -594,8 +597,9 @@ TEST(ConfigErrorTest, ReportsEveryErrorInFileOrder) {
   const std::vector<std::string> expected = {
       "c.yaml:1:1: redis.url: missing required key; expected a Redis URL: "
       "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-      "unix:///path/to.sock[?db=N] or "
-      "redis+sentinel://host[:port][,host[:port]...]/master[/db]",
+      "unix:///path/to.sock[?db=N], "
+      "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+      "redis+cluster://host[:port][,host[:port]...]",
       "c.yaml:2:14: redis.pool_size: expected an integer from 1 to 1024, "
       "found '0'",
       "c.yaml:3:3: redis.comand_timeout: unknown key; did you mean "
@@ -620,8 +624,9 @@ TEST(ConfigErrorTest, WhatListsEveryError) {
         std::string(e.what()),
         "x.yaml:1:1: redis.url: missing required key; expected a Redis "
         "URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-        "unix:///path/to.sock[?db=N] or "
-        "redis+sentinel://host[:port][,host[:port]...]/master[/db]\n"
+        "unix:///path/to.sock[?db=N], "
+        "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+        "redis+cluster://host[:port][,host[:port]...]\n"
         "x.yaml:1:20: redis.pool_size: expected an integer from 1 to "
         "1024, found '0'");
   }
@@ -676,10 +681,11 @@ TEST(ConfigEnvTest, SetButEmptyWithoutDefaultIsEmpty) {
   EXPECT_EQ(Expanded("a${V}b", {{"V", ""}}), "ab");
   EXPECT_EQ(OnlyError("redis:\n  url: ${URL}\n", {{"URL", ""}}).message,
             "expected a Redis URL: redis://[[user]:password@]host[:port][/db], "
-            "rediss://... (TLS), unix:///path/to.sock[?db=N] or "
-            "redis+sentinel://host[:port][,host[:port]...]/master[/db], found "
-            "'' (no redis://, rediss://, unix:// or redis+sentinel:// in "
-            "front)");
+            "rediss://... (TLS), unix:///path/to.sock[?db=N], "
+            "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+            "redis+cluster://host[:port][,host[:port]...], found "
+            "'' (no redis://, rediss://, unix://, redis+sentinel:// or "
+            "redis+cluster:// in front)");
 }
 
 TEST(ConfigEnvTest, DollarDollarIsALiteralDollar) {

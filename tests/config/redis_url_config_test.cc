@@ -65,7 +65,8 @@ TEST(RedisUrlParser, RedactedRoundTrips) {
 TEST(RedisUrlParser, ReasonsForBadUrls) {
   EXPECT_EQ(Why("http://h"), "unknown scheme 'http://'");
   EXPECT_EQ(Why("h:6379"),
-            "no redis://, rediss://, unix:// or redis+sentinel:// in front");
+            "no redis://, rediss://, unix://, redis+sentinel:// or "
+            "redis+cluster:// in front");
   EXPECT_EQ(Why("rediss://"), "no host after rediss://");
   EXPECT_EQ(Why("redis://h:0"),
             "the port must be a number from 1 to 65535, not '0'");
@@ -117,7 +118,7 @@ TEST(RedisUrlParser, ReasonsForBadSentinelUrls) {
             "the master name 'a b' must be letters, digits, '.', '_' or '-'");
   EXPECT_EQ(Why("redis+sentinel://s1/m/x"),
             "the db must be a number from 0 to 1048576, not 'x'");
-  EXPECT_EQ(Why("redis+cluster://h"), "unknown scheme 'redis+cluster://'");
+  EXPECT_EQ(Why("redis+clusters://h"), "unknown scheme 'redis+clusters://'");
   // Without '@' a sentinel list is shown; what could be a password is not.
   EXPECT_EQ(RedactRedisUrl("redis+sentinel://s1:26379,s2:26379/a b"),
             "redis+sentinel://s1:26379,s2:26379/a b");
@@ -125,6 +126,42 @@ TEST(RedisUrlParser, ReasonsForBadSentinelUrls) {
        {"redis+sentinel://u:s3cret@s1:x/m", "rediss+sentinel://:s3cret@/m",
         "redis+sentinel://u:s3cret@s1", "redis+sentinel://u:s3cret/m",
         "redis+sentinel://u:1s3cret/m", "redis+sentinel://u:1,s3cret!/m"}) {
+    EXPECT_EQ(Why(url).find("s3cret"), std::string::npos) << url;
+    EXPECT_EQ(RedactRedisUrl(url).find("s3cret"), std::string::npos) << url;
+  }
+}
+
+TEST(RedisUrlParser, ClusterSeeds) {
+  const RedisUrl one = Parsed("redis+cluster://n1");
+  EXPECT_TRUE(one.cluster());
+  EXPECT_FALSE(one.sentinel());
+  EXPECT_EQ(one.seeds, (std::vector<RedisNode>{{"n1", 6379}}));
+  EXPECT_EQ(one.Redacted(), "redis+cluster://n1:6379");
+  const RedisUrl many =
+      Parsed("rediss+cluster://app:p%40w@n1:7000,[::1],10.0.0.3:7002/");
+  EXPECT_TRUE(many.tls);
+  EXPECT_EQ(many.seeds, (std::vector<RedisNode>{
+                            {"n1", 7000}, {"::1", 6379}, {"10.0.0.3", 7002}}));
+  EXPECT_EQ(many.user, "app");
+  EXPECT_EQ(many.password, "p@w");
+  EXPECT_EQ(many.Redacted(),
+            "rediss+cluster://app:***@n1:7000,[::1]:6379,10.0.0.3:7002");
+  EXPECT_EQ(Parsed("redis+cluster://n1/0").db, 0);
+  EXPECT_FALSE(Parsed("redis://h").cluster());
+
+  EXPECT_EQ(Why("redis+cluster://"), "no cluster node");
+  EXPECT_EQ(Why("redis+cluster://n1,,n2"),
+            "an empty cluster node address in the list");
+  EXPECT_EQ(Why("redis+cluster://n1/3"),
+            "a Redis Cluster has db 0 only: leave the /db out");
+  EXPECT_EQ(Why("redis+cluster://n1:0"),
+            "the port must be a number from 1 to 65535, not '0'");
+  // Without '@' a seed list is shown; what could be a password is not.
+  EXPECT_EQ(RedactRedisUrl("redis+cluster://n1:7000,n2:7001"),
+            "redis+cluster://n1:7000,n2:7001");
+  for (const std::string url :
+       {"redis+cluster://u:s3cret@n1:x", "rediss+cluster://:s3cret@",
+        "redis+cluster://u:s3cret", "redis+cluster://u:1,s3cret!"}) {
     EXPECT_EQ(Why(url).find("s3cret"), std::string::npos) << url;
     EXPECT_EQ(RedactRedisUrl(url).find("s3cret"), std::string::npos) << url;
   }
@@ -241,9 +278,15 @@ TEST_F(TlsSection, TlsWithAPlaintextUrlIsAContradiction) {
   EXPECT_EQ(
       OnlyError(Yaml("redis://h:1", "    ca_file: " + ca_ + "\n")).ToString(),
       "c.yaml:3:3: redis.tls: TLS settings need a rediss:// (or "
-      "rediss+sentinel://) url, and "
+      "rediss+sentinel://, rediss+cluster://) url, and "
       "redis.url is redis://; write rediss://HOST:PORT to use TLS, or "
       "remove redis.tls");
+  EXPECT_NE(OnlyError(Yaml("redis+cluster://h:1", "    ca_file: " + ca_ + "\n"))
+                .message.find("write rediss+cluster://... to use TLS"),
+            std::string::npos);
+  EXPECT_TRUE(testing::Load(Yaml("rediss+cluster://h:1,h:2",
+                                 "    ca_file: " + ca_ + "\n"))
+                  .redis.tls.ca_file == ca_);
   EXPECT_NE(OnlyError("redis:\n  url: unix:///r.sock\n  tls: {}\n")
                 .message.find("redis.url is unix://"),
             std::string::npos);
@@ -366,6 +409,21 @@ TEST(RedisSentinelConfig, SentinelSettingsNeedASentinelUrl) {
             "c.yaml:3:3: redis.sentinel: Sentinel settings need a "
             "redis+sentinel:// url; remove redis.sentinel or point redis.url "
             "at the sentinels");
+}
+
+TEST(RedisClusterConfig, ClusterUrlChecks) {
+  const Config c = testing::Load(
+      "redis:\n  url: redis+cluster://:pw@n1:7000,n2:7001\n  pool_size: 2\n");
+  RedisUrl url;
+  ASSERT_EQ(ParseRedisUrl(c.redis.url, &url), "");
+  EXPECT_EQ(url.seeds.size(), 2u);
+  EXPECT_NE(OnlyError("redis:\n  url: redis+cluster://n1/2\n")
+                .message.find("a Redis Cluster has db 0 only"),
+            std::string::npos);
+  EXPECT_NE(OnlyError("redis:\n  url: redis+cluster://n1\n"
+                      "  sentinel: {password: x}\n")
+                .message.find("Sentinel settings need a redis+sentinel:// url"),
+            std::string::npos);
 }
 
 TEST(RedisSentinelConfig, AUserNeedsItsPassword) {

@@ -70,6 +70,7 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
     socket_path_ = dir_ + "/redis.sock";
     url_ = "unix://" + auth + socket_path_;
   }
+  if (options_.cluster) cluster_port_ = FreeLoopbackPort();
   try {
     if (!options_.sentinel_config.empty()) {
       std::ofstream(dir_ + "/sentinel.conf") << options_.sentinel_config;
@@ -122,6 +123,11 @@ void RedisServer::Start() {
   if (options_.durable) args.insert(args.end(), {"--appendfsync", "always"});
   if (options_.debug_command)
     args.insert(args.end(), {"--enable-debug-command", "local"});
+  if (options_.cluster) {
+    args.insert(args.end(), {"--cluster-enabled", "yes",
+                             "--cluster-config-file", dir_ + "/nodes.conf",
+                             "--cluster-port", std::to_string(cluster_port_)});
+  }
   args.insert(args.end(), options_.extra_args.begin(),
               options_.extra_args.end());
   const Options::Tls& tls = options_.tls;

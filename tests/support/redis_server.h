@@ -36,6 +36,10 @@ class RedisServer {
     // whose config file starts as this text. The sentinel rewrites the file
     // as it learns, and a Start() after Stop() reads it back.
     std::string sentinel_config;
+    // A Redis Cluster node (needs tcp or TLS): --cluster-enabled yes, its
+    // nodes.conf in the server's directory (kept across Stop()/Start()),
+    // the cluster bus on a free port of its own.
+    bool cluster = false;
     // More redis-server arguments, e.g. {"--rename-command", "AUTH", ""}.
     std::vector<std::string> extra_args;
     // TLS (tests/support/tls_certs.h makes the files). Set cert_file to
@@ -71,6 +75,8 @@ class RedisServer {
   const std::string& plain_url() const { return plain_url_; }
   int port() const { return port_; }          // 0 for a unix socket or TLS only
   int tls_port() const { return tls_port_; }  // 0 without TLS
+  // The port clients use: tls_port() with TLS, else port().
+  int client_port() const { return tls_port_ != 0 ? tls_port_ : port_; }
   pid_t pid() const { return pid_; }
 
   void Stop();    // SIGTERM and wait; the address stays reserved for Start()
@@ -85,6 +91,7 @@ class RedisServer {
   std::string socket_path_;
   int port_ = 0;
   int tls_port_ = 0;
+  int cluster_port_ = 0;
   std::string url_;
   std::string plain_url_;
   pid_t pid_ = -1;

@@ -100,11 +100,14 @@ struct RedisConfig {
   // left out; IPv6 hosts in brackets), rediss://... for TLS (see `tls`), or
   // unix:///path/to.sock[?db=N], or a master found through Sentinel:
   // redis+sentinel://[[user]:password@]host[:port][,...]/MASTER[/db]
-  // (rediss+sentinel:// for TLS). Percent-escape '@' and ':' in passwords;
+  // (rediss+sentinel:// for TLS), or a Redis Cluster from seed nodes:
+  // redis+cluster://[[user]:password@]host[:port][,...] (rediss+cluster://
+  // for TLS; pool_size is then per node). Percent-escape '@' and ':' in
+  // passwords;
   // ${VAR} keeps them out of files. The one parser of these URLs is
   // lockfleet/config/redis_url.h.
   std::string url;
-  int pool_size = 4;  // connections per process, 1..1024
+  int pool_size = 4;  // connections per process (per node), 1..1024
   std::chrono::milliseconds connect_timeout{2000};  // > 0
   // Bounds every command and the wait for a pooled connection. > 0.
   std::chrono::milliseconds command_timeout{2000};

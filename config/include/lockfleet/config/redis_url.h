@@ -16,6 +16,12 @@
 //                                                 named `master` is
 //   rediss+sentinel://...                         the same over TLS, to the
 //                                                 sentinels and the master
+//   redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]
+//                                                 Redis Cluster: these seed
+//                                                 nodes (port 6379 when left
+//                                                 out) give the slot map;
+//                                                 db 0 only
+//   rediss+cluster://...                          the same over TLS
 // IPv6 hosts go in brackets (redis://[::1]:6380). Percent-escapes (%40 for
 // '@', %3A for ':', %25 for '%') are decoded in the user, the password and
 // the socket path. The user and password of a Sentinel URL are the
@@ -37,7 +43,7 @@
 
 namespace lockfleet::config {
 
-// A host and port (of a sentinel).
+// A host and port (of a sentinel, a master or a cluster node).
 struct RedisNode {
   std::string host;  // IPv6 without brackets
   int port = 26379;
@@ -61,12 +67,17 @@ struct RedisUrl {
   // asking `sentinels` (in order) for `master_name`.
   std::vector<RedisNode> sentinels;
   std::string master_name;
+  // redis+cluster://: host and port are left empty; the slot map is asked
+  // of these nodes (in order) and of the nodes it names.
+  std::vector<RedisNode> seeds;
 
   bool sentinel() const { return !master_name.empty(); }
+  bool cluster() const { return !seeds.empty(); }
 
   // The URL again with the password replaced by "***" (safe to log):
   // "rediss://app:***@cache:6380/2", "unix:///run/redis.sock?db=1",
-  // "redis+sentinel://s1:26379,s2:26379/main".
+  // "redis+sentinel://s1:26379,s2:26379/main",
+  // "redis+cluster://n1:6379,n2:6379".
   std::string Redacted() const;
 
   bool operator==(const RedisUrl&) const = default;
@@ -75,8 +86,9 @@ struct RedisUrl {
 // The forms above, for "expected ..." in messages.
 inline constexpr char kRedisUrlForms[] =
     "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-    "unix:///path/to.sock[?db=N] or "
-    "redis+sentinel://host[:port][,host[:port]...]/master[/db]";
+    "unix:///path/to.sock[?db=N], "
+    "redis+sentinel://host[:port][,host[:port]...]/master[/db] or "
+    "redis+cluster://host[:port][,host[:port]...]";
 
 // Parses `text` into `*out` and returns "", or returns why `text` is not a
 // Redis URL ("the port must be a number from 1 to 65535, not '0'") and leaves

@@ -1,9 +1,15 @@
 // RedisClient: a thread-safe handle to one Redis server with a small
 // connection pool — or, with a redis+sentinel:// URL, to the master a group
 // of sentinels names, followed through failovers (docs/lockcore.md,
-// "Sentinel"). Owns every connection (its own sockets, TLS through
-// OpenSSL, hiredis only to encode commands and decode replies); no hiredis
-// or OpenSSL type appears in this header.
+// "Sentinel") — or, with a redis+cluster:// URL, to a Redis Cluster: a pool
+// per master, each command sent to the master of its first key's slot,
+// MOVED and ASK redirects followed (at most 5 per command), TRYAGAIN
+// retried within the call's budget (docs/lockcore.md, "Redis Cluster").
+// A pipeline or an EvalPipeline is split per master (one round trip each,
+// in turn; WAIT goes to each); a command without a key goes with its
+// neighbours, or alone to a master. Owns every connection (its own sockets, TLS
+// through OpenSSL, hiredis only to encode commands and decode replies); no
+// hiredis or OpenSSL type appears in this header.
 //
 // Connections are opened lazily and re-opened on the next use after a
 // failure, so a restarted server is picked up without restarting anything.
@@ -187,8 +193,27 @@ class RedisClient {
                                     const OptimisticDecide& decide,
                                     int max_attempts = 16);
 
-  // Round trips sent so far (pipelines count once). For benchmarks.
+  // The servers to address one by one about the whole data set (SCAN walks
+  // one master's keys, DBSIZE and INFO count one master's): on a cluster
+  // the masters of the slot map, read again first; otherwise one entry
+  // standing for the server.
+  std::vector<RedisNode> Masters();
+  // `command` on `master` (one of Masters()), not routed by key. Outside a
+  // cluster the same as Execute.
+  Reply ExecuteOn(const RedisNode& master, const Command& command);
+
+  // Round trips sent so far (pipelines count once per node). For
+  // benchmarks.
   uint64_t round_trips() const noexcept;
+
+  // Cluster only (zeros otherwise): redirects followed and slot map reads.
+  struct ClusterStats {
+    uint64_t moved = 0;      // MOVED: the map was corrected
+    uint64_t asked = 0;      // ASK: one command sent to a migration target
+    uint64_t tryagain = 0;   // TRYAGAIN (or a migrating slot): waited
+    uint64_t refreshes = 0;  // CLUSTER SLOTS read
+  };
+  ClusterStats cluster_stats() const noexcept;
 
   const RedisEndpoint& endpoint() const noexcept;
 

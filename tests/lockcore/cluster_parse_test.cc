@@ -1,0 +1,108 @@
+// Redis Cluster routing, the pure parts (lockcore/src/cluster.h): MOVED and
+// ASK replies, the slot a command is routed by, CLUSTER SLOTS replies and
+// the slot map.
+#include <gtest/gtest.h>
+
+#include "cluster.h"
+#include "key_slot.h"
+#include "lockfleet/lockcore/error.h"
+
+namespace lockfleet::internal {
+namespace {
+
+TEST(ClusterParse, MovedAndAsk) {
+  std::optional<Redirect> moved =
+      ParseRedirect("MOVED 3999 127.0.0.1:6381", "");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->kind, Redirect::Kind::kMoved);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->node, (RedisNode{"127.0.0.1", 6381}));
+  std::optional<Redirect> ask = ParseRedirect("ASK 0 [::1]:7000", "");
+  ASSERT_TRUE(ask);
+  EXPECT_EQ(ask->kind, Redirect::Kind::kAsk);
+  EXPECT_EQ(ask->node, (RedisNode{"::1", 7000}));
+  // Redis writes IPv6 without brackets, and an empty host for a node that
+  // does not know its address: the node asked.
+  EXPECT_EQ(ParseRedirect("MOVED 1 ::1:7000", "")->node,
+            (RedisNode{"::1", 7000}));
+  EXPECT_EQ(ParseRedirect("MOVED 16383 :7000", "10.0.0.9")->node,
+            (RedisNode{"10.0.0.9", 7000}));
+  for (const char* not_one :
+       {"ERR MOVED 1 h:1", "MOVED", "MOVED 1", "MOVED x h:1", "MOVED 16384 h:1",
+        "MOVED 1 h", "MOVED 1 h:0", "MOVED 1 h:70000", "ASK 1 h:p",
+        "TRYAGAIN Multiple keys", "MOVED 123456 h:1"}) {
+    EXPECT_FALSE(ParseRedirect(not_one, "")) << not_one;
+  }
+}
+
+TEST(ClusterParse, CommandSlot) {
+  EXPECT_EQ(CommandSlot({"GET", "foo"}), KeySlot("foo"));
+  EXPECT_EQ(CommandSlot({"set", "{user1000}.a", "v"}), KeySlot("user1000"));
+  EXPECT_EQ(CommandSlot({"EVALSHA", "abc", "2", "{x}:1", "{x}:2", "arg"}),
+            KeySlot("x"));
+  EXPECT_EQ(CommandSlot({"EVAL", "return 1", "0", "notakey"}), std::nullopt);
+  EXPECT_EQ(CommandSlot({"OBJECT", "ENCODING", "k"}), KeySlot("k"));
+  EXPECT_EQ(CommandSlot({"BITOP", "AND", "dest", "a"}), KeySlot("dest"));
+  for (const Command& keyless :
+       std::vector<Command>{{"PING"},
+                            {"INFO", "commandstats"},
+                            {"SCAN", "0", "MATCH", "x*"},
+                            {"WAIT", "1", "100"},
+                            {"MULTI"},
+                            {"exec"},
+                            {"SCRIPT", "LOAD", "return 1"},
+                            {"CLUSTER", "SLOTS"},
+                            {"DBSIZE"},
+                            {}}) {
+    EXPECT_EQ(CommandSlot(keyless), std::nullopt)
+        << (keyless.empty() ? "" : keyless[0]);
+  }
+}
+
+Reply Int(long long n) {
+  return Reply{.type = Reply::Type::kInteger, .integer = n};
+}
+Reply Str(std::string s) {
+  return Reply{.type = Reply::Type::kString, .str = s};
+}
+Reply Arr(std::vector<Reply> e) {
+  return Reply{.type = Reply::Type::kArray, .elements = std::move(e)};
+}
+
+TEST(ClusterParse, ClusterSlots) {
+  const Reply reply = Arr({
+      Arr({Int(0), Int(5460), Arr({Str("127.0.0.1"), Int(7000), Str("id1")}),
+           Arr({Str("127.0.0.1"), Int(7003), Str("id4")})}),
+      Arr({Int(5461), Int(10922), Arr({Str(""), Int(7001), Str("id2")})}),
+      Arr({Int(10923), Int(16383), Arr({Str("?"), Int(7002), Str("id3")})}),
+  });
+  const std::vector<SlotRange> ranges = ParseClusterSlots(reply, "seed");
+  ASSERT_EQ(ranges.size(), 2u);  // the "?" endpoint is left out
+  EXPECT_EQ(ranges[0].master, (RedisNode{"127.0.0.1", 7000}));
+  EXPECT_EQ(ranges[0].replicas, (std::vector<RedisNode>{{"127.0.0.1", 7003}}));
+  EXPECT_EQ(ranges[1].master, (RedisNode{"seed", 7001}));
+
+  SlotMap map;
+  EXPECT_TRUE(map.empty());
+  EXPECT_EQ(map.Owner(0), std::nullopt);
+  map.Replace(ranges);
+  EXPECT_FALSE(map.empty());
+  EXPECT_EQ(map.Owner(0), (RedisNode{"127.0.0.1", 7000}));
+  EXPECT_EQ(map.Owner(10922), (RedisNode{"seed", 7001}));
+  EXPECT_EQ(map.Owner(16383), std::nullopt);
+  map.Moved(16383, {"127.0.0.1", 7000});
+  EXPECT_EQ(map.Owner(16383), (RedisNode{"127.0.0.1", 7000}));
+  EXPECT_EQ(map.Masters(),
+            (std::vector<RedisNode>{{"127.0.0.1", 7000}, {"seed", 7001}}));
+
+  for (const Reply& bad :
+       {Str("x"), Arr({Arr({Int(0)})}), Arr({Arr({Int(5), Int(1), Arr({})})}),
+        Arr({Arr({Int(0), Int(16384), Arr({Str("h"), Int(1)})})}),
+        Arr({Arr({Int(0), Int(1), Arr({Str("h"), Int(0)})})}),
+        Arr({Arr({Int(0), Int(1), Arr({Int(1), Int(1)})})})}) {
+    EXPECT_THROW(ParseClusterSlots(bad, "seed"), Error);
+  }
+}
+
+}  // namespace
+}  // namespace lockfleet::internal
