@@ -20,3 +20,14 @@ lockfleet_add_test(NAME lockfleet_sentinel_chaos_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/sentinel_chaos_test.cc
   LABELS chaos
   TIMEOUT 180)
+
+# 8f. A Redis Cluster changing under contention (redis+cluster://): a master
+# killed and its replica promoted (min_replicas 1), and `redis-cli --cluster
+# reshard` moving the hot locks' slots. No double holder, no fence going
+# backwards, the clients following without a restart.
+lockfleet_add_test(NAME lockfleet_cluster_chaos_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cluster_chaos_test.cc
+  LABELS chaos
+  TIMEOUT 240)
+target_include_directories(lockfleet_cluster_chaos_test
+  PRIVATE ${PROJECT_SOURCE_DIR}/lockcore/src)
