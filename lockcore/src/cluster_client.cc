@@ -1,6 +1,8 @@
 // RedisClient's cluster mode (redis+cluster://): a pool per node, commands
 // routed by their key's slot, MOVED / ASK / TRYAGAIN followed (cluster.h).
 #include <algorithm>
+#include <cctype>
+#include <exception>
 #include <thread>
 
 #include "cluster.h"
@@ -31,6 +33,13 @@ bool IsWait(const Command& command) {
   return !command.empty() && (command[0] == "WAIT" || command[0] == "wait");
 }
 
+bool IsTransaction(const std::string& verb) {
+  std::string upper;
+  for (char c : verb) upper += static_cast<char>(std::toupper(c));
+  return upper == "MULTI" || upper == "EXEC" || upper == "DISCARD" ||
+         upper == "WATCH" || upper == "UNWATCH";
+}
+
 bool StartsWith(const std::string& text, std::string_view prefix) {
   return std::string_view(text).substr(0, prefix.size()) == prefix;
 }
@@ -47,9 +56,12 @@ std::shared_ptr<RedisClient::Impl> RedisClient::Impl::NodePool(
 
 void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
   const auto asked_at = steady_clock::now();
-  std::unique_lock lock(refresh_mu_, deadline);
-  if (!lock.owns_lock()) {
-    if (!slots_->empty()) return;  // another thread is at it: use the map
+  // With a map in hand nobody waits for another thread's read: the map
+  // stands meanwhile. Without one, the first read is waited for.
+  std::unique_lock lock(refresh_mu_, std::defer_lock);
+  if (!slots_->empty()) {
+    if (!lock.try_lock()) return;
+  } else if (!lock.try_lock_until(deadline)) {
     throw NotSentError(Error(
         ErrorCode::kRedisTimeout,
         "the slot map of " + endpoint.Redacted() + " was not read in time"));
@@ -59,6 +71,11 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
        (!force && steady_clock::now() - refreshed_at_ < kRefreshInterval))) {
     return;
   }
+  // The interval counts from this attempt, answered or not: while every
+  // node fails, calls do not each sweep the nodes again.
+  refreshed_at_ = steady_clock::now();
+  // The known masters, then the seeds; nodes that failed the last read go
+  // last (a dead master first in line would cost every read a connect).
   std::vector<RedisNode> candidates = slots_->Masters();
   for (const RedisNode& seed : endpoint.seeds) {
     if (std::find(candidates.begin(), candidates.end(), seed) ==
@@ -66,6 +83,12 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
       candidates.push_back(seed);
     }
   }
+  std::stable_partition(
+      candidates.begin(), candidates.end(), [&](const RedisNode& node) {
+        return std::find(unreadable_.begin(), unreadable_.end(), node) ==
+               unreadable_.end();
+      });
+  unreadable_.clear();
   const Command slots_command{"CLUSTER", "SLOTS"};
   const std::vector<const Command*> one{&slots_command};
   std::string why = "no node was asked in time";
@@ -73,7 +96,13 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
     const milliseconds left = internal::Remaining(deadline);
     if (left.count() <= 0) break;
     try {
-      Reply r = std::move(NodePool(node)->Run(one, left).front());
+      Reply r;
+      try {
+        r = std::move(NodePool(node)->Run(one, left).front());
+      } catch (const Error&) {
+        unreadable_.push_back(node);
+        throw;
+      }
       round_trips.fetch_add(1, std::memory_order_relaxed);
       if (r.is_error()) {
         if (r.str.find("cluster support disabled") != std::string::npos) {
@@ -96,7 +125,6 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
       }
       slots_->Replace(ranges);
       stale_.store(false, std::memory_order_relaxed);
-      refreshed_at_ = steady_clock::now();
       refreshes.fetch_add(1, std::memory_order_relaxed);
       return;
     } catch (const Error& e) {
@@ -147,6 +175,17 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
   const Command* wait =
       !commands.empty() && IsWait(*commands.back()) ? commands.back() : nullptr;
   const size_t count = commands.size() - (wait ? 1 : 0);
+  for (size_t i = 0; i < count; ++i) {
+    const Command& c = *commands[i];
+    if (!c.empty() && IsTransaction(c[0])) {
+      // Split over masters or resent alone after a redirect, a transaction
+      // would half apply: OptimisticUpdate runs them on a cluster.
+      throw NotSentError(Error(
+          ErrorCode::kInvalidArgument,
+          c[0] + " in a pipeline is not supported on a Redis Cluster: use "
+                 "OptimisticUpdate (WATCH/MULTI/EXEC on the keys' master)"));
+    }
+  }
 
   // A command without a key goes where its neighbours go (MULTI with the
   // commands it opens); a WAIT at the end goes to every node written to.
@@ -169,7 +208,10 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
   std::vector<Reply> replies(commands.size());
   std::optional<Reply> waited;  // the fewest acknowledgements, or an error
   const Command asking{"ASKING"};
-  bool sent = false;  // a round trip went out: the commands may have run
+  bool sent = false;      // a round trip went out: the commands may have run
+  bool answered = false;  // a node answered a round trip of this call
+  std::exception_ptr first_failure;   // of a master whose commands failed
+  bool failure_may_have_run = false;  // one of those may have run
   milliseconds backoff = kTryAgainFirst;
   // A node failed (or none was found): read the map again next time. Not
   // sent in this round trip, but an earlier one's may have run: then the
@@ -200,6 +242,8 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
     }
     std::vector<Pending> next;
     bool try_again = false;
+    // Several masters in this call: a failed one fails only its commands.
+    const bool isolate = groups.size() > 1 || answered;
     for (auto& [node, group] : groups) {
       std::vector<const Command*> batch;
       std::vector<int> slot_of;  // per batch entry: group index, -1 ASKING,
@@ -222,15 +266,37 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
             batch, bounded ? internal::Remaining(end) : milliseconds(0),
             server_wait);
       } catch (const Error& e) {
-        if (fail(e)) throw Error(e.code(), e.what());
-        throw;
+        const bool sent_before = fail(e);
+        if (!isolate) {
+          if (sent_before) throw Error(e.code(), e.what());
+          throw;
+        }
+        // One master failing does not fail the others' commands (the
+        // watchdog's batch spans masters): its commands get this error
+        // reply — they may have run unless it says "not sent" — and its
+        // WAIT counts as failed.
+        const std::string text = std::string("ERR lockfleet: ") +
+                                 (internal::MayHaveRun(e) ? "" : "not sent: ") +
+                                 e.what();
+        for (const Pending& p : group)
+          replies[p.index] = Reply{.type = Reply::Type::kError, .str = text};
+        if (wait) waited = Reply{.type = Reply::Type::kError, .str = text};
+        if (!first_failure) first_failure = std::current_exception();
+        if (internal::MayHaveRun(e)) failure_may_have_run = true;
+        continue;
       }
       round_trips.fetch_add(1, std::memory_order_relaxed);
       sent = true;
+      answered = true;
+      bool ran = false;  // a command of this group ran here (not redirected)
       for (size_t j = 0; j < got.size(); ++j) {
         Reply& r = got[j];
         if (slot_of[j] == -1) continue;  // ASKING's +OK
         if (slot_of[j] == -2) {
+          // (Last in the batch.) A node whose every command was sent on
+          // elsewhere wrote nothing here: its WAIT — on a demoted master,
+          // an error — says nothing about this call.
+          if (!ran) continue;
           if (!waited || waited->is_error()) {
             if (!waited) waited = std::move(r);
           } else if (r.is_error() || r.type != Reply::Type::kInteger) {
@@ -267,8 +333,11 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
             next.push_back({p.index, std::nullopt, p.redirects});
             try_again = true;
             continue;
+          } else if (StartsWith(r.str, "CLUSTERDOWN")) {
+            stale_.store(true, std::memory_order_relaxed);
           }
         }
+        ran = true;
         replies[p.index] = std::move(r);
       }
     }
@@ -277,6 +346,15 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
       backoff = std::min(backoff * 2, kTryAgainMax);
     }
     pending = std::move(next);
+  }
+  // Every master failed: the call failed, as on one server.
+  if (!answered && first_failure) {
+    try {
+      std::rethrow_exception(first_failure);
+    } catch (const NotSentError& e) {
+      if (failure_may_have_run) throw Error(e.code(), e.what());
+      throw;
+    }
   }
   if (wait) {
     replies.back() = waited ? std::move(*waited) : Reply{};

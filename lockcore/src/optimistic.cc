@@ -70,7 +70,15 @@ OptimisticResult RedisClient::OptimisticUpdate(
     }
     return false;
   };
-  Impl::Lent conn = borrow();
+  Impl::Lent conn = [&] {
+    try {
+      return borrow();
+    } catch (const Error&) {
+      if (impl_->cluster())
+        impl_->stale_.store(true, std::memory_order_relaxed);
+      throw;
+    }
+  }();
   try {
     for (int attempt = 1; attempt <= max_attempts; ++attempt) {
       result.attempts = attempt;
@@ -144,8 +152,13 @@ OptimisticResult RedisClient::OptimisticUpdate(
       std::uniform_int_distribution<int> jitter(0, 200 * std::min(attempt, 10));
       std::this_thread::sleep_for(std::chrono::microseconds(jitter(rng)));
     }
+  } catch (const Error&) {
+    // A WATCH may still be active or commands queued: never reuse it. On a
+    // cluster the node may be gone: read the slot map again.
+    conn->MarkBroken();
+    if (impl_->cluster()) impl_->stale_.store(true, std::memory_order_relaxed);
+    throw;
   } catch (...) {
-    // A WATCH may still be active or commands queued: never reuse it.
     conn->MarkBroken();
     throw;
   }

@@ -522,7 +522,12 @@ Reply RedisClient::ExecuteOn(const RedisNode& master, const Command& command) {
   if (!impl_->cluster()) return Execute(command);
   std::vector<const Command*> one{&command};
   impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
-  return std::move(impl_->NodePool(master)->Run(one).front());
+  try {
+    return std::move(impl_->NodePool(master)->Run(one).front());
+  } catch (const Error&) {
+    impl_->stale_.store(true, std::memory_order_relaxed);  // the node gone?
+    throw;
+  }
 }
 
 RedisClient::ClusterStats RedisClient::cluster_stats() const noexcept {

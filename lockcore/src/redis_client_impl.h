@@ -121,7 +121,10 @@ class RedisClient::Impl {
   std::mutex nodes_mu_;
   std::map<std::string, std::shared_ptr<Impl>> nodes_;  // guarded by nodes_mu_
   internal::TimedMutex refresh_mu_;  // one thread at a time reads the map
-  std::chrono::steady_clock::time_point refreshed_at_;  // guarded by it
+  // The last read of the map (answered or not); guarded by refresh_mu_.
+  std::chrono::steady_clock::time_point refreshed_at_;
+  // Nodes whose connection failed the last read: asked last next time.
+  std::vector<RedisNode> unreadable_;  // guarded by refresh_mu_
 
   // Sentinel only (null otherwise); its watch thread starts on first use.
   std::unique_ptr<internal::Sentinel> sentinel_;

@@ -39,8 +39,7 @@ std::vector<std::string> NamesOn(RedisCluster& cluster, size_t node,
   std::vector<std::string> names;
   for (int i = 0; static_cast<int>(names.size()) < count; ++i) {
     const std::string name = "hot-" + std::to_string(i);
-    const uint16_t slot =
-        internal::KeySlot("lockfleet:{" + name + "}:lock");
+    const uint16_t slot = internal::KeySlot("lockfleet:{" + name + "}:lock");
     if (cluster.OwnerOf(slot) == static_cast<int>(node)) names.push_back(name);
   }
   return names;
@@ -49,8 +48,8 @@ std::vector<std::string> NamesOn(RedisCluster& cluster, size_t node,
 // Contenders on `names`; counts overlaps and fence regressions per lock.
 class Contention {
  public:
-  Contention(RedisCluster& cluster, std::vector<std::string> names,
-             int threads, int min_replicas)
+  Contention(RedisCluster& cluster, std::vector<std::string> names, int threads,
+             int min_replicas)
       : names_(std::move(names)) {
     for (int i = 0; i < threads; ++i) {
       RedisOptions ro = cluster.ClientOptions(cluster.url(true));
@@ -190,11 +189,11 @@ TEST(ClusterChaos, ReshardUnderContention) {
   Contention run(cluster, names, 4, /*min_replicas=*/0);
   ASSERT_TRUE(WaitUntil([&] { return run.acquired() >= 50; }, seconds(30)));
 
-  const ShellResult moved = RunShell(
-      "timeout 120 redis-cli --cluster reshard 127.0.0.1:" +
-      std::to_string(cluster.node(from).client_port()) + " --cluster-from " +
-      cluster.NodeId(from) + " --cluster-to " + cluster.NodeId(to) +
-      " --cluster-slots 200 --cluster-yes");
+  const ShellResult moved =
+      RunShell("timeout 120 redis-cli --cluster reshard 127.0.0.1:" +
+               std::to_string(cluster.node(from).client_port()) +
+               " --cluster-from " + cluster.NodeId(from) + " --cluster-to " +
+               cluster.NodeId(to) + " --cluster-slots 200 --cluster-yes");
   ASSERT_EQ(moved.status, 0) << moved.output;
   ASSERT_EQ(cluster.OwnerOf(0), to);
   const int before = run.acquired();

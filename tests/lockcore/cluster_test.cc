@@ -401,6 +401,62 @@ TEST_F(Cluster, AnAskMovedLoopIsBounded) {
   got.lease.Release();
 }
 
+// A transaction through Pipeline would be split over masters, or a queued
+// command resent alone after a MOVED: refused before anything is sent.
+TEST_F(Cluster, APipelinedTransactionIsRefused) {
+  auto redis = Connect();
+  try {
+    redis->Pipeline({{"MULTI"}, {"SET", "{tx}:a", "1"}, {"EXEC"}});
+    ADD_FAILURE() << "a pipelined MULTI/EXEC was sent";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("use OptimisticUpdate"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(redis->Execute({"EXISTS", "{tx}:a"}).integer, 0);
+}
+
+// A master that died fails only its own commands of a pipeline that spans
+// masters (the watchdog's renewal batch must not lose every lease for one
+// node); a command for it alone fails as on one server.
+TEST(ClusterSetup, ADeadMasterFailsOnlyItsOwnCommands) {
+  RedisCluster cluster({.masters = 3, .replicas = 0});
+  RedisOptions o = cluster.ClientOptions(cluster.url(true));
+  o.connect_timeout = milliseconds(500);
+  RedisClient redis(o);
+  std::vector<Command> sets, gets;
+  for (int i = 0; i < 30; ++i) {
+    sets.push_back({"SET", "iso:" + std::to_string(i), std::to_string(i)});
+    gets.push_back({"GET", "iso:" + std::to_string(i)});
+  }
+  for (const Reply& r : redis.Pipeline(sets)) ASSERT_EQ(r.str, "OK");
+  const int dead = cluster.OwnerOf(internal::KeySlot("iso:0"));
+  cluster.node(dead).Kill();
+  const std::vector<Reply> got = redis.Pipeline(gets);
+  int failed = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = "iso:" + std::to_string(i);
+    const int owner = cluster.OwnerOf(internal::KeySlot(key),
+                                      static_cast<size_t>(cluster.AnyLive()));
+    if (owner == dead) {
+      ++failed;
+      EXPECT_TRUE(got[i].is_error()) << key;
+      EXPECT_EQ(got[i].str.rfind("ERR lockfleet: ", 0), 0u) << got[i].str;
+    } else {
+      EXPECT_EQ(got[i].str, std::to_string(i)) << key;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_LT(failed, 30);
+  try {
+    redis.Execute({"GET", "iso:0"});
+    ADD_FAILURE() << "a dead master answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable) << e.what();
+  }
+}
+
 TEST(ClusterSetup, ASeedNotInClusterModeIsAClearError) {
   RedisServer plain({.tcp = true});
   RedisOptions o;
