@@ -31,8 +31,9 @@ void AddConnectionOptions(CLI::App& app, ConnectionArgs& args, bool kafka) {
   args.redis_option =
       app.add_option("--redis", args.redis_url,
                      "Redis server: redis://[[user]:password@]host[:port][/db]"
-                     ", rediss://... (TLS), unix:///path/to/redis.sock or "
-                     "redis+sentinel://host:port[,host:port...]/MASTER. "
+                     ", rediss://... (TLS), unix:///path/to/redis.sock, "
+                     "redis+sentinel://host:port[,host:port...]/MASTER or "
+                     "redis+cluster://host:port[,host:port...]. "
                      "Default: the config's "
                      "redis.url, else $LOCKFLEET_REDIS, else " +
                          std::string(kDefaultRedisUrl))

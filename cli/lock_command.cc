@@ -210,8 +210,9 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   args->connection.redis_option =
       app->add_option("--redis", args->connection.redis_url,
                       "Redis server: redis://[[user]:password@]host[:port][/db]"
-                      ", rediss://... (TLS), unix:///path/to/redis.sock or "
-                      "redis+sentinel://host:port[,host:port...]/MASTER. "
+                      ", rediss://... (TLS), unix:///path/to/redis.sock, "
+                      "redis+sentinel://host:port[,host:port...]/MASTER or "
+                      "redis+cluster://host:port[,host:port...]. "
                       "Default: the config's redis.url, else $LOCKFLEET_REDIS, "
                       "else redis://127.0.0.1:6379")
           ->type_name("URL");
