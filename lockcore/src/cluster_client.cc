@@ -328,9 +328,12 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
                      " redirects: the cluster's slot map does not settle)";
           } else if (StartsWith(r.str, "TRYAGAIN") &&
                      steady_clock::now() + backoff < end) {
-            // A migration split the keys: the same again, from the owner.
+            // A migration split the keys: the same again, from the owner,
+            // for as long as the call's budget lasts (the redirects it took
+            // to get here start over: the ASK that led to a TRYAGAIN is the
+            // migration, not a loop, and time bounds this one).
             tryagain.fetch_add(1, std::memory_order_relaxed);
-            next.push_back({p.index, std::nullopt, p.redirects});
+            next.push_back({p.index, std::nullopt, 0});
             try_again = true;
             continue;
           } else if (StartsWith(r.str, "CLUSTERDOWN")) {
