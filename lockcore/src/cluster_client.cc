@@ -88,7 +88,6 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
         return std::find(unreadable_.begin(), unreadable_.end(), node) ==
                unreadable_.end();
       });
-  unreadable_.clear();
   const Command slots_command{"CLUSTER", "SLOTS"};
   const std::vector<const Command*> one{&slots_command};
   std::string why = "no node was asked in time";
@@ -100,9 +99,13 @@ void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
       try {
         r = std::move(NodePool(node)->Run(one, left).front());
       } catch (const Error&) {
-        unreadable_.push_back(node);
+        if (std::find(unreadable_.begin(), unreadable_.end(), node) ==
+            unreadable_.end()) {
+          unreadable_.push_back(node);
+        }
         throw;
       }
+      std::erase(unreadable_, node);  // it answered
       round_trips.fetch_add(1, std::memory_order_relaxed);
       if (r.is_error()) {
         if (r.str.find("cluster support disabled") != std::string::npos) {
@@ -208,8 +211,8 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
   std::vector<Reply> replies(commands.size());
   std::optional<Reply> waited;  // the fewest acknowledgements, or an error
   const Command asking{"ASKING"};
-  bool sent = false;      // a round trip went out: the commands may have run
-  bool answered = false;  // a node answered a round trip of this call
+  bool sent = false;        // a round trip went out: the commands may have run
+  bool real_reply = false;  // a command got its answer (not a redirect)
   std::exception_ptr first_failure;   // of a master whose commands failed
   bool failure_may_have_run = false;  // one of those may have run
   milliseconds backoff = kTryAgainFirst;
@@ -229,6 +232,14 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
       try {
         node = p.ask ? *p.ask : OwnerOf(slot[p.index], end);
       } catch (const NotSentError& e) {
+        if (real_reply) {
+          // Other masters answered this call: only this command fails.
+          stale_.store(true, std::memory_order_relaxed);
+          replies[p.index] =
+              Reply{.type = Reply::Type::kError,
+                    .str = std::string("ERR lockfleet: not sent: ") + e.what()};
+          continue;
+        }
         if (fail(e)) throw Error(e.code(), e.what());
         throw;
       }
@@ -242,8 +253,9 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
     }
     std::vector<Pending> next;
     bool try_again = false;
-    // Several masters in this call: a failed one fails only its commands.
-    const bool isolate = groups.size() > 1 || answered;
+    // Several masters in this call: a failed one fails only its commands
+    // (if no command of the call gets a real answer, the call throws).
+    const bool isolate = groups.size() > 1 || real_reply;
     for (auto& [node, group] : groups) {
       std::vector<const Command*> batch;
       std::vector<int> slot_of;  // per batch entry: group index, -1 ASKING,
@@ -266,28 +278,24 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
             batch, bounded ? internal::Remaining(end) : milliseconds(0),
             server_wait);
       } catch (const Error& e) {
-        const bool sent_before = fail(e);
-        if (!isolate) {
-          if (sent_before) throw Error(e.code(), e.what());
-          throw;
-        }
+        if (fail(e) && !isolate) throw Error(e.code(), e.what());
+        if (!isolate) throw;
         // One master failing does not fail the others' commands (the
         // watchdog's batch spans masters): its commands get this error
-        // reply — they may have run unless it says "not sent" — and its
-        // WAIT counts as failed.
+        // reply — they may have run unless it says "not sent".
         const std::string text = std::string("ERR lockfleet: ") +
                                  (internal::MayHaveRun(e) ? "" : "not sent: ") +
                                  e.what();
         for (const Pending& p : group)
           replies[p.index] = Reply{.type = Reply::Type::kError, .str = text};
-        if (wait) waited = Reply{.type = Reply::Type::kError, .str = text};
+        // Its WAIT is not counted: its commands already answer failed, and
+        // the other masters' acknowledgements stand for theirs.
         if (!first_failure) first_failure = std::current_exception();
         if (internal::MayHaveRun(e)) failure_may_have_run = true;
         continue;
       }
       round_trips.fetch_add(1, std::memory_order_relaxed);
       sent = true;
-      answered = true;
       bool ran = false;  // a command of this group ran here (not redirected)
       for (size_t j = 0; j < got.size(); ++j) {
         Reply& r = got[j];
@@ -341,6 +349,7 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
           }
         }
         ran = true;
+        real_reply = true;
         replies[p.index] = std::move(r);
       }
     }
@@ -350,12 +359,13 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
     }
     pending = std::move(next);
   }
-  // Every master failed: the call failed, as on one server.
-  if (!answered && first_failure) {
+  // No command got an answer: the call failed, as on one server.
+  if (!real_reply && first_failure) {
     try {
       std::rethrow_exception(first_failure);
-    } catch (const NotSentError& e) {
-      if (failure_may_have_run) throw Error(e.code(), e.what());
+    } catch (const Error& e) {
+      if (failure_may_have_run && !internal::MayHaveRun(e))
+        throw Error(e.code(), e.what());
       throw;
     }
   }

@@ -79,6 +79,19 @@ bool IsTransientRedis(const std::exception_ptr& error) {
   }
 }
 
+// `reply`, or Error(kRedisBusy) when it is an error reply — a cluster that
+// is down or reconfiguring (CLUSTERDOWN, a MOVED after too many redirects,
+// a master that failed its part of a pipeline): a passing Redis state the
+// job waits out, never a value (an EXISTS answered with an error is not
+// "not done").
+Reply Answered(Reply reply, std::string_view what) {
+  if (reply.is_error()) {
+    throw Error(ErrorCode::kRedisBusy,
+                std::string(what) + " answered an error: " + reply.str);
+  }
+  return reply;
+}
+
 }  // namespace
 
 std::string DefaultWorkerId() {
@@ -144,9 +157,12 @@ bool JobRunner::DeadLetter(std::string_view record, std::string_view reason,
   try {
     return RetryWhileRedisDown(
         [&] {
-          redis_->Pipeline({{"LPUSH", DeadLetterKey(), entry},
-                            {"LTRIM", DeadLetterKey(), "0",
-                             std::to_string(kDeadLetterKeep - 1)}});
+          for (Reply& r :
+               redis_->Pipeline({{"LPUSH", DeadLetterKey(), entry},
+                                 {"LTRIM", DeadLetterKey(), "0",
+                                  std::to_string(kDeadLetterKeep - 1)}})) {
+            Answered(std::move(r), "LPUSH/LTRIM of the dead letters");
+          }
         },
         "recording a dead letter", stop);
   } catch (const std::exception& e) {
@@ -296,7 +312,8 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
         lease = locks_->Acquire(job.lock, acquire);
       }
       journaled = Journal(job.lock, lease);
-      if (redis_->Execute({"EXISTS", done_key}).integer == 1) {
+      if (Answered(redis_->Execute({"EXISTS", done_key}), "EXISTS done marker")
+              .integer == 1) {
         return finish(JobResult::kDuplicate);
       }
       FencedResource resource(redis_, job.lock, options_.key_prefix);
@@ -379,8 +396,10 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
       try {
         if (!RetryWhileRedisDown(
                 [&] {
-                  redis_->Execute({"SET", done_key, JobResultName(result), "PX",
-                                   std::to_string(options_.dedup_ttl.count())});
+                  Answered(redis_->Execute(
+                               {"SET", done_key, JobResultName(result), "PX",
+                                std::to_string(options_.dedup_ttl.count())}),
+                           "SET done marker");
                 },
                 "writing the done marker of job " + job.id, stop) &&
             options_.log) {
@@ -440,7 +459,8 @@ OccurrenceResult JobRunner::RunOccurrence(
     // The marker only ever grows, so reading it without the lock is enough
     // to skip an occurrence that is done (it is checked again under it).
     const auto done = [&] {
-      const Reply last = redis_->Execute({"GET", marker});
+      const Reply last =
+          Answered(redis_->Execute({"GET", marker}), "GET schedule marker");
       return !last.is_nil() && std::stoll(last.str) >= due_ms;
     };
     if (done()) return finish(JobResult::kDuplicate);
