@@ -232,6 +232,40 @@ TEST_F(RunnerTest, AFailingHandlerIsRetriedThenDeadLettered) {
   EXPECT_FALSE(LockClient(redis_).Inspect("l").locked);
 }
 
+// An error *reply* where the runner reads a value — here EXISTS of the
+// done marker refused by the ACL — fails the attempt; it is never read as
+// "not done" (which would run a job that may be done). A cluster that is
+// down answers such replies too (CLUSTERDOWN): those are waited out.
+TEST_F(RunnerTest, AnErrorReplyToTheDoneMarkerCheckNeverRunsTheJob) {
+  ASSERT_EQ(redis_
+                ->Execute({"ACL", "SETUSER", "noexists", "on", ">pw", "~*",
+                           "&*", "+@all", "-exists"})
+                .str,
+            "OK");
+  RedisOptions o;
+  o.url = server_->url();
+  o.url.insert(o.url.find("://") + 3, "noexists:pw@");
+  auto redis = std::make_shared<RedisClient>(o);
+  auto locks = std::make_shared<LockClient>(redis);
+  std::atomic<int> calls{0};
+  handlers_->Register("counted", {.run = [&](JobContext&) -> JobResult {
+                        ++calls;
+                        return JobResult::kOk;
+                      }});
+  JobRunner runner(locks, redis, handlers_,
+                   {.max_attempts = 2, .retry_backoff = milliseconds(1)});
+  const Job job{.id = "e1", .lock = "l", .type = "counted"};
+  EXPECT_EQ(runner.Run(job, JobSource::kKafka, {}), JobResult::kFailed);
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(DeadLetters(), 1);
+  const std::string letter =
+      redis_->Execute({"LINDEX", "lockfleet:jobs:dead", "0"}).str;
+  EXPECT_NE(letter.find("EXISTS done marker answered an error: NOPERM"),
+            std::string::npos)
+      << letter;
+  EXPECT_FALSE(LockClient(redis_).Inspect("l").locked);
+}
+
 TEST_F(RunnerTest, AHandlersOwnCancellationWithoutShutdownIsAFailure) {
   handlers_->Register("quitter", {.run = [](JobContext&) -> JobResult {
                         throw JobCancelled();
