@@ -7,7 +7,10 @@
 // retried within the call's budget (docs/lockcore.md, "Redis Cluster").
 // A pipeline or an EvalPipeline is split per master (one round trip each,
 // in turn; WAIT goes to each); a command without a key goes with its
-// neighbours, or alone to a master. Owns every connection (its own sockets, TLS
+// neighbours, or alone to a master. A master that fails its part fails only
+// its commands ("ERR lockfleet: ..." error replies) when another command
+// of the call got its answer; otherwise the call throws. MULTI/EXEC/WATCH
+// in a pipeline are refused on a cluster (kInvalidArgument). Owns every connection (its own sockets, TLS
 // through OpenSSL, hiredis only to encode commands and decode replies); no
 // hiredis or OpenSSL type appears in this header.
 //
