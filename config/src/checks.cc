@@ -431,29 +431,25 @@ std::string ParseUnixUrl(std::string_view rest, RedisUrl* url) {
 
 std::string ParseRedisUrl(std::string_view text, RedisUrl* out) {
   *out = RedisUrl{};
-  if (text.starts_with(kRedisScheme)) {
-    return ParseTcpUrl(text.substr(kRedisScheme.size()), out);
-  }
-  if (text.starts_with(kRedissScheme)) {
-    out->tls = true;
-    return ParseTcpUrl(text.substr(kRedissScheme.size()), out);
-  }
-  if (text.starts_with(kUnixScheme)) {
-    return ParseUnixUrl(text.substr(kUnixScheme.size()), out);
-  }
-  if (text.starts_with(kSentinelScheme)) {
-    return ParseSentinelUrl(text.substr(kSentinelScheme.size()), out);
-  }
-  if (text.starts_with(kSentinelTlsScheme)) {
-    out->tls = true;
-    return ParseSentinelUrl(text.substr(kSentinelTlsScheme.size()), out);
-  }
-  if (text.starts_with(kClusterScheme)) {
-    return ParseClusterUrl(text.substr(kClusterScheme.size()), out);
-  }
-  if (text.starts_with(kClusterTlsScheme)) {
-    out->tls = true;
-    return ParseClusterUrl(text.substr(kClusterTlsScheme.size()), out);
+  using Parser = std::string (*)(std::string_view, RedisUrl*);
+  static constexpr struct {
+    std::string_view scheme;
+    bool tls;
+    Parser parse;
+  } kSchemes[] = {
+      {kRedisScheme, false, ParseTcpUrl},
+      {kRedissScheme, true, ParseTcpUrl},
+      {kUnixScheme, false, ParseUnixUrl},
+      {kSentinelScheme, false, ParseSentinelUrl},
+      {kSentinelTlsScheme, true, ParseSentinelUrl},
+      {kClusterScheme, false, ParseClusterUrl},
+      {kClusterTlsScheme, true, ParseClusterUrl},
+  };
+  for (const auto& form : kSchemes) {
+    if (text.starts_with(form.scheme)) {
+      out->tls = form.tls;
+      return form.parse(text.substr(form.scheme.size()), out);
+    }
   }
   if (const size_t scheme = text.find("://");
       scheme != std::string_view::npos) {
@@ -535,6 +531,16 @@ std::string RedactRedisUrl(std::string_view text) {
       colon == std::string_view::npos ? "" : info.substr(0, colon + 1);
   return std::string(text.substr(0, info_start)) + std::string(user) + "***" +
          std::string(text.substr(at));
+}
+
+int ParsePort(std::string_view text) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(),
+                   [](char c) { return c >= '0' && c <= '9'; })) {
+    return 0;
+  }
+  const int port = std::stoi(std::string(text));
+  return port >= 1 && port <= 65535 ? port : 0;
 }
 
 std::string RedisNode::ToString() const {

@@ -9,18 +9,6 @@
 namespace lockfleet::internal {
 namespace {
 
-bool Is(std::string_view verb, std::string_view name) {
-  return verb.size() == name.size() &&
-         std::equal(verb.begin(), verb.end(), name.begin(), [](char a, char b) {
-           return std::toupper(static_cast<unsigned char>(a)) == b;
-         });
-}
-
-bool OneOf(std::string_view verb, std::initializer_list<std::string_view> all) {
-  return std::any_of(all.begin(), all.end(),
-                     [&](std::string_view name) { return Is(verb, name); });
-}
-
 // "host:port" / "[v6]:port" / "v6:port" (Redis writes IPv6 unbracketed).
 std::optional<RedisNode> ParseAddress(std::string_view text,
                                       std::string_view asked_host) {
@@ -33,13 +21,8 @@ std::optional<RedisNode> ParseAddress(std::string_view text,
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
-    return std::nullopt;
-  }
-  const int number = std::stoi(std::string(port));
-  if (number < 1 || number > 65535) return std::nullopt;
+  const int number = config::ParsePort(port);
+  if (number == 0) return std::nullopt;
   return RedisNode{std::string(host.empty() ? asked_host : host), number};
 }
 
@@ -63,6 +46,19 @@ std::optional<RedisNode> NodeOf(const Reply& entry,
 }
 
 }  // namespace
+
+bool VerbIs(std::string_view verb, std::string_view name) {
+  return verb.size() == name.size() &&
+         std::equal(verb.begin(), verb.end(), name.begin(), [](char a, char b) {
+           return std::toupper(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+bool VerbIsOneOf(std::string_view verb,
+                 std::initializer_list<std::string_view> names) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](std::string_view name) { return VerbIs(verb, name); });
+}
 
 std::optional<Redirect> ParseRedirect(std::string_view error,
                                       std::string_view asked_host) {
@@ -99,25 +95,26 @@ std::optional<uint16_t> CommandSlot(const Command& command) {
   if (command.empty()) return std::nullopt;
   const std::string& verb = command[0];
   size_t key = 1;
-  if (OneOf(verb, {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL",
-                   "FCALL_RO"})) {
+  if (VerbIsOneOf(verb, {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL",
+                         "FCALL_RO"})) {
     if (command.size() < 4 || command[2] == "0") return std::nullopt;
     key = 3;
-  } else if (OneOf(verb, {"OBJECT", "MEMORY", "XINFO", "BITOP"})) {
+  } else if (VerbIsOneOf(verb, {"OBJECT", "MEMORY", "XINFO", "BITOP"})) {
     key = 2;
-  } else if (OneOf(verb,
-                   {"PING",      "ECHO",       "INFO",      "DBSIZE",
-                    "SCAN",      "WAIT",       "SCRIPT",    "CLUSTER",
-                    "ROLE",      "MULTI",      "EXEC",      "DISCARD",
-                    "UNWATCH",   "ASKING",     "COMMAND",   "CLIENT",
-                    "CONFIG",    "TIME",       "FLUSHALL",  "FLUSHDB",
-                    "SELECT",    "AUTH",       "HELLO",     "RANDOMKEY",
-                    "KEYS",      "LASTSAVE",   "SAVE",      "BGSAVE",
-                    "DEBUG",     "PUBLISH",    "FUNCTION",  "SLOWLOG",
-                    "LATENCY",   "READONLY",   "READWRITE", "RESET",
-                    "SHUTDOWN",  "FAILOVER",   "REPLICAOF", "SLAVEOF",
-                    "MONITOR",   "SWAPDB",     "ACL",       "MODULE",
-                    "SUBSCRIBE", "PSUBSCRIBE", "XREAD",     "XREADGROUP"})) {
+  } else if (VerbIsOneOf(
+                 verb,
+                 {"PING",      "ECHO",       "INFO",      "DBSIZE",
+                  "SCAN",      "WAIT",       "SCRIPT",    "CLUSTER",
+                  "ROLE",      "MULTI",      "EXEC",      "DISCARD",
+                  "UNWATCH",   "ASKING",     "COMMAND",   "CLIENT",
+                  "CONFIG",    "TIME",       "FLUSHALL",  "FLUSHDB",
+                  "SELECT",    "AUTH",       "HELLO",     "RANDOMKEY",
+                  "KEYS",      "LASTSAVE",   "SAVE",      "BGSAVE",
+                  "DEBUG",     "PUBLISH",    "FUNCTION",  "SLOWLOG",
+                  "LATENCY",   "READONLY",   "READWRITE", "RESET",
+                  "SHUTDOWN",  "FAILOVER",   "REPLICAOF", "SLAVEOF",
+                  "MONITOR",   "SWAPDB",     "ACL",       "MODULE",
+                  "SUBSCRIBE", "PSUBSCRIBE", "XREAD",     "XREADGROUP"})) {
     // (XREAD's keys follow STREAMS; lockfleet sends none: a guess would do.)
     return std::nullopt;
   }

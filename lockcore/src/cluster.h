@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -32,6 +33,11 @@
 #include "lockfleet/lockcore/redis_url.h"
 
 namespace lockfleet::internal {
+
+// Whether the command verb `verb` is `name` (upper case), in any case.
+bool VerbIs(std::string_view verb, std::string_view name);
+bool VerbIsOneOf(std::string_view verb,
+                 std::initializer_list<std::string_view> names);
 
 // A MOVED or ASK error reply, parsed.
 struct Redirect {

@@ -1,7 +1,6 @@
 // RedisClient's cluster mode (redis+cluster://): a pool per node, commands
 // routed by their key's slot, MOVED / ASK / TRYAGAIN followed (cluster.h).
 #include <algorithm>
-#include <cctype>
 #include <exception>
 #include <thread>
 
@@ -29,17 +28,6 @@ constexpr milliseconds kRefreshInterval{100};
 constexpr milliseconds kTryAgainFirst{5};
 constexpr milliseconds kTryAgainMax{100};
 
-bool IsWait(const Command& command) {
-  return !command.empty() && (command[0] == "WAIT" || command[0] == "wait");
-}
-
-bool IsTransaction(const std::string& verb) {
-  std::string upper;
-  for (char c : verb) upper += static_cast<char>(std::toupper(c));
-  return upper == "MULTI" || upper == "EXEC" || upper == "DISCARD" ||
-         upper == "WATCH" || upper == "UNWATCH";
-}
-
 bool StartsWith(const std::string& text, std::string_view prefix) {
   return std::string_view(text).substr(0, prefix.size()) == prefix;
 }
@@ -49,9 +37,16 @@ bool StartsWith(const std::string& text, std::string_view prefix) {
 std::shared_ptr<RedisClient::Impl> RedisClient::Impl::NodePool(
     const RedisNode& node) {
   std::lock_guard lock(nodes_mu_);
-  std::shared_ptr<Impl>& pool = nodes_[node.ToString()];
+  std::shared_ptr<Impl>& pool = nodes_[node];
   if (!pool) pool = std::make_shared<Impl>(*this, node);
   return pool;
+}
+
+void RedisClient::Impl::FollowMoved(const internal::Redirect& to) {
+  moved.fetch_add(1, std::memory_order_relaxed);
+  // (A node that does not know its address answers an empty host.)
+  if (!to.node.host.empty()) slots_->Moved(to.slot, to.node);
+  stale_.store(true, std::memory_order_relaxed);
 }
 
 void RedisClient::Impl::RefreshSlots(Deadline deadline, bool force) {
@@ -176,11 +171,15 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
   const Deadline end =
       steady_clock::now() + (bounded ? timeout : options.command_timeout);
   const Command* wait =
-      !commands.empty() && IsWait(*commands.back()) ? commands.back() : nullptr;
+      !commands.empty() && !commands.back()->empty() &&
+              internal::VerbIs(commands.back()->front(), "WAIT")
+          ? commands.back()
+          : nullptr;
   const size_t count = commands.size() - (wait ? 1 : 0);
   for (size_t i = 0; i < count; ++i) {
     const Command& c = *commands[i];
-    if (!c.empty() && IsTransaction(c[0])) {
+    if (!c.empty() && internal::VerbIsOneOf(c[0], {"MULTI", "EXEC", "DISCARD",
+                                                   "WATCH", "UNWATCH"})) {
       // Split over masters or resent alone after a redirect, a transaction
       // would half apply: OptimisticUpdate runs them on a cluster.
       throw NotSentError(Error(
@@ -235,9 +234,7 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
         if (real_reply) {
           // Other masters answered this call: only this command fails.
           stale_.store(true, std::memory_order_relaxed);
-          replies[p.index] =
-              Reply{.type = Reply::Type::kError,
-                    .str = std::string("ERR lockfleet: not sent: ") + e.what()};
+          replies[p.index] = internal::FailedNodeReply(e);
           continue;
         }
         if (fail(e)) throw Error(e.code(), e.what());
@@ -283,11 +280,8 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
         // One master failing does not fail the others' commands (the
         // watchdog's batch spans masters): its commands get this error
         // reply — they may have run unless it says "not sent".
-        const std::string text = std::string("ERR lockfleet: ") +
-                                 (internal::MayHaveRun(e) ? "" : "not sent: ") +
-                                 e.what();
         for (const Pending& p : group)
-          replies[p.index] = Reply{.type = Reply::Type::kError, .str = text};
+          replies[p.index] = internal::FailedNodeReply(e);
         // Its WAIT is not counted: its commands already answer failed, and
         // the other masters' acknowledgements stand for theirs.
         if (!first_failure) first_failure = std::current_exception();
@@ -321,9 +315,7 @@ std::vector<Reply> RedisClient::Impl::RunCluster(
             if (p.redirects < kMaxRedirects) {
               Pending again{p.index, std::nullopt, p.redirects + 1};
               if (to->kind == internal::Redirect::Kind::kMoved) {
-                moved.fetch_add(1, std::memory_order_relaxed);
-                slots_->Moved(to->slot, to->node);
-                stale_.store(true, std::memory_order_relaxed);
+                FollowMoved(*to);
               } else {
                 asked.fetch_add(1, std::memory_order_relaxed);
                 again.ask = to->node;

@@ -56,9 +56,7 @@ OptimisticResult RedisClient::OptimisticUpdate(
             "optimistic update: the keys' slot kept moving (" + r.str + ")");
       }
       if (to && to->kind == internal::Redirect::Kind::kMoved) {
-        impl_->moved.fetch_add(1, std::memory_order_relaxed);
-        if (!to->node.host.empty()) impl_->slots_->Moved(to->slot, to->node);
-        impl_->stale_.store(true, std::memory_order_relaxed);
+        impl_->FollowMoved(*to);
       } else {
         // A slot in migration: the WATCH and the transaction would have to
         // follow each key; wait for the migration instead.

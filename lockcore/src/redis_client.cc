@@ -18,6 +18,10 @@ using internal::RedisConnection;
 
 Script::Script(std::string source) : source_(std::move(source)) {}
 
+ErrorCode ErrorReplyCode(const std::string& message, ErrorCode otherwise) {
+  return internal::CodeForErrorReply(message, otherwise);
+}
+
 namespace {
 
 // OpenSSL writes with write(2), so a peer that closed a TLS connection
@@ -87,10 +91,18 @@ RedisClient::Impl::Impl(RedisOptions opts) : options(std::move(opts)) {
 }
 
 RedisClient::Impl::Impl(const Impl& cluster, const RedisNode& node)
-    : options(cluster.options), endpoint(cluster.endpoint), tls(cluster.tls) {
-  endpoint.seeds.clear();
-  endpoint.host = node.host;
-  endpoint.port = node.port;
+    : options(cluster.options),
+      endpoint(cluster.EndpointAt(node)),
+      tls(cluster.tls) {}
+
+RedisEndpoint RedisClient::Impl::EndpointAt(const RedisNode& node) const {
+  RedisEndpoint at = endpoint;
+  at.sentinels.clear();
+  at.master_name.clear();
+  at.seeds.clear();
+  at.host = node.host;
+  at.port = node.port;
+  return at;
 }
 
 RedisClient::Impl::~Impl() {
@@ -106,12 +118,7 @@ bool RedisClient::Impl::Current(const RedisConnection& conn) const {
 
 RedisClient::Impl::MasterAt RedisClient::Impl::KnownMaster() {
   // REQUIRES: master_mu_ held, master_ set.
-  RedisEndpoint at = endpoint;
-  at.sentinels.clear();
-  at.master_name.clear();
-  at.host = master_->host;
-  at.port = master_->port;
-  return {std::move(at), generation_.load()};
+  return {EndpointAt(*master_), generation_.load()};
 }
 
 RedisClient::Impl::MasterAt RedisClient::Impl::Master(
@@ -344,7 +351,7 @@ std::vector<Reply> RedisClient::Impl::Run(
     // writing, ran: its replies go back as they are.
     bool none_ran = true;
     for (size_t i = 0; i < replies.size(); ++i) {
-      const bool wait = commands[i]->front() == "WAIT";
+      const bool wait = internal::VerbIs(commands[i]->front(), "WAIT");
       none_ran = none_ran && replies[i].is_error() &&
                  (wait || internal::IsRefusedBeforeRunning(replies[i].str));
     }

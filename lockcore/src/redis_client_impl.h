@@ -70,6 +70,8 @@ class RedisClient::Impl {
   // Throws NotSentError, or Error(kInvalidArgument) for a seed that is not
   // in cluster mode.
   void RefreshSlots(internal::Deadline deadline, bool force);
+  // Cluster: a MOVED — the map takes the hint and is read again soon.
+  void FollowMoved(const internal::Redirect& to);
   // Cluster: the master serving `slot` (reading the map first if it was
   // never read or a MOVED made it stale). Throws NotSentError.
   RedisNode OwnerOf(std::optional<uint16_t> slot, internal::Deadline deadline);
@@ -99,6 +101,9 @@ class RedisClient::Impl {
   // unknown. Throws Error.
   MasterAt Master(internal::Deadline deadline);
   MasterAt KnownMaster();  // REQUIRES: master_mu_ held, master_ set
+  // `endpoint` (credentials, db, TLS) at `node` instead of its sentinels or
+  // seeds: a master's or a cluster node's.
+  RedisEndpoint EndpointAt(const RedisNode& node) const;
   // Sentinel: the master moved to `node` (a +switch-master, or an answer).
   void MasterIs(const RedisNode& node);
   // Sentinel: the master of generation `generation` failed a connection
@@ -119,7 +124,7 @@ class RedisClient::Impl {
                                 std::chrono::milliseconds timeout,
                                 std::chrono::milliseconds server_wait);
   std::mutex nodes_mu_;
-  std::map<std::string, std::shared_ptr<Impl>> nodes_;  // guarded by nodes_mu_
+  std::map<RedisNode, std::shared_ptr<Impl>> nodes_;  // guarded by nodes_mu_
   internal::TimedMutex refresh_mu_;  // one thread at a time reads the map
   // The last read of the map (answered or not); guarded by refresh_mu_.
   std::chrono::steady_clock::time_point refreshed_at_;

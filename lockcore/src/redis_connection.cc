@@ -77,6 +77,8 @@ ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise) {
   };
   if (starts("NOAUTH") || starts("WRONGPASS") || starts("NOPERM"))
     return ErrorCode::kRedisAuth;
+  if (message.starts_with(kFailedNodeReply))
+    return ErrorCode::kRedisUnavailable;
   if (starts("BUSY") || starts("LOADING") || starts("OOM") ||
       starts("READONLY") || starts("MASTERDOWN") || starts("TRYAGAIN") ||
       starts("CLUSTERDOWN") || starts("MOVED ") || starts("ASK ")) {

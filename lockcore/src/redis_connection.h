@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lockfleet/lockcore/error.h"
@@ -98,7 +99,8 @@ class RedisConnection {
   int first_byte_ = -1;   // the first byte the server sent, for hints
 };
 
-// Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode.
+// Classifies an error reply ("BUSY ...", "NOAUTH ...") into an ErrorCode;
+// a FailedNodeReply is kRedisUnavailable.
 ErrorCode CodeForErrorReply(const std::string& message, ErrorCode otherwise);
 
 // Whether an error reply to EVAL/EVALSHA is one Redis gives before the
@@ -134,6 +136,17 @@ class RefusedError : public Error {
 inline bool MayHaveRun(const Error& e) {
   return dynamic_cast<const NotSentError*>(&e) == nullptr &&
          dynamic_cast<const RefusedError*>(&e) == nullptr;
+}
+
+// The error reply that stands for a command whose connection failed with
+// `e` while other commands of the same call were answered (a cluster master
+// that failed its part of a pipeline): "ERR lockfleet: <what>", with "not
+// sent: " before the reason when the command certainly did not run.
+inline constexpr std::string_view kFailedNodeReply = "ERR lockfleet: ";
+inline Reply FailedNodeReply(const Error& e) {
+  return Reply{.type = Reply::Type::kError,
+               .str = std::string(kFailedNodeReply) +
+                      (MayHaveRun(e) ? "" : "not sent: ") + e.what()};
 }
 
 }  // namespace lockfleet::internal

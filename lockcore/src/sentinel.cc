@@ -25,17 +25,6 @@ constexpr milliseconds kBackoffMax{2000};
 // The watch loop's longest single step (connect, query, send).
 constexpr milliseconds kStepMax{1000};
 
-// The port of a reply's element, or 0 when it is no port.
-int PortOf(const std::string& text) {
-  if (text.empty() || text.size() > 5 ||
-      !std::all_of(text.begin(), text.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })) {
-    return 0;
-  }
-  const int port = std::stoi(text);
-  return port >= 1 && port <= 65535 ? port : 0;
-}
-
 }  // namespace
 
 std::optional<RedisNode> ParseSwitchMaster(std::string_view text,
@@ -52,7 +41,7 @@ std::optional<RedisNode> ParseSwitchMaster(std::string_view text,
   if (words.size() != 5 || words[0] != master_name || words[3].empty()) {
     return std::nullopt;
   }
-  const int port = PortOf(std::string(words[4]));
+  const int port = config::ParsePort(words[4]);
   if (port == 0) return std::nullopt;
   return RedisNode{std::string(words[3]), port};
 }
@@ -102,11 +91,11 @@ std::optional<RedisNode> Sentinel::Ask(RedisConnection& conn,
                          : ""));
   }
   if (r.type != Reply::Type::kArray || r.elements.size() != 2 ||
-      r.elements[0].str.empty() || PortOf(r.elements[1].str) == 0) {
+      r.elements[0].str.empty() || config::ParsePort(r.elements[1].str) == 0) {
     throw Error(ErrorCode::kRedisProtocol,
                 "an unexpected answer to SENTINEL get-master-addr-by-name");
   }
-  return RedisNode{r.elements[0].str, PortOf(r.elements[1].str)};
+  return RedisNode{r.elements[0].str, config::ParsePort(r.elements[1].str)};
 }
 
 RedisNode Sentinel::AskMaster(Deadline deadline) {

@@ -8,12 +8,9 @@
 // acquiring again afterwards without being restarted.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +19,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "support/contention.h"
 #include "support/redis_cluster.h"
 #include "support/shell.h"
 #include "support/wait_until.h"
@@ -45,96 +43,26 @@ std::vector<std::string> NamesOn(RedisCluster& cluster, size_t node,
   return names;
 }
 
-// Contenders on `names`; counts overlaps and fence regressions per lock.
-class Contention {
- public:
-  Contention(RedisCluster& cluster, std::vector<std::string> names, int threads,
-             int min_replicas)
-      : names_(std::move(names)) {
-    for (int i = 0; i < threads; ++i) {
-      RedisOptions ro = cluster.ClientOptions(cluster.url(true));
-      ro.connect_timeout = milliseconds(500);
-      ro.command_timeout = milliseconds(1000);
-      clients_.push_back(std::make_shared<RedisClient>(ro));
-      threads_.emplace_back([this, i, min_replicas] { Run(i, min_replicas); });
-    }
+// Four contenders on `names`, each with its own client of every seed.
+std::unique_ptr<Contention> Contend(RedisCluster& cluster,
+                                    std::vector<std::string> names,
+                                    int min_replicas) {
+  std::vector<std::shared_ptr<RedisClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    RedisOptions ro = cluster.ClientOptions(cluster.url(true));
+    ro.connect_timeout = milliseconds(500);
+    ro.command_timeout = milliseconds(1000);
+    clients.push_back(std::make_shared<RedisClient>(ro));
   }
-  ~Contention() { Stop(); }
-
-  void Stop() {
-    stop_.store(true);
-    for (std::thread& t : threads_)
-      if (t.joinable()) t.join();
-  }
-  int acquired() const { return acquired_.load(); }
-  int errors() const { return errors_.load(); }
-  int overlaps() const { return overlaps_.load(); }
-  int regressions() const { return regressions_.load(); }
-  RedisClient::ClusterStats stats() const {
-    RedisClient::ClusterStats sum;
-    for (const auto& c : clients_) {
-      const RedisClient::ClusterStats s = c->cluster_stats();
-      sum.moved += s.moved;
-      sum.asked += s.asked;
-      sum.tryagain += s.tryagain;
-      sum.refreshes += s.refreshes;
-    }
-    return sum;
-  }
-
- private:
-  void Run(int index, int min_replicas) {
-    LockClientOptions lo;
-    lo.min_replicas = min_replicas;
-    lo.replica_timeout = milliseconds(1000);
-    lo.default_lease = seconds(3);
-    lo.park_cap = milliseconds(100);
-    LockClient locks(clients_[index], lo);
-    for (int n = index; !stop_.load(); ++n) {
-      const std::string& name = names_[n % names_.size()];
-      try {
-        AcquireResult got = locks.AcquireFor(name, seconds(1));
-        if (!got) continue;
-        {
-          std::lock_guard lock(mu_);
-          if (inside_[name]++ != 0) overlaps_.fetch_add(1);
-          if (got.lease.fence() <= fences_[name]) regressions_.fetch_add(1);
-          fences_[name] = got.lease.fence();
-        }
-        std::this_thread::sleep_for(milliseconds(1));
-        {
-          std::lock_guard lock(mu_);
-          --inside_[name];
-        }
-        acquired_.fetch_add(1);
-        // A release that fails (the master down) is tried again once the
-        // replica took over, as an application would: left held, this
-        // client's next acquisition would re-enter its own grant.
-        for (int tries = 0; tries < 100 && !stop_.load(); ++tries) {
-          try {
-            got.lease.Release();
-            break;
-          } catch (const Error&) {
-            errors_.fetch_add(1);
-            std::this_thread::sleep_for(milliseconds(100));
-          }
-        }
-      } catch (const Error&) {
-        errors_.fetch_add(1);
-        std::this_thread::sleep_for(milliseconds(50));
-      }
-    }
-  }
-
-  std::vector<std::string> names_;
-  std::vector<std::shared_ptr<RedisClient>> clients_;
-  std::vector<std::thread> threads_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> acquired_{0}, errors_{0}, overlaps_{0}, regressions_{0};
-  std::mutex mu_;
-  std::map<std::string, int> inside_;      // guarded by mu_
-  std::map<std::string, int64_t> fences_;  // guarded by mu_
-};
+  Contention::Options options;
+  options.locks.min_replicas = min_replicas;
+  options.locks.replica_timeout = milliseconds(1000);
+  options.locks.default_lease = seconds(3);
+  options.locks.park_cap = milliseconds(100);
+  options.error_pause = milliseconds(100);
+  return std::make_unique<Contention>(std::move(clients), std::move(names),
+                                      options);
+}
 
 TEST(ClusterChaos, AMasterKilledUnderContention) {
   // Two replicas per master: the promoted one still has a replica to
@@ -145,28 +73,29 @@ TEST(ClusterChaos, AMasterKilledUnderContention) {
   ASSERT_GE(victim, 0);
   const std::vector<std::string> names = NamesOn(cluster, victim, 3);
   const uint16_t slot = internal::KeySlot("lockfleet:{" + names[0] + "}:lock");
-  Contention run(cluster, names, 4, /*min_replicas=*/1);
-  ASSERT_TRUE(WaitUntil([&] { return run.acquired() >= 50; }, seconds(30)));
+  auto run = Contend(cluster, names, /*min_replicas=*/1);
+  ASSERT_TRUE(WaitUntil([&] { return run->acquired() >= 50; }, seconds(30)));
 
   const auto killed_at = steady_clock::now();
   cluster.node(victim).Kill();
   const int promoted = cluster.WaitForPromotion(victim, slot);
   ASSERT_GE(promoted, 0) << "no replica was promoted";
-  const int before = run.acquired();
+  const int before = run->acquired();
   const bool recovered =
-      WaitUntil([&] { return run.acquired() >= before + 50; }, seconds(60));
+      WaitUntil([&] { return run->acquired() >= before + 50; }, seconds(60));
   const auto recovered_at = steady_clock::now();
-  run.Stop();
+  run->Stop();
 
   EXPECT_TRUE(recovered) << "the clients did not acquire on the new master";
-  EXPECT_EQ(run.overlaps(), 0) << "two holders at once";
-  EXPECT_EQ(run.regressions(), 0) << "a fencing token went backwards";
-  EXPECT_GE(run.stats().refreshes, 2u) << "the slot map was never re-read";
+  EXPECT_EQ(run->overlaps(), 0) << "two holders at once";
+  EXPECT_EQ(run->regressions(), 0) << "a fencing token went backwards";
+  EXPECT_GE(run->cluster_stats().refreshes, 2u)
+      << "the slot map was never re-read";
   std::printf(
       "measured: cluster master killed under contention: %d acquisitions, "
       "%d errors ridden out, 50 acquisitions on the promoted replica %lld ms "
       "after the kill (node timeout 1 s)\n",
-      run.acquired(), run.errors(),
+      run->acquired(), run->errors(),
       static_cast<long long>(
           std::chrono::duration_cast<milliseconds>(recovered_at - killed_at)
               .count()));
@@ -186,8 +115,8 @@ TEST(ClusterChaos, ReshardUnderContention) {
     if (internal::KeySlot("lockfleet:{" + name + "}:lock") < 200)
       names.push_back(name);
   }
-  Contention run(cluster, names, 4, /*min_replicas=*/0);
-  ASSERT_TRUE(WaitUntil([&] { return run.acquired() >= 50; }, seconds(30)));
+  auto run = Contend(cluster, names, /*min_replicas=*/0);
+  ASSERT_TRUE(WaitUntil([&] { return run->acquired() >= 50; }, seconds(30)));
 
   const ShellResult moved =
       RunShell("timeout 120 redis-cli --cluster reshard 127.0.0.1:" +
@@ -196,20 +125,20 @@ TEST(ClusterChaos, ReshardUnderContention) {
                cluster.NodeId(to) + " --cluster-slots 200 --cluster-yes");
   ASSERT_EQ(moved.status, 0) << moved.output;
   ASSERT_EQ(cluster.OwnerOf(0), to);
-  const int before = run.acquired();
+  const int before = run->acquired();
   const bool recovered =
-      WaitUntil([&] { return run.acquired() >= before + 50; }, seconds(60));
-  run.Stop();
+      WaitUntil([&] { return run->acquired() >= before + 50; }, seconds(60));
+  run->Stop();
 
   EXPECT_TRUE(recovered) << "no acquisitions after the reshard";
-  EXPECT_EQ(run.overlaps(), 0) << "two holders at once";
-  EXPECT_EQ(run.regressions(), 0) << "a fencing token went backwards";
-  const RedisClient::ClusterStats stats = run.stats();
+  EXPECT_EQ(run->overlaps(), 0) << "two holders at once";
+  EXPECT_EQ(run->regressions(), 0) << "a fencing token went backwards";
+  const RedisClient::ClusterStats stats = run->cluster_stats();
   EXPECT_GE(stats.moved, 1u) << "nobody followed the slots (MOVED)";
   std::printf(
       "measured: 200 slots resharded under contention: %d acquisitions, %d "
       "errors, MOVED %llu, ASK %llu, TRYAGAIN %llu, map reads %llu\n",
-      run.acquired(), run.errors(),
+      run->acquired(), run->errors(),
       static_cast<unsigned long long>(stats.moved),
       static_cast<unsigned long long>(stats.asked),
       static_cast<unsigned long long>(stats.tryagain),

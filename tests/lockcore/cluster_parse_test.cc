@@ -6,6 +6,7 @@
 #include "cluster.h"
 #include "key_slot.h"
 #include "lockfleet/lockcore/error.h"
+#include "redis_connection.h"
 
 namespace lockfleet::internal {
 namespace {
@@ -102,6 +103,27 @@ TEST(ClusterParse, ClusterSlots) {
         Arr({Arr({Int(0), Int(1), Arr({Int(1), Int(1)})})})}) {
     EXPECT_THROW(ParseClusterSlots(bad, "seed"), Error);
   }
+}
+
+// An error reply is never a value: what each kind stands for, including
+// the reply a failed cluster master's commands get.
+TEST(ClusterParse, ErrorReplyCodes) {
+  const ErrorCode other = ErrorCode::kRedisProtocol;
+  EXPECT_EQ(ErrorReplyCode("CLUSTERDOWN The cluster is down", other),
+            ErrorCode::kRedisBusy);
+  EXPECT_EQ(ErrorReplyCode("TRYAGAIN Multiple keys", other),
+            ErrorCode::kRedisBusy);
+  EXPECT_EQ(ErrorReplyCode("MOVED 1 h:1 (lockfleet gave up ...)", other),
+            ErrorCode::kRedisBusy);
+  EXPECT_EQ(ErrorReplyCode("NOPERM this user has no permissions", other),
+            ErrorCode::kRedisAuth);
+  EXPECT_EQ(ErrorReplyCode("WRONGTYPE Operation against a key", other), other);
+  const Reply failed =
+      FailedNodeReply(NotSentError(Error(ErrorCode::kRedisTimeout, "slow")));
+  EXPECT_EQ(failed.str, "ERR lockfleet: not sent: slow");
+  EXPECT_EQ(ErrorReplyCode(failed.str, other), ErrorCode::kRedisUnavailable);
+  EXPECT_EQ(FailedNodeReply(Error(ErrorCode::kRedisUnavailable, "reset")).str,
+            "ERR lockfleet: reset");
 }
 
 }  // namespace

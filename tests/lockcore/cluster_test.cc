@@ -9,11 +9,8 @@
 // other (bounded, never a loop).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +21,7 @@
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "support/contention.h"
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
 #include "support/tls_certs.h"
@@ -44,6 +42,18 @@ std::string NameInSlot(uint16_t slot, const std::string& base) {
   for (int i = 0;; ++i) {
     const std::string name = base + std::to_string(i);
     if (internal::KeySlot(LockKey(name)) == slot) return name;
+  }
+}
+
+// Expects `call` to throw Error with `code` and `text` in its message.
+template <typename Call>
+void ExpectError(Call call, ErrorCode code, const std::string& text) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one with '" << text << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
   }
 }
 
@@ -277,61 +287,12 @@ TEST_F(Cluster, MigrationUnderContentionKeepsOneHolder) {
     names.push_back(NameInSlot(slot, "migrating-" + std::to_string(i) + "-"));
   std::vector<std::shared_ptr<RedisClient>> clients;
   for (int i = 0; i < 4; ++i) clients.push_back(Connect());
-  std::atomic<bool> stop{false};
-  std::atomic<int> overlaps{0}, regressions{0}, acquired{0}, errors{0};
-  std::mutex mu;
-  std::map<std::string, int> inside;      // guarded by mu
-  std::map<std::string, int64_t> fences;  // guarded by mu
-  std::vector<std::thread> threads;
-  struct Joiner {  // also when an ASSERT returns early
-    std::atomic<bool>& stop;
-    std::vector<std::thread>& threads;
-    ~Joiner() {
-      stop.store(true);
-      for (std::thread& t : threads)
-        if (t.joinable()) t.join();
-    }
-  } joiner{stop, threads};
-  auto contender = [&](int index) {
-    LockClientOptions lo;
-    lo.park_cap = milliseconds(50);
-    LockClient locks(clients[index], lo);
-    for (int n = 0; !stop.load(); ++n) {
-      const std::string& name = names[(n + index) % names.size()];
-      try {
-        AcquireResult got = locks.AcquireFor(name, seconds(2));
-        if (!got) continue;
-        {
-          std::lock_guard lock(mu);
-          if (inside[name]++ != 0) overlaps.fetch_add(1);
-          if (got.lease.fence() <= fences[name]) regressions.fetch_add(1);
-          fences[name] = got.lease.fence();
-        }
-        std::this_thread::sleep_for(milliseconds(1));
-        {
-          std::lock_guard lock(mu);
-          --inside[name];
-        }
-        acquired.fetch_add(1);
-        // A release refused for longer than its budget (TRYAGAIN while the
-        // slot migrates) leaves the lock held: it is released again, as an
-        // application would (or it would expire).
-        for (int tries = 0; tries < 20; ++tries) {
-          try {
-            got.lease.Release();
-            break;
-          } catch (const Error&) {
-            errors.fetch_add(1);
-          }
-        }
-      } catch (const Error&) {
-        errors.fetch_add(1);
-      }
-    }
-  };
-  for (int i = 0; i < 4; ++i) threads.emplace_back(contender, i);
-  ASSERT_TRUE(WaitUntil([&] { return acquired.load() >= 40; }, seconds(30)))
-      << errors.load() << " errors";
+  Contention::Options options;
+  options.wait = seconds(2);
+  options.locks.park_cap = milliseconds(50);
+  Contention run(clients, names, options);
+  ASSERT_TRUE(WaitUntil([&] { return run.acquired() >= 40; }, seconds(30)))
+      << run.errors() << " errors";
 
   const int from = cluster_->OwnerOf(slot);
   const size_t to = OtherMaster(from);
@@ -341,30 +302,25 @@ TEST_F(Cluster, MigrationUnderContentionKeepsOneHolder) {
   while (cluster_->MigrateKeys(slot, to, 1) > 0)
     std::this_thread::sleep_for(milliseconds(20));
   cluster_->FinishMigration(slot, to);
-  const int before = acquired.load();
+  const int before = run.acquired();
   const bool recovered =
-      WaitUntil([&] { return acquired.load() >= before + 40; }, seconds(30));
-  stop.store(true);
-  for (std::thread& t : threads) t.join();
+      WaitUntil([&] { return run.acquired() >= before + 40; }, seconds(30));
+  run.Stop();
 
   EXPECT_TRUE(recovered) << "no acquisitions after the migration";
-  EXPECT_EQ(overlaps.load(), 0) << "two holders at once";
-  EXPECT_EQ(regressions.load(), 0) << "a fencing token went backwards";
-  uint64_t asked = 0, tryagain = 0, moved = 0;
-  for (auto& c : clients) {
-    asked += c->cluster_stats().asked;
-    tryagain += c->cluster_stats().tryagain;
-    moved += c->cluster_stats().moved;
-  }
-  EXPECT_GE(moved, 1u) << "nobody was sent to the new owner by MOVED";
-  EXPECT_GE(asked + tryagain, 1u) << "the migration was never noticed";
+  EXPECT_EQ(run.overlaps(), 0) << "two holders at once";
+  EXPECT_EQ(run.regressions(), 0) << "a fencing token went backwards";
+  const RedisClient::ClusterStats stats = run.cluster_stats();
+  EXPECT_GE(stats.moved, 1u) << "nobody was sent to the new owner by MOVED";
+  EXPECT_GE(stats.asked + stats.tryagain, 1u)
+      << "the migration was never noticed";
   std::printf(
       "measured: slot %u migrated under contention: %d acquisitions, %d "
       "errors, ASK %llu, TRYAGAIN %llu, MOVED %llu\n",
-      slot, acquired.load(), errors.load(),
-      static_cast<unsigned long long>(asked),
-      static_cast<unsigned long long>(tryagain),
-      static_cast<unsigned long long>(moved));
+      slot, run.acquired(), run.errors(),
+      static_cast<unsigned long long>(stats.asked),
+      static_cast<unsigned long long>(stats.tryagain),
+      static_cast<unsigned long long>(stats.moved));
 }
 
 // A slot set MIGRATING on its owner towards a node that is not importing it
@@ -385,14 +341,8 @@ TEST_F(Cluster, AnAskMovedLoopIsBounded) {
   EXPECT_TRUE(r.is_error());
   EXPECT_NE(r.str.find("gave up after 5 redirects"), std::string::npos)
       << r.str;
-  try {
-    LockClient(redis).TryAcquire(name);
-    ADD_FAILURE() << "acquired through a redirect loop";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kRedisBusy) << e.what();
-    EXPECT_NE(std::string(e.what()).find("redirects"), std::string::npos)
-        << e.what();
-  }
+  ExpectError([&] { LockClient(redis).TryAcquire(name); },
+              ErrorCode::kRedisBusy, "redirects");
   ASSERT_EQ(
       Direct(from, {"CLUSTER", "SETSLOT", std::to_string(slot), "STABLE"}).str,
       "OK");
@@ -405,15 +355,11 @@ TEST_F(Cluster, AnAskMovedLoopIsBounded) {
 // command resent alone after a MOVED: refused before anything is sent.
 TEST_F(Cluster, APipelinedTransactionIsRefused) {
   auto redis = Connect();
-  try {
-    redis->Pipeline({{"MULTI"}, {"SET", "{tx}:a", "1"}, {"EXEC"}});
-    ADD_FAILURE() << "a pipelined MULTI/EXEC was sent";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find("use OptimisticUpdate"),
-              std::string::npos)
-        << e.what();
-  }
+  ExpectError(
+      [&] {
+        redis->Pipeline({{"MULTI"}, {"SET", "{tx}:a", "1"}, {"EXEC"}});
+      },
+      ErrorCode::kInvalidArgument, "use OptimisticUpdate");
   EXPECT_EQ(redis->Execute({"EXISTS", "{tx}:a"}).integer, 0);
 }
 
@@ -462,12 +408,11 @@ TEST(ClusterSetup, ADeadMasterFailsOnlyItsOwnCommands) {
   // One command alone: the call fails (an error, never an error *reply*
   // that a caller could read as a value), also when it got there by MOVED.
   for (const std::string& key : {std::string("iso:0"), moved_key}) {
-    try {
-      const Reply r = redis.Execute({"GET", key});
-      ADD_FAILURE() << key << " answered: " << r.str;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable) << e.what();
-    }
+    ExpectError(
+        [&] {
+          redis.Execute({"GET", key});
+        },
+        ErrorCode::kRedisUnavailable, "");
   }
 }
 
@@ -476,15 +421,8 @@ TEST(ClusterSetup, ASeedNotInClusterModeIsAClearError) {
   RedisOptions o;
   o.url = "redis+cluster://127.0.0.1:" + std::to_string(plain.port());
   RedisClient redis(o);
-  try {
-    redis.Execute({"PING"});
-    ADD_FAILURE() << "a plain server was used as a cluster";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find("is not in cluster mode"),
-              std::string::npos)
-        << e.what();
-  }
+  ExpectError([&] { redis.Execute({"PING"}); }, ErrorCode::kInvalidArgument,
+              "is not in cluster mode");
 }
 
 TEST(ClusterSetup, UnreachableSeedsFailWithinTheTimeout) {
@@ -498,15 +436,8 @@ TEST(ClusterSetup, UnreachableSeedsFailWithinTheTimeout) {
   o.command_timeout = milliseconds(300);
   RedisClient redis(o);
   const auto start = std::chrono::steady_clock::now();
-  try {
-    redis.Execute({"PING"});
-    ADD_FAILURE() << "answered without a cluster";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gave its slot map"),
-              std::string::npos)
-        << e.what();
-  }
+  ExpectError([&] { redis.Execute({"PING"}); }, ErrorCode::kRedisUnavailable,
+              "gave its slot map");
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
 }
 

@@ -80,26 +80,14 @@ bool IsTransientRedis(const std::exception_ptr& error) {
 }
 
 // `reply`, or an Error when it is an error reply — never a value (an EXISTS
-// answered with an error is not "not done"). A Redis that is down, loading
-// or reconfiguring (CLUSTERDOWN, TRYAGAIN, a MOVED after too many
-// redirects, a cluster master that failed its part of a pipeline: "ERR
-// lockfleet: ...") is kRedisBusy, which the job waits out; a refused
-// permission is kRedisAuth and anything else kRedisProtocol, which fail it.
+// answered with an error is not "not done"). Classified by ErrorReplyCode:
+// a Redis that is loading, busy or reconfiguring, or a cluster master that
+// failed its part of a pipeline, is waited out (IsTransientRedis); a
+// refused permission or anything else fails the attempt.
 Reply Answered(Reply reply, std::string_view what) {
   if (!reply.is_error()) return reply;
-  const std::string_view text = reply.str;
-  auto starts = [&](std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-  };
-  ErrorCode code = ErrorCode::kRedisProtocol;
-  for (std::string_view passing :
-       {"CLUSTERDOWN", "TRYAGAIN", "MOVED ", "ASK ", "LOADING", "BUSY",
-        "MASTERDOWN", "READONLY", "OOM", "ERR lockfleet: "}) {
-    if (starts(passing)) code = ErrorCode::kRedisBusy;
-  }
-  if (starts("NOAUTH") || starts("NOPERM") || starts("WRONGPASS"))
-    code = ErrorCode::kRedisAuth;
-  throw Error(code, std::string(what) + " answered an error: " + reply.str);
+  throw Error(ErrorReplyCode(reply.str, ErrorCode::kRedisProtocol),
+              std::string(what) + " answered an error: " + reply.str);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ struct RedisNode {
   // "host:port", "[::1]:port".
   std::string ToString() const;
 
-  bool operator==(const RedisNode&) const = default;
+  auto operator<=>(const RedisNode&) const = default;
 };
 
 // A parsed Redis URL. (lockcore calls it RedisEndpoint.)
@@ -94,6 +94,10 @@ inline constexpr char kRedisUrlForms[] =
 // Redis URL ("the port must be a number from 1 to 65535, not '0'") and leaves
 // `*out` unspecified. The reason never contains the user or password.
 std::string ParseRedisUrl(std::string_view text, RedisUrl* out);
+
+// The TCP port `text` names (1..65535, decimal digits only), or 0 when it
+// names none. For ports read from Redis's own replies (MOVED, Sentinel).
+int ParsePort(std::string_view text);
 
 // `text` with its password (everything between the first ':' of the user
 // info and the last '@') replaced by "***", for messages about text that may

@@ -10,9 +10,10 @@
 // neighbours, or alone to a master. A master that fails its part fails only
 // its commands ("ERR lockfleet: ..." error replies) when another command
 // of the call got its answer; otherwise the call throws. MULTI/EXEC/WATCH
-// in a pipeline are refused on a cluster (kInvalidArgument). Owns every connection (its own sockets, TLS
-// through OpenSSL, hiredis only to encode commands and decode replies); no
-// hiredis or OpenSSL type appears in this header.
+// in a pipeline are refused on a cluster (kInvalidArgument). Owns every
+// connection (its own sockets, TLS through OpenSSL, hiredis only to encode
+// commands and decode replies); no hiredis or OpenSSL type appears in this
+// header.
 //
 // Connections are opened lazily and re-opened on the next use after a
 // failure, so a restarted server is picked up without restarting anything.
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "lockfleet/config/config.h"
+#include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/redis_url.h"
 
 namespace lockfleet {
@@ -92,6 +94,15 @@ struct Reply {
   bool is_nil() const { return type == Type::kNil; }
   bool is_error() const { return type == Type::kError; }
 };
+
+// The ErrorCode an error reply's text stands for: kRedisBusy for a server
+// that is loading, busy, full, read-only or reconfiguring (BUSY, LOADING,
+// OOM, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, a MOVED or ASK past the
+// redirect bound), kRedisAuth for NOAUTH, WRONGPASS, NOPERM,
+// kRedisUnavailable for a cluster master that failed its part of a call
+// ("ERR lockfleet: ..."), else `otherwise`. For callers that read values
+// from Execute/Pipeline replies: an error reply is never a value.
+ErrorCode ErrorReplyCode(const std::string& message, ErrorCode otherwise);
 
 // A command as its argument vector, e.g. {"SET", key, value}.
 using Command = std::vector<std::string>;
