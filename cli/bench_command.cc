@@ -43,8 +43,9 @@ the records of all processes are merged per lock:
                   delta, commands inside scripts included)
   Jain            Jain's fairness index over per-contender acquisitions
   releaser share  hand-offs that went back to the releasing contender
-  wake-ups        by cause: event (Kafka), local (same process), bound
-                  (park bound expired), poll (poll-interval sleeps)
+  wake-ups        by cause: event (Kafka), local (same process), direct
+                  (same process, woken holding the lock: a direct grant),
+                  bound (park bound expired), poll (poll-interval sleeps)
   errors          Redis/Kafka errors inside contenders, by code (retried)
   resources       contenders' RSS and open descriptors after warm-up and at
                   the end; Redis connected_clients before, during, after

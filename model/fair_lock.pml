@@ -65,6 +65,10 @@
  *                               (nobody gives it back); property (g) fails
  *   NO_ORPHANS                  every give-back is answered (no orphans_
  *                               record)
+ *   MUT_ABANDON_KEEPS_HOLD      a mutation: the abandon script does not
+ *                               give back the call's hold (before it took
+ *                               the hold id; with BUG_UNACKED_KEPT, (g)
+ *                               fails)
  */
 
 #ifndef NC
@@ -569,7 +573,13 @@ inline release_script(c, o, f) {
 }
 
 /* ----------------------------------------------------- AbandonScript */
-inline abandon_script(w) {
+/* ARGV: waiter id w, and the hold id of w's call (bit c of r_holds): a
+   grant pending to w is passed on; a grant that carries the call's hold
+   (a try whose reply was lost, or a direct grant, not modelled) loses that
+   hold: HDEL h:<hold>; HINCRBY count -1; at 0 DEL and hand off. With
+   -DMUT_ABANDON_KEEPS_HOLD the hold is left (the script before it took the
+   hold id). */
+inline abandon_script(w, c) {
   printf("  Abandon(waiter of c%d), a grant is pending to it: %d\n", w_client[w], r_owner != 0 && r_pending == w);
   if                                                   /* LREM; HDEL */
   :: w_owner[w] != 0 -> q_remove(w); hdel(w)
@@ -578,6 +588,14 @@ inline abandon_script(w) {
   if
   :: r_owner != 0 && r_pending == w ->                 /* pass it on */
      REACHED(4); del_lock(); hand_off()
+#ifndef MUT_ABANDON_KEEPS_HOLD
+  :: r_owner != 0 && r_pending != w && ((r_holds >> c) & 1) ->
+     REACHED(17);                                      /* {1}/{2}/{3} */
+     r_holds = r_holds & (255 - (1 << c));
+     count_holds();
+     printf("  Abandon: gave back the call's hold, holds left %d\n", n_);
+     if :: n_ == 0 -> del_lock(); hand_off() :: else -> skip fi
+#endif
   :: else -> skip                                      /* {0} */
   fi
 }
@@ -964,19 +982,30 @@ Refused:
 
 GiveUp:
   /* AcquireUntil's Leave (destructor), the call returns without the lock:
-     LockCore::Abandon = EvalRetryOnce(AbandonScript); then, if may_hold,
-     GiveBackLostHolds (got: it is still to do). */
+     LockCore::Abandon = EvalRetryOnce(AbandonScript); then, if may_hold or
+     the abandon got no answer, GiveBackLostHolds (got: it is still to do).
+     An abandon without an answer is modelled as not run, its queue entry
+     lapsing at once (a hand-off to it before it lapses is the known limit
+     of late-queue, bounded by presence + claim window). */
   if
   :: d_step { printf("c%d: gives up\n", c);
-              abandon_script(cl_wid[c]);
+              abandon_script(cl_wid[c], c);
               got = cl_may[c];
               if :: !got -> end_call(c) :: else -> skip fi }
   :: d_step { printf("c%d: gives up\n", c);
-              abandon_script(cl_wid[c]);
+              abandon_script(cl_wid[c], c);
               printf("c%d: reply lost (the script ran); retrying\n", c) };
-     d_step { abandon_script(cl_wid[c]);
+     d_step { abandon_script(cl_wid[c], c);
               got = cl_may[c];
               if :: !got -> end_call(c) :: else -> skip fi }
+#ifndef LIVENESS
+  :: d_step { printf("c%d: gives up; its abandon gets no answer\n", c);
+              if
+              :: w_owner[cl_wid[c]] != 0 -> q_remove(cl_wid[c]); hdel(cl_wid[c])
+              :: else -> skip
+              fi;
+              got = 1 }
+#endif
   fi;
   if
   :: d_step { got; got = 0; give_back(c); end_call(c) }

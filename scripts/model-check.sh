@@ -58,7 +58,7 @@ CHECKS=(
   "late|fail:assertion violated +!\(\(\(late_st\[[0-9]\]==2\)|-DLATE_TRY -DCHECK_GIVEBACK -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try runs after its call gave its hold back: (g) fails (bound: the lease)"
   "late-queue|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DLATE_TRY -DCHECK_HANDOFF -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try queues a waiter id after its call: (c) fails (bound: presence + claim window)"
   "mut-fence|fail:assertion violated .*g_fence>|-DMUT_FENCE_RESET -DCHECK_FENCE $BUG_SPIN|$BUG_CC||mutation: fence counter deleted with the lock: (b) must fail"
-  "mut-unacked|fail:assertion violated .*r_holds|-DBUG_UNACKED_KEPT -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||mutation: a grant too few replicas acknowledged is not given back: (g) must fail"
+  "mut-unacked|fail:assertion violated .*r_holds|-DBUG_UNACKED_KEPT -DMUT_ABANDON_KEEPS_HOLD -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||mutation: a grant too few replicas acknowledged is given back neither by the call nor by its abandon: (g) must fail"
   "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
 )
 PROBES=(
@@ -78,6 +78,7 @@ PROBES=(
   "a call that returns without the lock gives back a hold a lost try got"
   "an orphans_ record's hold is released at the owner's next grant"
   "a grant too few replicas acknowledged throws (min_replicas)"
+  "an abandon gives back the call's hold a grant carries (a lost try's)"
 )
 # Only with --full or by name.
 FULL_CHECKS=(

@@ -209,7 +209,9 @@ bool LockCore::Acknowledged(const std::optional<ReplicaWait>& wait) {
 
 Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
                             int64_t fence, const std::string& hold_id,
-                            Clock::TimePoint deadline, bool again) {
+                            Clock::TimePoint deadline, bool again,
+                            const std::vector<WaitTable::LocalWaiter>& locals,
+                            bool* acknowledged) {
   // The hold id is the release's request id: a retry after a lost reply
   // finds the first try's reply latched under it. A release of a hold
   // remembered after a fault (`again`) is a request of its own, named by
@@ -224,12 +226,23 @@ Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
   // lease ends (a delay, not a second holder). Counted (EvalRetryOnce). A
   // give-back (`again`) sends no WAIT: it is bounded by kGiveUpBudget.
   std::string shortfall;
-  return EvalRetryOnce(
-      ReleaseScript(), KeysWithLatch(name, request),
-      {owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
-       std::to_string(options_.claim_window.count()),
-       std::to_string(options_.retry_latch.count())},
-      deadline, nullptr, again ? nullptr : &shortfall);
+  std::vector<std::string> args = {
+      owner, fence == 0 ? std::string() : std::to_string(fence), hold_id,
+      std::to_string(options_.claim_window.count()),
+      std::to_string(options_.retry_latch.count())};
+  for (const WaitTable::LocalWaiter& w : locals) {
+    args.push_back(w.waiter_id);
+    args.push_back(w.hold_id);
+    args.push_back(std::to_string(w.lease_ms));
+  }
+  bool retried = false;  // a first try may have run, its reply lost
+  Reply r = EvalRetryOnce(ReleaseScript(), KeysWithLatch(name, request), args,
+                          deadline, &retried, again ? nullptr : &shortfall);
+  // A retry that found the first try's reply latched wrote nothing, so its
+  // WAIT does not answer for the first try's writes (see scripts.h).
+  if (acknowledged)
+    *acknowledged = shortfall.empty() && !(retried && ReplicaWanted());
+  return r;
 }
 
 LockCore::Attempt LockCore::TryOnce(const std::string& name,
@@ -273,6 +286,16 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
                     std::to_string(fence) + ") but " + shortfall +
                     "; given back");
   }
+  return Granted(name, owner, lease, renew, options, hold_id, fence, sent);
+}
+
+LockCore::Attempt LockCore::Granted(const std::string& name,
+                                    const std::string& owner,
+                                    milliseconds lease, bool renew,
+                                    const AcquireOptions& options,
+                                    const std::string& hold_id, int64_t fence,
+                                    Clock::TimePoint sent) {
+  Attempt out;
   std::shared_ptr<HeldLock> held;
   LostCalls lost_calls;
   std::vector<std::string> orphans;  // stale holds of this very grant
@@ -303,7 +326,10 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
       held = entry;  // reentrant: same grant
       ++held->local_holds;
     } else {
-      if (entry) MarkLostLocked(entry, &lost_calls);  // an older grant is gone
+      if (entry) {  // an older grant is gone
+        MarkLostLocked(entry, &lost_calls);
+        Unschedule(entry);
+      }
       held = std::make_shared<HeldLock>();
       held->name = name;
       held->key = LockKey(name);
@@ -324,12 +350,12 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
       held->lease = std::max(held->lease, lease);
     }
     if (options.on_lost) held->on_lost.push_back(options.on_lost);
+    Schedule(held);
   }
   out.granted = true;
   out.lease = Lease(shared_from_this(), std::move(held), hold_id,
                     options_.clock->Now());
   acquisitions_.fetch_add(1, std::memory_order_relaxed);
-  watchdog_cv_.notify_one();
   DeferCallbacks(std::move(lost_calls));
   if (!orphans.empty()) {
     // Bounded: what Redis does not answer for in time waits for a next grant.
@@ -491,6 +517,10 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
   slot.waiter_id = waiter_id;
+  if (fair) {  // what a release in this process needs for a direct grant
+    slot.hold_id = hold_id;
+    slot.lease_ms = lease.count();
+  }
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnWaiting(+1);
@@ -513,13 +543,23 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     ~Leave() {
       bool acquired = result.status == AcquireStatus::kAcquired;
       // A fair waiter that gives up must leave the queue (and pass on a
-      // grant that may have reached it since its last attempt).
+      // grant that may have reached it since its last attempt). Its abandon
+      // script also gives back our hold if a grant carries it: a direct grant
+      // from a release in this process that raced our leaving.
+      bool unanswered = false;
       if (!acquired && !slot->waiter_id.empty())
-        core->Abandon(name, slot->waiter_id);
-      // A try whose reply a Redis fault lost may have granted a hold nobody
-      // renews (it would block the lock for its whole lease): give it back.
-      if (!acquired && may_hold) core->GiveBackLostHolds(name, owner, hold_id);
-      core->waits_.Unregister(name, slot, unused_wake);
+        unanswered = !core->Abandon(name, slot->waiter_id, hold_id);
+      // Out of the table: no direct grant reaches us after this (the
+      // releaser gives back one that finds us gone: DeliverDirectGrant).
+      const bool granted = core->waits_.Unregister(name, slot, unused_wake);
+      // Our hold may still be in the lock, nobody renewing it (it would block
+      // the lock for its whole lease): a try whose reply a Redis fault lost
+      // may have granted it, and so may a direct grant the abandon could not
+      // give back (unanswered) or that reached the slot after it (a late try
+      // of ours queued us again). Give it back — a no-op if it is gone — or
+      // remember it for the owner's next grant.
+      if (!acquired && (may_hold || unanswered || granted))
+        core->GiveBackLostHolds(name, owner, hold_id);
       core->waiting_.fetch_sub(1, std::memory_order_relaxed);
       if (core->observer()) core->observer()->OnWaiting(-1);
     }
@@ -586,7 +626,19 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A queued waiter must refresh its presence before it lapses.
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
-    const WakeCause last_wake = waits_.Park(&slot, bound, options.stop);
+    DirectGrant grant;
+    const WakeCause last_wake = waits_.Park(&slot, bound, options.stop, &grant);
+    if (last_wake == WakeCause::kGranted) {
+      // A release in this process granted us the lock in full (its script
+      // checked that we were the first live waiter): ours without a claim.
+      wake_local_.fetch_add(1, std::memory_order_relaxed);
+      direct_grants_.fetch_add(1, std::memory_order_relaxed);
+      if (observer()) observer()->OnWakeup(name, lockfleet::WakeCause::kLocal);
+      Attempt direct = Granted(name, owner, lease, renew, options, hold_id,
+                               grant.fence, grant.sent);
+      if (finish(direct)) return result;
+      continue;  // stale (see Granted): the next try re-enters the newer one
+    }
     if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
       unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {
@@ -632,9 +684,16 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
       Forget(held);
     }
   }
+  // This client's fair waiters on the lock: if the first live one in the
+  // queue is among them, the script grants it the lock in full (direct).
+  const std::vector<WaitTable::LocalWaiter> locals =
+      waits_.LocalWaiters(held->name, kMostLocalWaiters);
+  const Clock::TimePoint sent = options_.clock->Now();
+  bool acknowledged = true;
   Reply r;
   try {
-    r = ReleaseHold(held->name, held->owner, held->fence, hold_id);
+    r = ReleaseHold(held->name, held->owner, held->fence, hold_id,
+                    Clock::TimePoint::max(), false, locals, &acknowledged);
   } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     RememberOrphan(held->name, held->owner, held->fence, hold_id);
@@ -647,6 +706,10 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
       releases_.fetch_add(1, std::memory_order_relaxed);
       Freed(held->name, held->owner, held->fence, UnlockCause::kRelease, r, 1);
       return ReleaseStatus::kReleased;
+    case 4:  // freed and granted to a waiter of ours
+      releases_.fetch_add(1, std::memory_order_relaxed);
+      DeliverDirectGrant(held->name, r, sent, acknowledged);
+      return ReleaseStatus::kReleased;
     case 2:
       releases_.fetch_add(1, std::memory_order_relaxed);
       return ReleaseStatus::kStillHeld;
@@ -657,6 +720,37 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
       releases_not_owner_.fetch_add(1, std::memory_order_relaxed);
       return ReleaseStatus::kNotOwner;
   }
+}
+
+void LockCore::DeliverDirectGrant(const std::string& name, const Reply& reply,
+                                  Clock::TimePoint sent, bool acknowledged) {
+  const std::string& waiter_id = Element(reply, 1, "release").str;
+  const std::string& next_owner = Element(reply, 2, "release").str;
+  const int64_t fence = Element(reply, 3, "release").integer;
+  const std::string& hold_id = Element(reply, 4, "release").str;
+  // No unlock event: the lock is not free, and no other process waits for
+  // this grant. Unacknowledged by the replicas, the grant is not handed over:
+  // the waiter's next try re-enters it and waits for them itself (or gives
+  // it back).
+  RunHook(name, Hook::kBeforeDirectGrant);
+  if (acknowledged
+          ? waits_.GrantWaiter(name, waiter_id, {.fence = fence, .sent = sent})
+          : waits_.WakeWaiter(name, waiter_id, WakeCause::kLocal)) {
+    return;
+  }
+  // The waiter's call has returned (it leaves the table last). With the lock
+  // — a try of its own found this grant and re-entered it, and filed it in
+  // held_ before returning — or without it; then its abandon script most
+  // likely gave the hold back, but not if Redis did not answer it, nor if a
+  // late try of the call queued it again after the abandon. So unless this
+  // process holds the grant, the hold goes back here: a no-op if it is gone
+  // already, and never another grant's hold (hold ids are unique).
+  {
+    std::lock_guard lock(mu_);
+    auto it = held_.find({name, next_owner});
+    if (it != held_.end() && it->second->fence == fence) return;
+  }
+  GiveBackLostHolds(name, next_owner, hold_id);
 }
 
 void LockCore::Freed(const std::string& name, const std::string& owner,
@@ -690,26 +784,30 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
   events_published_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void LockCore::Abandon(const std::string& name,
-                       const std::string& waiter_id) noexcept {
+bool LockCore::Abandon(const std::string& name, const std::string& waiter_id,
+                       const std::string& hold_id) noexcept {
   try {
     Reply r =
         EvalRetryOnce(AbandonScript(), KeysWithLatch(name, waiter_id),
                       {waiter_id, std::to_string(options_.claim_window.count()),
-                       std::to_string(options_.retry_latch.count())},
+                       std::to_string(options_.retry_latch.count()), hold_id},
                       options_.clock->Now() + kGiveUpBudget);
-    if (Element(r, 0, "abandon").integer != 0) {
+    const long long status = Element(r, 0, "abandon").integer;
+    if (status == 1 || status == 3) {
       // A grant had reached us: it is passed on (or the lock freed).
       Freed(name, "", 0, UnlockCause::kRelease, r, 1);
     }
+    return true;
   } catch (...) {
     // Redis unreachable or slow (counted): our queue entry lapses after
-    // presence_window, and a grant to us after claim_window. Bounded either
-    // way.
+    // presence_window, and a grant pending to us after claim_window; a
+    // direct grant's hold the caller gives back (GiveBackLostHolds).
+    return false;
   }
 }
 
 void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
+  Unschedule(held);
   auto it = held_.find({held->name, held->owner});
   if (it != held_.end() && it->second == held) held_.erase(it);
 }
@@ -807,14 +905,14 @@ void LockCore::CheckIfHeld(const std::string& name, const std::string& owner,
     std::lock_guard lock(mu_);
     auto it = held_.find({name, owner});
     if (it == held_.end() || it->second->fence != fence) return;
-    HeldLock& held = *it->second;
-    if (held.lost.load() || held.released) return;
+    const std::shared_ptr<HeldLock>& held = it->second;
+    if (held->lost.load() || held->released) return;
     // The watchdog runs it, at once or — rate-limited — at no_check_before:
     // a flood of events costs one check per kForcedCheckInterval, and a real
     // event right after a forged one is still checked.
-    held.check_now = true;
+    held->check_now = true;
+    Schedule(held);  // wakes the watchdog if it is due before its wake-up
   }
-  watchdog_cv_.notify_one();
 }
 
 void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
@@ -863,6 +961,7 @@ LockStats LockCore::Stats() const {
   s.renewals = get(renewals_);
   s.renewal_failures = get(renewal_failures_);
   s.replica_shortfalls = get(replica_shortfalls_);
+  s.direct_grants = get(direct_grants_);
   s.leases_lost = get(leases_lost_);
   s.events_published = get(events_published_);
   s.events_received = get(events_received_);
@@ -873,20 +972,22 @@ LockStats LockCore::Stats() const {
   return s;
 }
 
-void LockCore::RunHook(std::string_view name) {
-  if (!has_hook_.load(std::memory_order_acquire)) return;
+void LockCore::RunHook(std::string_view name, Hook which) {
+  const auto i = static_cast<size_t>(which);
+  if (!has_hook_[i].load(std::memory_order_acquire)) return;
   std::function<void(std::string_view)> hook;
   {
     std::lock_guard lock(hook_mu_);
-    hook = hook_;
+    hook = hooks_[i];
   }
   if (hook) hook(name);
 }
 
-void LockCore::SetHook(std::function<void(std::string_view)> hook) {
+void LockCore::SetHook(std::function<void(std::string_view)> hook, Hook which) {
+  const auto i = static_cast<size_t>(which);
   std::lock_guard lock(hook_mu_);
-  has_hook_.store(static_cast<bool>(hook), std::memory_order_release);
-  hook_ = std::move(hook);
+  has_hook_[i].store(static_cast<bool>(hook), std::memory_order_release);
+  hooks_[i] = std::move(hook);
 }
 
 }  // namespace internal
@@ -958,6 +1059,11 @@ RedisClient& LockClient::redis() { return core_->redis(); }
 void LockClient::SetAfterFailedAttemptHookForTesting(
     std::function<void(std::string_view name)> hook) {
   core_->SetHook(std::move(hook));
+}
+
+void LockClient::SetBeforeDirectGrantHookForTesting(
+    std::function<void(std::string_view name)> hook) {
+  core_->SetHook(std::move(hook), internal::LockCore::Hook::kBeforeDirectGrant);
 }
 
 const char* AcquireStatusName(AcquireStatus status) noexcept {

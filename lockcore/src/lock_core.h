@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -65,6 +66,9 @@ struct HeldLock {
   // per hold per kForcedCheckInterval at most).
   bool check_now = false;
   Clock::TimePoint no_check_before;
+  // Where it is filed in LockCore::schedule_ (see LockCore::Schedule).
+  bool scheduled = false;
+  Clock::TimePoint scheduled_at;
   // Appended under mu_ only while !lost; read by the watchdog thread after
   // the grant was marked lost (so no longer written).
   std::vector<LostCallback> on_lost;
@@ -95,7 +99,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   std::string DefaultOwner() const;
   LockStats Stats() const;
-  void SetHook(std::function<void(std::string_view)> hook);
+  // Test hooks (LockClient::Set...HookForTesting).
+  enum class Hook { kAfterFailedAttempt = 0, kBeforeDirectGrant = 1 };
+  void SetHook(std::function<void(std::string_view)> hook,
+               Hook which = Hook::kAfterFailedAttempt);
 
   const LockClientOptions& options() const { return options_; }
   RedisClient& redis() { return *redis_; }
@@ -121,10 +128,26 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   const AcquireOptions& options, const std::string& waiter_id,
                   const std::string& hold_id, bool enqueue,
                   Clock::TimePoint deadline, bool* may_hold);
-  // A fair waiter leaves without the lock: dequeue, pass on a pending grant.
-  // Bounded by kGiveUpBudget: if Redis does not answer, the queue entry
-  // lapses after presence_window and a grant after claim_window.
-  void Abandon(const std::string& name, const std::string& waiter_id) noexcept;
+  // Redis granted `hold_id` of `owner` with `fence`, by a command sent at
+  // `sent` (an acquire script of ours, or a same-process release's direct
+  // grant): files the grant (held_, the watchdog's timetable) and returns
+  // the Lease. Not granted (ttl 0: try again at once) if another call that
+  // shares the owner token holds a newer grant, which this one then is part
+  // of no longer.
+  Attempt Granted(const std::string& name, const std::string& owner,
+                  std::chrono::milliseconds lease, bool renew,
+                  const AcquireOptions& options, const std::string& hold_id,
+                  int64_t fence, Clock::TimePoint sent);
+  // A fair waiter leaves without the lock: dequeue, pass on a pending grant,
+  // give back its hold `hold_id` if a grant carries it (a direct grant that
+  // raced the leaving). Bounded by kGiveUpBudget: if Redis does not answer,
+  // the queue entry lapses after presence_window, a pending grant after
+  // claim_window, and the hold is remembered (orphans_) or runs out with
+  // its lease.
+  // False if Redis did not answer (a direct grant may then still carry the
+  // hold).
+  bool Abandon(const std::string& name, const std::string& waiter_id,
+               const std::string& hold_id) noexcept;
   // A call ends without the lock after a try of it may have granted
   // `hold_id` unseen: gives it back within kGiveUpBudget, and remembers it
   // in orphans_ either way (a try still queued on a stalled server may
@@ -165,12 +188,27 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // The release script for one hold (fence 0: whichever grant carries it).
   // `again`: a remembered hold released after a fault (a request of its own,
   // see lock_client.cc).
+  // `locals` (a regular release only): this client's fair waiters on the
+  // lock, for a direct grant; `*acknowledged` (if given) whether the replicas
+  // acknowledged the release (always, with min_replicas 0).
   Reply ReleaseHold(const std::string& name, const std::string& owner,
                     int64_t fence, const std::string& hold_id,
                     Clock::TimePoint deadline = Clock::TimePoint::max(),
-                    bool again = false);
+                    bool again = false,
+                    const std::vector<WaitTable::LocalWaiter>& locals = {},
+                    bool* acknowledged = nullptr);
+  // A release granted the lock directly to a waiter of this client (reply
+  // {4, waiter id, owner, fence, hold id}, script sent at `sent`): hands the
+  // grant to the waiter, or — if the replicas did not acknowledge it — only
+  // wakes it (its next try re-enters the grant and waits for them). If the
+  // waiter's call has returned without it, gives its hold back (see
+  // lock_client.cc).
+  void DeliverDirectGrant(const std::string& name, const Reply& reply,
+                          Clock::TimePoint sent, bool acknowledged);
+  // The most local waiters a release offers its script for a direct grant.
+  static constexpr size_t kMostLocalWaiters = 16;
   // Runs the test hook, if one is set (cheap when none is).
-  void RunHook(std::string_view name);
+  void RunHook(std::string_view name, Hook which = Hook::kAfterFailedAttempt);
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
                             const std::string& hold_id);
   std::string LockKey(std::string_view name) const;
@@ -199,8 +237,17 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // Watchdog (watchdog.cc). The watchdog thread only decides: it watches
   // validity deadlines and queues due renewals; the renewer thread does the
   // round trips. So a stalled Redis delays renewals, never the news that a
-  // lease ran out.
+  // lease ran out. It looks only at the grants whose time has come, in the
+  // order of schedule_: a grant, a release or a renewal costs O(log n) in
+  // the number n of held grants, never a scan of them all.
   void WatchdogLoop();
+  // REQUIRES: mu_ held. Files `held` (again) in schedule_ at the next
+  // instant the watchdog must look at it: its validity deadline, and before
+  // that its next renewal or a forced check, unless a renewal is under way.
+  // Wakes the watchdog if that is before the instant it sleeps until. Call
+  // after every change of those times; Forget takes it out.
+  void Schedule(const std::shared_ptr<HeldLock>& held);
+  void Unschedule(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_
   void RenewerLoop();
   void RenewDue(std::vector<std::shared_ptr<HeldLock>> due);
   // At most one forced check per hold per this interval (see CheckIfHeld).
@@ -215,7 +262,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>>
-      held_;               // mu_
+      held_;  // mu_
+  // The watchdog's timetable: every grant of held_ once, by the instant it
+  // is due (Schedule). mu_.
+  std::set<std::pair<Clock::TimePoint, std::shared_ptr<HeldLock>>> schedule_;
+  // When the sleeping watchdog wakes by itself; min() while it is awake
+  // (it looks at schedule_ again before it sleeps). mu_.
+  Clock::TimePoint watchdog_wakes_at_ = Clock::TimePoint::min();
   bool stopping_ = false;  // mu_
   std::thread watchdog_;
   std::thread renewer_;
@@ -247,9 +300,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       std::vector<std::string> hold_ids,
       Clock::TimePoint deadline = Clock::TimePoint::max()) noexcept;
 
-  std::atomic<bool> has_hook_{false};  // fast path: no hook, no lock
+  std::atomic<bool> has_hook_[2] = {false, false};  // fast path: no lock
   std::mutex hook_mu_;
-  std::function<void(std::string_view)> hook_;  // hook_mu_
+  std::function<void(std::string_view)> hooks_[2];  // hook_mu_
 
   std::atomic<uint64_t> next_request_{0};
   std::atomic<uint64_t> attempts_{0}, contended_{0}, acquisitions_{0},
@@ -258,7 +311,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
       force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
-      replica_shortfalls_{0};
+      replica_shortfalls_{0}, direct_grants_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).

@@ -44,9 +44,22 @@ local function live_head(now)
     redis.call('HDEL', KEYS[4], head)
   end
 end
+-- The releasing client's own fair waiters on this lock, from ARGV[first]
+-- on in threes (waiter id, hold id, lease ms): waiter id -> {hold, lease}.
+local function local_waiters(first)
+  local t = {}
+  for i = first, #ARGV - 2, 3 do
+    t[ARGV[i]] = {ARGV[i + 1], tonumber(ARGV[i + 2])}
+  end
+  return t
+end
 -- The lock is free (hash deleted): grant it to the first live waiter, with a
--- new fencing token and the claim window as its lease. Returns the reply.
-local function hand_off(claim_ms)
+-- new fencing token and the claim window as its lease: {3, ...}; the
+-- grantee claims it. If the first live waiter is one of `locals` (the
+-- releaser's own, optional), the grant is direct instead: in full, with the
+-- waiter's hold and lease and nothing pending, {4, ..., hold id}; the
+-- releasing client hands it to its waiter in memory. Returns the reply.
+local function hand_off(claim_ms, locals)
   local head = live_head(now_ms())
   if not head then return {1} end
   local info = redis.call('HGET', KEYS[4], head)
@@ -54,6 +67,12 @@ local function hand_off(claim_ms)
   redis.call('LPOP', KEYS[3])
   redis.call('HDEL', KEYS[4], head)
   local fence = next_fence()
+  local direct = locals and locals[head]
+  if direct then
+    redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 1, 'fence', string.format('%d', fence), 'h:' .. direct[1], 1)
+    redis.call('PEXPIRE', KEYS[1], direct[2])
+    return {4, head, next_owner, fence, direct[1]}
+  end
   redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
@@ -178,7 +197,7 @@ local latch_ms = tonumber(ARGV[5])
 local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
 if count <= 0 then
   redis.call('DEL', KEYS[1])
-  return latch(hand_off(tonumber(ARGV[4])), latch_ms)
+  return latch(hand_off(tonumber(ARGV[4]), local_waiters(6)), latch_ms)
 end
 return latch({2, count}, latch_ms)
 )lua"));
@@ -192,12 +211,20 @@ if first then return first end
 local wid = ARGV[1]
 redis.call('LREM', KEYS[3], 1, wid)
 redis.call('HDEL', KEYS[4], wid)
-if redis.call('HGET', KEYS[1], 'pending') ~= wid then
-  return {0}
+if redis.call('HGET', KEYS[1], 'pending') == wid then
+  -- The lock was handed to us but we are leaving: pass it on.
+  redis.call('DEL', KEYS[1])
+  return latch(hand_off(tonumber(ARGV[2])), tonumber(ARGV[3]))
 end
--- The lock was handed to us but we are leaving: pass it on.
-redis.call('DEL', KEYS[1])
-return latch(hand_off(tonumber(ARGV[2])), tonumber(ARGV[3]))
+-- A release in our own process granted it to us directly (our hold is in
+-- the grant), or a try of ours did with its reply lost: give the hold back.
+if ARGV[4] and ARGV[4] ~= '' and redis.call('HDEL', KEYS[1], 'h:' .. ARGV[4]) == 1 then
+  local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
+  if count > 0 then return latch({2, count}, tonumber(ARGV[3])) end
+  redis.call('DEL', KEYS[1])
+  return latch(hand_off(tonumber(ARGV[2])), tonumber(ARGV[3]))
+end
+return {0}
 )lua"));
   return script;
 }

@@ -54,17 +54,25 @@ const Script& AcquireScript();
 const Script& AcquireFairScript();
 
 // KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold
-// id, claim ms, latch ms.
+// id, claim ms, latch ms, then the releasing client's own fair waiters on the
+// lock in threes: waiter id, hold id, lease ms (none: no direct grant).
 // -> {1} freed | {2, holds left} decremented | {0} not held |
 //    {-1, holder} someone else's grant (untouched) |
-//    {3, waiter id, owner, fence} freed and handed to the first live waiter.
+//    {3, waiter id, owner, fence} freed and handed to the first live waiter
+//    (pending: it claims the grant) |
+//    {4, waiter id, owner, fence, hold id} freed and granted in full to the
+//    first live waiter, one of the releaser's own (a direct grant: its hold,
+//    its lease, nothing pending).
 //    A retry of a call that removed the hold returns the first reply.
 const Script& ReleaseScript();
 
 // A waiter leaves without the lock. KEYS 1-5. ARGV: waiter id, claim ms,
-// latch ms.
-// -> {0} nothing pending | {1} its pending grant freed the lock |
-//    {3, waiter id, owner, fence} its pending grant passed on.
+// latch ms, hold id of its call ("" = none). Passes on a grant pending to it,
+// and gives back its hold if a grant carries it (a direct grant, or a try
+// whose reply was lost).
+// -> {0} nothing pending, no hold | {1} its grant freed the lock |
+//    {2, holds left} its hold removed, the grant still held (shared owner) |
+//    {3, waiter id, owner, fence} its grant passed on.
 const Script& AbandonScript();
 
 // KEYS: lock hash. ARGV: owner, fence, lease ms (0: check only, no

@@ -11,17 +11,20 @@ void WaitTable::Register(const std::string& name, Slot* slot) {
   slots_[name].push_back(slot);
 }
 
-void WaitTable::Unregister(const std::string& name, Slot* slot,
+bool WaitTable::Unregister(const std::string& name, Slot* slot,
                            WakeCause unused) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);
-  if (it == slots_.end()) return;
+  if (it == slots_.end()) return false;
   it->second.remove(slot);
+  const bool granted = slot->woken && slot->cause == WakeCause::kGranted;
   // An unconsumed wake is passed on even by a waiter that acquired: it may
   // announce a later free (a force-unlock of the grant just taken). At worst
   // the next waiter makes one needless attempt.
   bool pass_on = slot->woken;
-  WakeCause cause = slot->cause;
+  // A grant is this waiter's alone: the next one is only told to try.
+  WakeCause cause =
+      slot->cause == WakeCause::kGranted ? WakeCause::kLocal : slot->cause;
   if (!pass_on &&
       (unused == WakeCause::kLocal || unused == WakeCause::kEvent)) {
     pass_on = true;
@@ -30,18 +33,20 @@ void WaitTable::Unregister(const std::string& name, Slot* slot,
   slot->woken = false;
   if (it->second.empty()) {
     slots_.erase(it);
-    return;
+  } else if (pass_on) {
+    WakeOneLocked(name, cause);
   }
-  if (pass_on) WakeOneLocked(name, cause);
+  return granted;
 }
 
 WakeCause WaitTable::Park(Slot* slot, std::chrono::nanoseconds timeout,
-                          const std::stop_token& stop) {
+                          const std::stop_token& stop, DirectGrant* grant) {
   std::unique_lock lock(mu_);
   bool woken =
       slot->cv.wait_for(lock, stop, timeout, [slot] { return slot->woken; });
   if (woken) {
     slot->woken = false;
+    if (slot->cause == WakeCause::kGranted && grant) *grant = slot->grant;
     return slot->cause;
   }
   return stop.stop_requested() ? WakeCause::kCancelled : WakeCause::kBound;
@@ -65,19 +70,54 @@ bool WaitTable::WakeOneLocked(const std::string& name, WakeCause cause) {
   return true;
 }
 
+WaitTable::Slot* WaitTable::FindWaiterLocked(const std::string& name,
+                                             const std::string& waiter_id) {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) return nullptr;
+  for (Slot* slot : it->second) {
+    if (slot->waiter_id == waiter_id) return slot;
+  }
+  return nullptr;
+}
+
 bool WaitTable::WakeWaiter(const std::string& name,
                            const std::string& waiter_id, WakeCause cause) {
   std::lock_guard lock(mu_);
+  Slot* slot = FindWaiterLocked(name, waiter_id);
+  if (slot == nullptr) return false;
+  // A grant not yet consumed stays: a later hint must not replace it.
+  if (slot->woken && slot->cause == WakeCause::kGranted) return true;
+  slot->woken = true;
+  slot->cause = cause;
+  slot->cv.notify_one();
+  return true;
+}
+
+bool WaitTable::GrantWaiter(const std::string& name,
+                            const std::string& waiter_id,
+                            const DirectGrant& grant) {
+  std::lock_guard lock(mu_);
+  Slot* slot = FindWaiterLocked(name, waiter_id);
+  if (slot == nullptr) return false;
+  slot->woken = true;
+  slot->cause = WakeCause::kGranted;
+  slot->grant = grant;
+  slot->cv.notify_one();
+  return true;
+}
+
+std::vector<WaitTable::LocalWaiter> WaitTable::LocalWaiters(
+    const std::string& name, size_t max) const {
+  std::vector<LocalWaiter> out;
+  std::lock_guard lock(mu_);
   auto it = slots_.find(name);
-  if (it == slots_.end()) return false;
-  for (Slot* slot : it->second) {
-    if (slot->waiter_id != waiter_id) continue;
-    slot->woken = true;
-    slot->cause = cause;
-    slot->cv.notify_one();
-    return true;
+  if (it == slots_.end()) return out;
+  for (const Slot* slot : it->second) {
+    if (out.size() >= max) break;
+    if (slot->waiter_id.empty() || slot->hold_id.empty()) continue;
+    out.push_back({slot->waiter_id, slot->hold_id, slot->lease_ms});
   }
-  return false;
+  return out;
 }
 
 size_t WaitTable::waiters(const std::string& name) const {

@@ -14,6 +14,12 @@ using std::chrono::milliseconds;
 
 constexpr size_t kBatch = 256;  // renewals per pipelined round trip
 constexpr Clock::Duration kIdle = std::chrono::seconds(1);  // longest sleep
+// A renewal due within lease/10 is sent early with one that is due now, so
+// that locks taken at nearly the same time share a round trip — but never
+// more than this early: the scan for them looks at the front of the
+// timetable up to now + kMostEarly (with leases under ~4.5 s, that is every
+// held grant once per round of renewals).
+constexpr Clock::Duration kMostEarly = std::chrono::seconds(3);
 
 // After a failed renewal, try again soon — but not in a hot loop.
 Clock::Duration RetryDelay(milliseconds lease) {
@@ -71,6 +77,8 @@ void LockCore::StopWatchdog() {
     // are still requested.
     for (auto& held : deferred_calls_) left.push_back(std::move(held));
     deferred_calls_.clear();
+    for (const auto& [at, held] : schedule_) held->scheduled = false;
+    schedule_.clear();
     for (const auto& [key, held] : held_) {
       if (held->released || held->lost.exchange(true)) continue;
       leases_lost_.fetch_add(1, std::memory_order_relaxed);
@@ -80,61 +88,81 @@ void LockCore::StopWatchdog() {
   for (const auto& held : left) held->lost_source.request_stop();
 }
 
+void LockCore::Schedule(const std::shared_ptr<HeldLock>& held) {
+  Unschedule(held);
+  Clock::TimePoint at = FromNs(held->valid_until_ns.load());
+  if (!held->renewing) {
+    if (held->check_now) at = std::min(at, held->no_check_before);
+    if (held->renew) at = std::min(at, held->next_check);
+  }
+  held->scheduled = true;
+  held->scheduled_at = at;
+  schedule_.emplace(at, held);
+  // Wake a sleeping watchdog if this is before its wake-up, or if its
+  // wake-up has passed (a clock that jumped: it would sleep on for real).
+  if (watchdog_wakes_at_ != Clock::TimePoint::min() &&
+      (at < watchdog_wakes_at_ ||
+       watchdog_wakes_at_ <= options_.clock->Now())) {
+    watchdog_cv_.notify_one();
+  }
+}
+
+void LockCore::Unschedule(const std::shared_ptr<HeldLock>& held) {
+  if (!held->scheduled) return;
+  schedule_.erase({held->scheduled_at, held});
+  held->scheduled = false;
+}
+
 void LockCore::WatchdogLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const Clock::TimePoint now = options_.clock->Now();
-    Clock::TimePoint next = now + kIdle;
     std::vector<std::shared_ptr<HeldLock>> renew;
     std::vector<std::shared_ptr<HeldLock>> expired;
-    bool due_now = false;
-    for (const auto& [key, held] : held_) {
-      const Clock::TimePoint valid_until = FromNs(held->valid_until_ns.load());
-      if (now >= valid_until) {
-        expired.push_back(held);  // the lease ran out: not renewed in time
-        continue;
-      }
-      next = std::min(next, valid_until);
-      if (held->renewing) continue;
-      if (held->check_now) {
+    // Only the grants whose time has come: each leaves the timetable here
+    // and goes back into it (Schedule) at its next time, or is forgotten.
+    while (!schedule_.empty() && schedule_.begin()->first <= now) {
+      std::shared_ptr<HeldLock> held = schedule_.begin()->second;
+      Unschedule(held);
+      if (now >= FromNs(held->valid_until_ns.load())) {
+        expired.push_back(std::move(held));  // not renewed in time
+      } else if (!held->renewing && held->check_now &&
+                 now >= held->no_check_before) {
         // A force event named this grant: ask Redis now (explicit leases
-        // too: their check does not extend them), or once the rate limit
-        // allows.
-        if (now < held->no_check_before) {
-          next = std::min(next, held->no_check_before);
-        } else {
-          held->check_now = false;
-          held->no_check_before = now + kForcedCheckInterval;
-          forced_checks_.fetch_add(1, std::memory_order_relaxed);
-          due_now = true;
-          renew.push_back(held);
-          continue;
-        }
-      }
-      if (!held->renew) continue;
-      if (held->next_check <= now) {
-        due_now = true;
-        renew.push_back(held);
-      } else if (held->next_check <= now + held->lease / 10) {
-        // Due soon: renewed early if something is due now, so locks taken
-        // at nearly the same time share one pipelined round trip.
-        renew.push_back(held);
-        next = std::min(next, held->next_check);
+        // too: their check does not extend them), rate-limited.
+        held->check_now = false;
+        held->no_check_before = now + kForcedCheckInterval;
+        forced_checks_.fetch_add(1, std::memory_order_relaxed);
+        renew.push_back(std::move(held));
+      } else if (!held->renewing && held->renew && held->next_check <= now) {
+        renew.push_back(std::move(held));
       } else {
-        next = std::min(next, held->next_check);
+        Schedule(held);  // its times moved on meanwhile: later, then
       }
     }
-    if (!due_now) renew.clear();  // nothing due yet: sleep until it is
+    if (!renew.empty()) {
+      // Due soon: renewed early with those due now, so locks taken at nearly
+      // the same time share one pipelined round trip.
+      for (auto it = schedule_.begin();
+           it != schedule_.end() && it->first <= now + kMostEarly; ++it) {
+        const std::shared_ptr<HeldLock>& held = it->second;
+        if (held->renew && !held->renewing &&
+            held->next_check <= now + held->lease / 10) {
+          renew.push_back(held);
+        }
+      }
+      for (const auto& held : renew) {
+        held->renewing = true;
+        Schedule(held);  // now only its validity deadline counts
+      }
+      renew_queue_.push_back(std::move(renew));
+      renewer_cv_.notify_one();
+    }
     LostCalls calls = std::move(deferred_calls_);
     deferred_calls_.clear();
     for (const auto& held : expired) {
       MarkLostLocked(held, &calls);
       Forget(held);
-    }
-    if (!renew.empty()) {
-      for (const auto& held : renew) held->renewing = true;
-      renew_queue_.push_back(std::move(renew));
-      renewer_cv_.notify_one();
     }
     if (!calls.empty()) {
       lock.unlock();
@@ -142,8 +170,12 @@ void LockCore::WatchdogLoop() {
       lock.lock();
       continue;
     }
-    if (due_now) continue;  // recompute: the queued ones are now `renewing`
-    watchdog_cv_.wait_for(lock, next - now);
+    const Clock::TimePoint after = options_.clock->Now();
+    Clock::TimePoint next = after + kIdle;
+    if (!schedule_.empty()) next = std::min(next, schedule_.begin()->first);
+    watchdog_wakes_at_ = next;
+    watchdog_cv_.wait_for(lock, next - after);
+    watchdog_wakes_at_ = Clock::TimePoint::min();
   }
 }
 
@@ -210,7 +242,8 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
       bool ok = !failed && replies[i].type == Reply::Type::kInteger;
       if (ok && replies[i].integer == 1 && !acknowledged) ok = false;
       if (ok && replies[i].integer == 1 && !held->renew) {
-        continue;  // an explicit lease checked: still ours, not extended
+        // An explicit lease checked: still ours, not extended.
+        Schedule(held);
       } else if (ok && replies[i].integer == 1) {
         renewals_.fetch_add(1, std::memory_order_relaxed);
         ++renewed;
@@ -218,6 +251,7 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
         if (valid > held->valid_until_ns.load())
           held->valid_until_ns.store(valid);
         held->next_check = sent + held->lease / 3;
+        Schedule(held);
       } else if (ok) {
         // The lock is no longer ours: expired, force-unlocked or taken.
         MarkLostLocked(held, &lost_calls);
@@ -227,11 +261,11 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
         if (now >= FromNs(held->valid_until_ns.load())) {
           MarkLostLocked(held, &lost_calls);  // could not renew in time
           Forget(held);
-        } else if (!held->renew) {
-          // A forced check of an explicit lease failed on the connection:
-          // its validity still tells when it ends.
         } else {
-          held->next_check = now + RetryDelay(held->lease);
+          // A forced check of an explicit lease that failed on the
+          // connection needs nothing more: its validity tells when it ends.
+          if (held->renew) held->next_check = now + RetryDelay(held->lease);
+          Schedule(held);
         }
       }
     }

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "lock_fixture.h"
-#include "support/loopback_bus.h"
 #include "support/wait_until.h"
 
 namespace lockfleet::testing {
@@ -17,34 +16,13 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
 
-class Fair : public LockTest {
+class Fair : public ConnectedLockTest {
  protected:
-  // Clients connected by an in-memory bus; a long presence window and park
-  // cap, so that every hand-off below must come from a wake-up.
-  std::unique_ptr<LockClient> Connected(LockClientOptions o = {}) {
-    if (o.presence_window == LockClientOptions{}.presence_window) {
-      o.presence_window = seconds(60);
-      o.claim_window = seconds(30);
-    }
-    if (o.park_cap == LockClientOptions{}.park_cap) o.park_cap = seconds(600);
-    o.publisher = bus_ptr_;
-    auto c = NewClient(o);
-    bus_.Subscribe(c.get());
-    subscribed_.push_back(c.get());
-    return c;
-  }
-  void TearDown() override {
-    for (LockClient* c : subscribed_) bus_.Unsubscribe(c);
-  }
   int64_t ServerMs() {
     Reply t = redis_->Execute({"TIME"});
     return std::stoll(t.elements[0].str) * 1000 +
            std::stoll(t.elements[1].str) / 1000;
   }
-
-  LoopbackBus bus_;
-  std::shared_ptr<UnlockPublisher> bus_ptr_{&bus_, [](UnlockPublisher*) {}};
-  std::vector<LockClient*> subscribed_;
 };
 
 TEST_F(Fair, HandsOffInArrivalOrderAndWakesOnlyTheGrantee) {

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "support/loopback_bus.h"
 #include "support/redis_server.h"
 
 namespace lockfleet::testing {
@@ -48,5 +51,45 @@ class LockTest : public ::testing::Test {
 };
 
 inline RedisServer* LockTest::server_ = nullptr;
+
+// Clients connected by an in-memory bus (their unlock events reach each
+// other), with a long presence window and park cap unless a test sets its
+// own, so that every hand-off must come from a release or an event, not a
+// bound.
+class ConnectedLockTest : public LockTest {
+ protected:
+  std::unique_ptr<LockClient> Connected(LockClientOptions o = {}) {
+    if (o.presence_window == LockClientOptions{}.presence_window) {
+      o.presence_window = std::chrono::seconds(60);
+      o.claim_window = std::chrono::seconds(30);
+    }
+    if (o.park_cap == LockClientOptions{}.park_cap)
+      o.park_cap = std::chrono::seconds(600);
+    o.publisher = bus_ptr_;
+    auto c = NewClient(o);
+    bus_.Subscribe(c.get());
+    subscribed_.push_back(c.get());
+    return c;
+  }
+  void TearDown() override {
+    for (LockClient* c : subscribed_) bus_.Unsubscribe(c);
+  }
+
+  LoopbackBus bus_;
+  std::shared_ptr<UnlockPublisher> bus_ptr_{&bus_, [](UnlockPublisher*) {}};
+  std::vector<LockClient*> subscribed_;
+};
+
+// A force unlock event naming `lease`'s grant of `name`, as another client
+// ("someone-else") would send it — or forge it.
+inline UnlockEvent ForceEventFor(const std::string& name, const Lease& lease) {
+  UnlockEvent event;
+  event.lock = name;
+  event.owner = lease.owner();
+  event.fence = lease.fence();
+  event.client_id = "someone-else";
+  event.cause = UnlockCause::kForce;
+  return event;
+}
 
 }  // namespace lockfleet::testing

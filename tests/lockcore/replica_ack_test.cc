@@ -282,6 +282,9 @@ TEST_F(ReplicaAck, AClaimGivenBackWakesTheNextWaiter) {
   EXPECT_EQ(b.get(), static_cast<int>(ErrorCode::kRedisReplicas));
   EXPECT_GE(client->stats().wakeups_local, local_before + 2)
       << "a waiter was not woken by the release or the give-back";
+  // A's grant came from a release in its own process, but unconfirmed: it
+  // was not handed over directly (A's own try waited for the replica).
+  EXPECT_EQ(client->stats().direct_grants, 0u);
   LockInfo info = client->Inspect("wake");
   EXPECT_FALSE(info.locked) << "held by " << info.owner;
   EXPECT_TRUE(info.queue.empty());

@@ -48,12 +48,7 @@ TEST_F(Safety, ForgedForceEventDoesNotRevokeALiveHolder) {
     const uint64_t checks = holder->stats().forced_checks;
     const uint64_t renewals = holder->stats().renewals;
 
-    UnlockEvent forged;
-    forged.lock = name;
-    forged.owner = r.lease.owner();
-    forged.fence = r.lease.fence();
-    forged.client_id = "someone-else";
-    forged.cause = UnlockCause::kForce;
+    const UnlockEvent forged = ForceEventFor(name, r.lease);
     holder->DeliverUnlockEvent(forged);
     // The event makes the holder ask Redis; Redis says "still yours".
     ASSERT_TRUE(

@@ -125,6 +125,76 @@ TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
   table.Unregister("a", &second);
 }
 
+// Direct grants: the grant reaches only its waiter, survives a later hint
+// for the same waiter, and a waiter that leaves with it gets it back from
+// Unregister (to give back) while the next waiter is only told to try.
+TEST(WaitTable, ADirectGrantReachesItsWaiterWithItsFence) {
+  WaitTable table;
+  WaitTable::Slot first, second;
+  first.waiter_id = "w1";
+  second.waiter_id = "w2";
+  table.Register("a", &first);
+  table.Register("a", &second);
+  const auto sent = std::chrono::steady_clock::now();
+  EXPECT_TRUE(table.GrantWaiter("a", "w2", {.fence = 42, .sent = sent}));
+  EXPECT_FALSE(table.GrantWaiter("a", "w9", {.fence = 43, .sent = sent}));
+  EXPECT_FALSE(table.GrantWaiter("b", "w2", {.fence = 44, .sent = sent}));
+  // A hint for the same waiter does not replace the grant.
+  EXPECT_TRUE(table.WakeWaiter("a", "w2", WakeCause::kEvent));
+  DirectGrant grant;
+  EXPECT_EQ(table.Park(&second, seconds(30), {}, &grant), WakeCause::kGranted);
+  EXPECT_EQ(grant.fence, 42);
+  EXPECT_EQ(grant.sent, sent);
+  EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kBound);
+  EXPECT_FALSE(table.Unregister("a", &second));  // consumed: nothing left
+  table.Unregister("a", &first);
+}
+
+TEST(WaitTable, AGrantLeftInADepartingSlotIsReturnedAndOnlyAWakePassedOn) {
+  WaitTable table;
+  WaitTable::Slot leaving, next;
+  leaving.waiter_id = "w1";
+  next.waiter_id = "w2";
+  table.Register("a", &leaving);
+  table.Register("a", &next);
+  ASSERT_TRUE(table.GrantWaiter("a", "w1", {.fence = 7}));
+  EXPECT_TRUE(table.Unregister("a", &leaving));
+  // Gone from the table: a grant cannot reach it any more.
+  EXPECT_FALSE(table.GrantWaiter("a", "w1", {.fence = 8}));
+  // The next waiter is woken to try, not granted.
+  DirectGrant none;
+  EXPECT_EQ(table.Park(&next, milliseconds(0), {}, &none), WakeCause::kLocal);
+  EXPECT_EQ(none.fence, 0);
+  table.Unregister("a", &next);
+}
+
+TEST(WaitTable, LocalWaitersAreTheFairOnesLongestWaitingFirstAndCapped) {
+  WaitTable table;
+  WaitTable::Slot barging, a, b, c;
+  a.waiter_id = "wa";
+  a.hold_id = "ha";
+  a.lease_ms = 1000;
+  b.waiter_id = "wb";
+  b.hold_id = "hb";
+  b.lease_ms = 2000;
+  c.waiter_id = "wc";
+  c.hold_id = "hc";
+  table.Register("x", &barging);  // no waiter id: not offered
+  table.Register("x", &a);
+  table.Register("x", &b);
+  table.Register("x", &c);
+  const auto all = table.LocalWaiters("x", 16);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].waiter_id, "wa");
+  EXPECT_EQ(all[0].hold_id, "ha");
+  EXPECT_EQ(all[0].lease_ms, 1000);
+  EXPECT_EQ(all[1].waiter_id, "wb");
+  EXPECT_EQ(all[2].waiter_id, "wc");
+  EXPECT_EQ(table.LocalWaiters("x", 2).size(), 2u);
+  EXPECT_TRUE(table.LocalWaiters("y", 16).empty());
+  for (WaitTable::Slot* s : {&barging, &a, &b, &c}) table.Unregister("x", s);
+}
+
 TEST(WaitTable, StopTokenCancelsPark) {
   WaitTable table;
   WaitTable::Slot slot;

@@ -5,9 +5,9 @@
 // runs out) drives a FakeClock and gives Redis a 30 s lease, so no renewal
 // or expiry depends on how fast a loaded machine runs: moving the fake clock
 // past lease/3 makes a renewal due (the watchdog notices within its 1 s idle
-// wait, or at once when an acquisition wakes it), and past the lease makes
-// it run out. Only a test that needs Redis itself to keep the key past its
-// lease uses a real lease, of several seconds.
+// wait, or at once when an acquisition finds its wake-up passed), and past
+// the lease makes it run out. Only a test that needs Redis itself to keep the
+// key past its lease uses a real lease, of several seconds.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -317,27 +317,138 @@ TEST_F(Watchdog, RenewsManyLocksInBatches) {
         std::move(client->TryAcquire("batch:" + std::to_string(i)).lease));
     ASSERT_TRUE(leases.back().held());
   }
-  // All 100 were taken at the same fake instant, so they fall due together.
+  // All 100 were taken at the same fake instant, so they fall due together
+  // (the watchdog notices the moved fake clock within its idle second).
   const uint64_t trips_before = client->redis().round_trips();
   const uint64_t renewals_before = client->stats().renewals;
   constexpr int kRounds = 3;
   for (int round = 1; round <= kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     clock->Advance(kRenewalDue);
-    // Wakes the watchdog now rather than after its idle second (two round
-    // trips of its own, subtracted below).
-    ASSERT_EQ(client->TryAcquire("kick", {.lease = kLease}).lease.Release(),
-              ReleaseStatus::kReleased);
     auto renewed = [&] { return client->stats().renewals - renewals_before; };
     ASSERT_TRUE(WaitUntil([&] { return renewed() >= 100u * round; }));
   }
   uint64_t renewals = client->stats().renewals - renewals_before;
-  uint64_t trips = client->redis().round_trips() - trips_before - 2u * kRounds;
+  uint64_t trips = client->redis().round_trips() - trips_before;
   EXPECT_EQ(renewals, 100u * kRounds);  // each lock once per round
   ASSERT_GT(trips, 0u);
   EXPECT_GE(renewals / trips, 20u)
       << renewals << " renewals in " << trips << " round trips";
   for (Lease& l : leases) EXPECT_FALSE(l.lost());
+}
+
+// The watchdog keeps a timetable of the held grants instead of scanning
+// them all: every grant must be in it at its own time, a re-entry must not
+// file it twice, and a released one must leave it. 600 grants taken one
+// fake millisecond apart (some re-entered, every third released) are
+// renewed exactly once per round each, the released ones never, and none
+// is lost; an explicit lease among them still runs out on time.
+TEST_F(Watchdog, EveryHeldGrantIsRenewedOnItsOwnTimeAndReleasedOnesNever) {
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.default_lease = kLease, .clock = clock});
+  std::vector<Lease> leases;
+  std::vector<Lease> reentries;
+  for (int i = 0; i < 600; ++i) {
+    leases.push_back(
+        std::move(client->TryAcquire("table:" + std::to_string(i)).lease));
+    ASSERT_TRUE(leases.back().held());
+    if (i % 10 == 0) {
+      reentries.push_back(
+          std::move(client->TryAcquire("table:" + std::to_string(i)).lease));
+      ASSERT_TRUE(reentries.back().held());
+    }
+    clock->Advance(milliseconds(1));
+  }
+  LostProbe probe;
+  AcquireResult brief = client->TryAcquire(
+      "table:brief", {.lease = kLease / 2, .on_lost = probe.callback()});
+  ASSERT_TRUE(brief);
+  size_t kept = 0;
+  for (size_t i = 0; i < leases.size(); ++i) {
+    if (i % 3 == 0) {
+      ASSERT_EQ(leases[i].Release(), i % 10 == 0 ? ReleaseStatus::kStillHeld
+                                                 : ReleaseStatus::kReleased);
+      if (i % 10 == 0) ++kept;  // its re-entry still holds it
+    } else {
+      ++kept;
+    }
+  }
+  ASSERT_EQ(kept, 420u);
+  const uint64_t renewals_before = client->stats().renewals;
+  for (int round = 1; round <= 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    clock->Advance(kRenewalDue);
+    ASSERT_TRUE(WaitUntil([&] {
+      return client->stats().renewals - renewals_before >= kept * round;
+    })) << client->stats().renewals - renewals_before;
+    // The explicit lease (half the watchdog's) runs out in round 2.
+    if (round >= 2) {
+      ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
+    } else {
+      EXPECT_EQ(probe.calls.load(), 0);
+    }
+  }
+  EXPECT_EQ(client->stats().renewals - renewals_before, kept * 3);
+  EXPECT_EQ(client->stats().leases_lost, 1u);  // the explicit lease only
+  for (size_t i = 0; i < leases.size(); ++i) {
+    if (i % 3 != 0) {
+      EXPECT_FALSE(leases[i].lost()) << i;
+    }
+  }
+  for (Lease& l : reentries) EXPECT_FALSE(l.lost());
+}
+
+// A released grant leaves the timetable: were it left there, the watchdog
+// would find it past its validity and report a release as a lost lease.
+// A witness whose explicit lease runs out in the same pass shows that the
+// watchdog did look.
+TEST_F(Watchdog, AReleasedGrantIsNeverReportedLost) {
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.default_lease = kLease, .clock = clock});
+  LostProbe gone_probe;
+  AcquireResult gone =
+      client->TryAcquire("timetable:gone", {.on_lost = gone_probe.callback()});
+  ASSERT_TRUE(gone);
+  LostProbe witness_probe;
+  AcquireResult witness = client->TryAcquire(
+      "timetable:witness",
+      {.lease = kLease, .on_lost = witness_probe.callback()});
+  ASSERT_TRUE(witness);
+  ASSERT_EQ(gone.lease.Release(), ReleaseStatus::kReleased);
+  clock->Advance(kLease + seconds(1));
+  ASSERT_TRUE(WaitUntil([&] { return witness_probe.calls.load() == 1; }));
+  EXPECT_EQ(gone_probe.calls.load(), 0);
+  EXPECT_EQ(client->stats().leases_lost, 1u);
+}
+
+// A forced check of an explicit lease (a force event named it; Redis said
+// "still yours") puts the grant back in the timetable: its lease must still
+// be reported lost when it runs out.
+TEST_F(Watchdog, AnExplicitLeaseCheckedByAForceEventStillRunsOut) {
+  auto clock = std::make_shared<FakeClock>();
+  auto client = NewClient({.default_lease = kLease, .clock = clock});
+  LostProbe probe;
+  AcquireResult r = client->TryAcquire(
+      "checked", {.lease = kLease, .on_lost = probe.callback()});
+  ASSERT_TRUE(r);
+  AcquireResult behind = client->TryAcquire("checked:behind");
+  ASSERT_TRUE(behind);
+  const uint64_t checks = client->stats().forced_checks;
+  const uint64_t renewals = client->stats().renewals;
+  const UnlockEvent forged = ForceEventFor("checked", r.lease);
+  client->DeliverUnlockEvent(forged);
+  ASSERT_TRUE(
+      WaitUntil([&] { return client->stats().forced_checks > checks; }));
+  // A renewal queued behind the check: once it is counted, the check's
+  // answer has been applied (the renewer takes its batches in order).
+  clock->Advance(kRenewalDue);
+  ASSERT_TRUE(WaitUntil([&] { return client->stats().renewals > renewals; }));
+  EXPECT_FALSE(r.lease.lost());
+  EXPECT_EQ(probe.calls.load(), 0);
+  ASSERT_EQ(behind.lease.Release(), ReleaseStatus::kReleased);
+  clock->Advance(kLease);
+  ASSERT_TRUE(WaitUntil([&] { return probe.calls.load() == 1; }));
+  EXPECT_TRUE(r.lease.lost());
 }
 
 }  // namespace

@@ -225,10 +225,13 @@ struct LockStats {
   uint64_t releases_not_owner = 0;  // release refused: someone else holds it
   uint64_t release_failures = 0;    // release threw (Redis error)
   uint64_t wakeups_local = 0;       // woken by a release in this process
-  uint64_t wakeups_event = 0;       // woken by DeliverUnlockEvent
-  uint64_t wakeups_bound = 0;       // park bound expired
-  uint64_t renewals = 0;            // successful lease renewals
-  uint64_t renewal_failures = 0;    // renewals that threw or lacked replicas
+  // Waiters granted the lock by a release in this process directly (no
+  // claim round trip); counted in wakeups_local and acquisitions too.
+  uint64_t direct_grants = 0;
+  uint64_t wakeups_event = 0;     // woken by DeliverUnlockEvent
+  uint64_t wakeups_bound = 0;     // park bound expired
+  uint64_t renewals = 0;          // successful lease renewals
+  uint64_t renewal_failures = 0;  // renewals that threw or lacked replicas
   uint64_t leases_lost = 0;
   uint64_t events_published = 0;
   uint64_t events_received = 0;
@@ -303,6 +306,11 @@ class LockClient {
   // Lets tests force a release into the listen-first window, or a hand-off
   // into the window before a timed-out waiter leaves.
   void SetAfterFailedAttemptHookForTesting(
+      std::function<void(std::string_view name)> hook);
+  // Test hook: runs on the releasing thread after a release granted the lock
+  // directly to a waiter of this client, before the grant is handed to it.
+  // Lets tests make the waiter leave, or take the grant by itself, first.
+  void SetBeforeDirectGrantHookForTesting(
       std::function<void(std::string_view name)> hook);
 
  private:
