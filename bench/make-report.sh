@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
 # Regenerates bench/REPORT.md: builds `lockfleet` if needed, runs the
-# `lockfleet bench` matrix (each run against its own private redis-server
-# and embedded broker), keeps the raw JSON in bench/report-raw.jsonl and
+# `lockfleet bench` matrix, keeps the raw JSON in bench/report-raw.jsonl and
 # writes bench/REPORT.md and bench/report-plot.svg (make_report.py).
 #
-#   bench/make-report.sh [--seconds S] [--quick]
+#   bench/make-report.sh [--seconds S] [--repeat R] [--no-real] [--quick]
+#
+# In one run: every mode on the embedded broker (each run against its own
+# private redis-server and embedded broker); the floor (`--mode floor`, a
+# token taken with BLPOP: the physical reference, not a lock); the product
+# on a real Apache Kafka broker (one kafka-local broker for the whole
+# report, from $LOCKFLEET_KAFKA_LOCAL or ../shared/kafka; --no-real, or no
+# java, leaves those cells out); and the idle cost of 32 processes parked on
+# a lock held for the whole run. The target cells (hold 1 ms: floor, fair on
+# both brokers) run --repeat R times (default 3) and report medians.
 #
 # Environment: BUILD_DIR (default: <repo>/build), LOCKFLEET (a lockfleet
 # binary to use instead of building one). --quick runs only the P=2 and P=8
-# cells (a smoke test of the script). The full matrix takes ~7 min on
-# 2 cores with the default 5 s per run.
+# cells, once each (a smoke test of the script). The full report takes
+# ~25 min on 2 cores with the default 5 s per run.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 seconds=5
+repeat=3
+real=1
 quick=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --no-real) real=0; shift ;;
+    --quick) quick=1; repeat=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "make-report.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -35,6 +47,38 @@ if [[ -z "${LOCKFLEET:-}" ]]; then
 fi
 
 raw="$here/report-raw.jsonl"
+
+# One real broker for the whole report.
+kafka_local="${LOCKFLEET_KAFKA_LOCAL:-$root/../shared/kafka/kafka-local}"
+real_bootstrap=""
+kafka_dir=""
+cleanup() {
+  if [[ -n "$kafka_dir" ]]; then
+    "$kafka_local" stop --data "$kafka_dir/data" >/dev/null 2>&1 || true
+    rm -rf "$kafka_dir"
+  fi
+}
+trap cleanup EXIT
+if [[ $real == 1 ]]; then
+  if [[ -x "$kafka_local" ]] && command -v java >/dev/null; then
+    kafka_dir="$(mktemp -d /tmp/lockfleet-report-kafka-XXXXXX)"
+    if real_bootstrap="$("$kafka_local" start --data "$kafka_dir/data" 2>"$kafka_dir/start.err" |
+      sed -n 's/^bootstrap: //p')" && [[ -n "$real_bootstrap" ]]; then
+      echo "real broker (kafka-local): $real_bootstrap" >&2
+      # The unlock topic, created as an operator does (deploy/README.md).
+      zk_port="$(sed -n 's/^clientPort=//p' "$kafka_dir/data/conf/zookeeper.properties")"
+      "$(dirname "$kafka_local")/bin/kafka-topics.sh" --zookeeper "127.0.0.1:$zk_port" \
+        --create --if-not-exists --topic lockfleet.unlock --partitions 3 \
+        --replication-factor 1 >/dev/null
+    else
+      echo "kafka-local did not start; real-broker cells left out:" >&2
+      tail -5 "$kafka_dir/start.err" >&2
+      real_bootstrap=""
+    fi
+  else
+    echo "no kafka-local or java: real-broker cells left out" >&2
+  fi
+fi
 machine="$here/report-machine.json"
 : >"$raw.tmp"
 
@@ -72,7 +116,7 @@ run_cell() {  # label, args...
   local label="$1"; shift
   local out
   printf '  %-44s ' "$label" >&2
-  if out="$("$LOCKFLEET" bench --json --seconds "$seconds" "$@" 2>/dev/null)"; then
+  if out="$("$LOCKFLEET" bench --json --seconds "${CELL_SECONDS:-$seconds}" "$@" 2>/dev/null)"; then
     :
   fi
   if [[ -z "$out" ]]; then
@@ -81,7 +125,18 @@ run_cell() {  # label, args...
   fi
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d["label"]=sys.argv[2]; print(json.dumps(d))' \
     "$out" "$label" >>"$raw.tmp"
-  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%6d acq, %s viol, cross p50 %s us" % (d["acquisitions"], d["violations"], d["cross_process_handoff_us"]["p50"]))' "$out" >&2
+  python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+if "repeat" in d:
+    s = d["summary"]
+    p50 = s.get("cross_process_handoff_us/p50", {}).get("median")
+    print("%6.0f acq/s, %s viol, cross p50 %s us (median of %d)" % (
+        s["acquisitions_per_second"]["median"], d["violations"], p50, d["repeat"]))
+else:
+    print("%6d acq, %s viol, cross p50 %s us" % (
+        d["acquisitions"], d["violations"], d["cross_process_handoff_us"]["p50"]))
+' "$out" >&2
 }
 
 shapes=("2 1" "8 1" "32 1" "4 8")
@@ -91,15 +146,40 @@ for shape in "${shapes[@]}"; do
   read -r p t <<<"$shape"
   for h in 1 0; do
     common=(--processes "$p" --threads "$t" --hold-ms "$h")
-    run_cell "kafka-fair p=$p t=$t h=$h" --mode kafka --fair "${common[@]}"
+    # The target cells (hold 1 ms), side by side: the floor, then the
+    # product on both brokers; repeated, medians reported.
+    many=()
+    [[ $h == 1 ]] && many=(--repeat "$repeat")
+    run_cell "floor p=$p t=$t h=$h" --mode floor "${many[@]}" "${common[@]}"
+    run_cell "kafka-fair p=$p t=$t h=$h" --mode kafka --fair "${many[@]}" "${common[@]}"
+    if [[ -n "$real_bootstrap" && $h == 1 ]]; then
+      run_cell "kafka-real-fair p=$p t=$t h=$h" --mode kafka --fair \
+        --kafka "$real_bootstrap" --fetch-wait-ms 100 "${many[@]}" "${common[@]}"
+    fi
     run_cell "kafka-barging p=$p t=$t h=$h" --mode kafka --no-fair "${common[@]}"
     run_cell "local p=$p t=$t h=$h" --mode local "${common[@]}"
     run_cell "poll-1ms p=$p t=$t h=$h" --mode poll --poll-interval-ms 1 "${common[@]}"
     run_cell "poll-100ms p=$p t=$t h=$h" --mode poll --poll-interval-ms 100 "${common[@]}"
   done
 done
-# The embedded broker's one-way event latency (a short P=2 run first).
+# The brokers' one-way event latency (a short P=2 run first).
 run_cell "event-latency" --mode kafka --processes 2 --event-latency 2000
+if [[ -n "$real_bootstrap" ]]; then
+  run_cell "event-latency-real" --mode kafka --processes 2 --event-latency 2000 \
+    --kafka "$real_bootstrap" --fetch-wait-ms 100
+fi
+# Idle cost: 33 processes, the first to get the lock holds it for the whole
+# run, so 32 stay parked; the host's CPU over the window.
+if [[ $quick == 0 ]]; then
+  idle=(--processes 33 --hold-ms $((seconds * 1000 * 4)))
+  CELL_SECONDS=$((seconds * 4)) run_cell "idle-embedded" --mode kafka "${idle[@]}"
+  if [[ -n "$real_bootstrap" ]]; then
+    CELL_SECONDS=$((seconds * 4)) run_cell "idle-real-1ms" --mode kafka \
+      --kafka "$real_bootstrap" --fetch-wait-ms 1 "${idle[@]}"
+    CELL_SECONDS=$((seconds * 4)) run_cell "idle-real-100ms" --mode kafka \
+      --kafka "$real_bootstrap" --fetch-wait-ms 100 "${idle[@]}"
+  fi
+fi
 mv "$raw.tmp" "$raw"
 python3 "$here/make_report.py" --raw "$raw" --machine "$machine" \
   --notes "$here/report-notes.md" --out "$here/REPORT.md" --plot "$here/report-plot.svg"

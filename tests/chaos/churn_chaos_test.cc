@@ -48,6 +48,7 @@ constexpr int kStable = 3;  // workers w0..w2; w3 crash-loops
 constexpr auto kUndisturbed = seconds(8);
 constexpr auto kKillWindow = seconds(20);
 constexpr auto kKillEvery = seconds(2);
+constexpr auto kAfterWindow = seconds(10);
 
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -175,7 +176,8 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
 
   // The kill window: SIGKILL w3 and start it again on its state directory.
   // A sampler measures the longest stretch in which the stable workers
-  // finished nothing (before the fix: from 8 s into the window to its end).
+  // finished nothing, from the window's start to kAfterWindow after it
+  // (before the fix: from 8 s into the window to 15 s after it).
   CliProcess* looping = workers_[kStable].get();
   const double window_start = StableDone();
   const Clock::time_point window_end = Clock::now() + kKillWindow;
@@ -183,7 +185,7 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
   std::thread sampler([&] {
     double last = window_start;
     Clock::time_point progressed = Clock::now();
-    while (Clock::now() < window_end) {
+    while (Clock::now() < window_end + kAfterWindow) {
       std::this_thread::sleep_for(milliseconds(250));
       const double done = StableDone();
       const Clock::time_point now = Clock::now();
@@ -206,9 +208,9 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
     looping = workers_[kStable].get();
     std::this_thread::sleep_for(kKillEvery);
   }
-  sampler.join();
   const double during = (StableDone() - window_start) / Seconds(kKillWindow);
   const int partitions = StablePartitions();
+  sampler.join();  // the feeder keeps the backlog up meanwhile
   stop_feeding = true;
   feeder.join();
 
@@ -235,17 +237,21 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
   RecordProperty("during_kills_jobs_per_s", std::to_string(during));
   RecordProperty("partitions_at_end", std::to_string(partitions));
   RecordProperty("longest_stall_s", std::to_string(Seconds(longest_stall)));
-  // Before the fix: 0 jobs/s from 8 s into the window to its end. The
-  // target, >= 50% of the undisturbed rate, is met on the real broker on a
-  // quiet machine (136-144%), but a throughput ratio is not a test on a
-  // loaded CI machine (46% once, with another test running alongside). So
-  // the test asks "never frozen": on the real broker no stretch of 6 s
-  // without a finished job; on the embedded one (librdkafka's mock cluster
-  // stops answering for up to ~20 s at a time under this churn, "N
-  // request(s) timed out" in the workers' logs) only some progress.
+  // Before the fix: no job from 8 s into the window until 15 s after it
+  // (the issue's report; stranded locks ran out their 30 s lease): a stall
+  // of 22 s within the sampled span. The target, >= 50% of the undisturbed
+  // rate, is met on a quiet machine (121-144%), but neither a throughput ratio
+  // nor a short stall bound is a test on a loaded CI machine: each kill strands
+  // the dead worker's locks until its next start gives them back, and a start
+  // slowed down by other tests running alongside lengthens that (a stall
+  // of 8.5 s at 96% of the undisturbed rate was measured so). So the test
+  // asks "never frozen": on the real broker no stretch of 15 s without a
+  // finished job; on the embedded one (librdkafka's mock cluster can stop
+  // answering for many seconds under this churn, "N request(s) timed out"
+  // in the workers' logs) some progress in the window.
   EXPECT_GE(ratio, 0.1);
   if (real()) {
-    EXPECT_LT(longest_stall, seconds(6));
+    EXPECT_LT(longest_stall, seconds(15));
   }
   // The crash-looping worker stayed out of the group: the others own every
   // partition (without the join delay they had 4 or 5 of 8 by then).

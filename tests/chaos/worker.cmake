@@ -26,8 +26,6 @@ endforeach()
 # Apache Kafka broker (kafka-local from ../shared/kafka beside the source
 # tree, or LOCKFLEET_KAFKA_LOCAL; the real-broker case is skipped, saying
 # why, when it or java is missing).
-set(LOCKFLEET_KAFKA_LOCAL "${PROJECT_SOURCE_DIR}/../shared/kafka/kafka-local"
-    CACHE FILEPATH "kafka-local script for the real-broker tests")
 add_executable(lockfleet_churn_chaos_test
   ${CMAKE_CURRENT_SOURCE_DIR}/churn_chaos_test.cc)
 target_link_libraries(lockfleet_churn_chaos_test PRIVATE

@@ -4,13 +4,17 @@
 // so a loaded machine slows these tests without failing them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/broker_process.h"
 #include "cli/cli_process.h"
+#include "lockfleet/lockcore/redis_client.h"
+#include "support/real_kafka.h"
 #include "support/redis_server.h"
 
 namespace lockfleet::testing {
@@ -71,6 +75,10 @@ void ExpectSoundRun(const json& report, int processes, int threads) {
   EXPECT_GT(report.at("redis_commands_per_acquisition").get<double>(), 0);
   EXPECT_GT(report.at("jain_index").get<double>(), 0);
   EXPECT_LE(report.at("jain_index").get<double>(), 1.0);
+  // The whole host's CPU over the window: the contenders at least kept it
+  // busy some of the time, and no more than all of it.
+  EXPECT_GT(report.at("host_cpu_percent").get<double>(), 0);
+  EXPECT_LE(report.at("host_cpu_percent").get<double>(), 100.0);
   const json& processes_json = report.at("processes");
   ASSERT_EQ(processes_json.size(), static_cast<size_t>(processes));
   uint64_t sum = 0;
@@ -181,6 +189,93 @@ TEST_F(BenchTest, PollMode) {
   EXPECT_FALSE(report.at("config").at("fair").get<bool>());
 }
 
+// Issue 16 item 6: the floor is a token in a Redis list, BLPOP and RPUSH:
+// two round trips per acquisition, no wake-up causes of lockfleet's, and
+// the token lists are gone afterwards.
+TEST_F(BenchTest, FloorModeIsATokenTakenWithBlpop) {
+  const json report =
+      RunBench({"--mode", "floor", "--processes", "2", "--threads", "2",
+                "--locks", "1", "--redis", redis_.url()});
+  ExpectSoundRun(report, 2, 2);
+  EXPECT_EQ(report.at("config").at("mode"), "floor");
+  EXPECT_FALSE(report.at("config").at("fair").get<bool>());
+  EXPECT_TRUE(report.at("wakeups").empty()) << report.at("wakeups").dump();
+  // BLPOP + RPUSH; a BLPOP that timed out (0.5 s without the token) adds
+  // one.
+  EXPECT_GE(report.at("redis_calls_per_acquisition").get<double>(), 2.0);
+  EXPECT_LT(report.at("redis_calls_per_acquisition").get<double>(), 2.5);
+  RedisClient redis(RedisOptions{.url = redis_.url()});
+  EXPECT_EQ(redis.Execute({"EXISTS", "lockfleet-bench:floor:bench:0"}).integer,
+            0);
+}
+
+// --repeat N: every run's report, and each figure's median and spread over
+// them.
+TEST_F(BenchTest, RepeatReportsTheMedianAndSpreadOfEachFigure) {
+  const CliResult result =
+      RunCli({"bench", "--json", "--seconds", "1", "--repeat", "3", "--mode",
+              "floor", "--processes", "2", "--redis", redis_.url()},
+             {}, kRunTimeout);
+  ASSERT_EQ(result.status, 0) << result.err;
+  const json out = json::parse(result.out);
+  EXPECT_EQ(out.at("repeat").get<int>(), 3);
+  EXPECT_EQ(out.at("violations").get<uint64_t>(), 0u);
+  ASSERT_EQ(out.at("runs").size(), 3u);
+  std::vector<double> rates;
+  for (const json& run : out.at("runs")) {
+    ExpectSoundRun(run, 2, 1);
+    rates.push_back(run.at("acquisitions_per_second").get<double>());
+  }
+  std::sort(rates.begin(), rates.end());
+  const json& rate = out.at("summary").at("acquisitions_per_second");
+  EXPECT_DOUBLE_EQ(rate.at("median").get<double>(), rates[1]);
+  EXPECT_DOUBLE_EQ(rate.at("min").get<double>(), rates[0]);
+  EXPECT_DOUBLE_EQ(rate.at("max").get<double>(), rates[2]);
+  EXPECT_EQ(rate.at("runs").get<int>(), 3);
+  // Two processes, one thread each: no same-process hand-offs to summarize.
+  EXPECT_FALSE(out.at("summary").contains("same_process_handoff_us/p50"));
+  EXPECT_TRUE(out.at("summary").contains("cross_process_handoff_us/p50"));
+
+  // The table says what it summarizes.
+  const CliResult table = RunCli({"bench", "--seconds", "1", "--repeat", "2",
+                                  "--mode", "floor", "--redis", redis_.url()},
+                                 {}, kRunTimeout);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("2 runs: median (min - max)"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("NOT a lock"), std::string::npos) << table.out;
+}
+
+// --kafka kafka-local starts a private real Apache Kafka broker for the run
+// and stops it afterwards.
+TEST_F(BenchTest, KafkaLocalStartsARealBroker) {
+  if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
+    if (RealKafka::Required()) FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  const auto kafka_dirs = [] {
+    int n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+      n += entry.path().filename().string().starts_with(
+          "lockfleet-bench-kafka-");
+    }
+    return n;
+  };
+  const int dirs_before = kafka_dirs();
+  const json report =
+      RunBench({"--kafka", "kafka-local", "--processes", "2", "--redis",
+                redis_.url(), "--fetch-wait-ms", "100"});
+  ExpectSoundRun(report, 2, 1);
+  const std::string kafka = report.at("config").at("kafka").get<std::string>();
+  EXPECT_NE(kafka.find("real broker, kafka-local (127.0.0.1:"),
+            std::string::npos)
+      << kafka;
+  EXPECT_GT(report.at("wakeups").value("event", json(0)).get<double>(), 0)
+      << report.at("wakeups").dump();
+  // Stopped with the run: its data directory is gone.
+  EXPECT_EQ(kafka_dirs(), dirs_before);
+}
+
 TEST_F(BenchTest, ManyLocksAndOneProcess) {
   const json report =
       RunBench({"--mode", "local", "--processes", "1", "--threads", "3",
@@ -224,6 +319,11 @@ TEST(BenchArgsTest, BadArgumentsExitTwoWithAMessage) {
       {{"--redis", "http://nope"}, "--redis"},
       {{"--processes", "many"}, "--processes"},
       {{"--frobnicate"}, "frobnicate"},
+      {{"--mode", "floor", "--fair"}, "--fair"},
+      {{"--mode", "floor", "--kafka", "127.0.0.1:9092"}, "--kafka"},
+      {{"--mode", "poll", "--park-cap-ms", "5"}, "--park-cap-ms"},
+      {{"--repeat", "0"}, "--repeat"},
+      {{"--repeat", "101"}, "--repeat"},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args{"bench"};
@@ -247,8 +347,9 @@ TEST(BenchArgsTest, UnreachableRedisExitsUnavailable) {
 TEST(BenchArgsTest, HelpExplainsTheFigures) {
   const CliResult help = RunCli({"bench", "--help"});
   EXPECT_EQ(help.status, 0);
-  for (const char* text : {"--processes", "--mode", "hand-off", "violations",
-                           "Exit status", "--json"}) {
+  for (const char* text :
+       {"--processes", "--mode", "hand-off", "violations", "Exit status",
+        "--json", "floor", "NOT a lock", "--repeat", "kafka-local"}) {
     EXPECT_NE(help.out.find(text), std::string::npos) << text;
   }
   EXPECT_EQ(help.out.find("--child-index"), std::string::npos);

@@ -30,6 +30,11 @@ const std::string kOtherKey = "signed-events-test-key-0002";
 
 class SignedEvents : public testing::KafkaRedisTest {};
 
+// On both brokers: forged records written by another client of the topic.
+class ForgedEvents : public testing::BothBrokersTest {};
+INSTANTIATE_TEST_SUITE_P(Brokers, ForgedEvents, ::testing::Values(false, true),
+                         testing::BrokerName);
+
 TEST_F(SignedEvents, ReleaseWakesAWaiterInAnotherProcess) {
   Process holder(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
   Process waiter(redis_->url(), broker_->bootstrap(),
@@ -74,9 +79,9 @@ TEST_F(SignedEvents, WithoutAKeyAForgedEventWakesAWaiter) {
   EXPECT_TRUE(fut.get());
 }
 
-TEST_F(SignedEvents, ForgedEventsAreCountedAndWakeNobody) {
-  Process holder(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
-  Process waiter(redis_->url(), broker_->bootstrap(), {.event_keys = {kKey}});
+TEST_P(ForgedEvents, AreCountedAndWakeNobody) {
+  Process holder(redis_->url(), bootstrap(), {.event_keys = {kKey}});
+  Process waiter(redis_->url(), bootstrap(), {.event_keys = {kKey}});
   AcquireResult held = holder.locks->TryAcquire("forged:1");  // 30 s lease
   ASSERT_TRUE(held);
   auto fut = std::async(std::launch::async, [&] {
@@ -97,7 +102,7 @@ TEST_F(SignedEvents, ForgedEventsAreCountedAndWakeNobody) {
                     .cause = UnlockCause::kForce};
   UnlockEvent release{.lock = "forged:1", .client_id = "forger"};
   const EventAuthenticator wrong({kOtherKey});
-  Forge(broker_->bootstrap(),
+  Forge(bootstrap(),
         {EncodeUnlockEvent(release), EncodeUnlockEvent(force),
          wrong.Encode(release), wrong.Encode(force),
          EncodeUnlockEvent(force, "hmac-sha256-v1:" + std::string(64, '0'))});

@@ -7,14 +7,20 @@
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/notifier/embedded_broker.h"
+#include "support/kafka_admin.h"
+#include "support/real_kafka.h"
 #include "support/wait_until.h"
 
 namespace lockfleet::notifier {
@@ -39,17 +45,28 @@ class JobTopic : public ::testing::Test {
   void SetUp() override {
     topic_ = std::string("jobs.") +
              ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    // A parameterized test's name has a '/': Kafka topic names are
+    // [a-zA-Z0-9._-] (the embedded broker does not check, a real one does).
+    std::replace(topic_.begin(), topic_.end(), '/', '.');
     group_ = topic_ + ".workers";
   }
 
+  virtual std::string bootstrap() const { return broker_->bootstrap(); }
+  virtual void CreateTopic(int partitions) {
+    broker_->CreateTopic(topic_, partitions);
+  }
+  // 3 s on the embedded broker (a rebalance there waits session - 1 s); a
+  // real broker refuses less than 6 s.
+  virtual milliseconds Session() const { return milliseconds(3000); }
+
   JobConsumerOptions ConsumerOptions() const {
     JobConsumerOptions o;
-    o.bootstrap = broker_->bootstrap();
+    o.bootstrap = bootstrap();
     o.topic = topic_;
     o.group = group_;
     o.fetch_wait = milliseconds(10);
     o.commit_interval = milliseconds(100);
-    o.session_timeout = milliseconds(3000);
+    o.session_timeout = Session();
     o.log = Quiet;
     return o;
   }
@@ -61,7 +78,7 @@ class JobTopic : public ::testing::Test {
   // Produces records key-<first>..key-<first+n-1>, all acknowledged.
   void Produce(int first, int n) const {
     JobProducer producer(
-        {.bootstrap = broker_->bootstrap(), .topic = topic_, .log = Quiet});
+        {.bootstrap = bootstrap(), .topic = topic_, .log = Quiet});
     for (int i = first; i < first + n; ++i) {
       producer.Produce("key-" + std::to_string(i), "job-" + std::to_string(i));
     }
@@ -109,7 +126,7 @@ class JobTopic : public ::testing::Test {
     std::string err;
     std::unique_ptr<RdKafka::Conf> conf(
         RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-    conf->set("bootstrap.servers", broker_->bootstrap(), err);
+    conf->set("bootstrap.servers", bootstrap(), err);
     conf->set("group.id", group_, err);
     std::unique_ptr<RdKafka::KafkaConsumer> observer(
         RdKafka::KafkaConsumer::create(conf.get(), err));
@@ -131,6 +148,62 @@ class JobTopic : public ::testing::Test {
   std::string group_;
 };
 EmbeddedBroker* JobTopic::broker_ = nullptr;
+
+// The same tests on the embedded broker and on a real Apache Kafka broker
+// (kafka-local: a real group coordinator, which refuses sessions under 6 s
+// and commits while members rejoin). Every test runs in a process of its
+// own (ctest), each starting its broker: keep the real-broker tests few.
+class JobTopicOnBothBrokers : public JobTopic,
+                              public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    JobTopic::SetUp();
+    if (!real()) return;
+    if (const std::string why = testing::RealKafka::Unavailable();
+        !why.empty()) {
+      if (testing::RealKafka::Required()) FAIL() << why;
+      GTEST_SKIP() << why;
+    }
+    if (!real_) {
+      real_ = std::make_unique<testing::RealKafka>(
+          std::vector<std::string>{"offsets.topic.num.partitions=1"});
+    }
+  }
+  static void TearDownTestSuite() {
+    real_.reset();
+    JobTopic::TearDownTestSuite();
+  }
+
+  bool real() const { return GetParam(); }
+  std::string bootstrap() const override {
+    return real() ? real_->bootstrap() : JobTopic::bootstrap();
+  }
+  void CreateTopic(int partitions) override {
+    if (real()) {
+      ASSERT_EQ(testing::CreateKafkaTopic(bootstrap(), topic_, partitions), "");
+    } else {
+      JobTopic::CreateTopic(partitions);
+    }
+  }
+  milliseconds Session() const override {
+    return real() ? milliseconds(6000) : JobTopic::Session();
+  }
+
+  inline static std::unique_ptr<testing::RealKafka> real_;
+};
+INSTANTIATE_TEST_SUITE_P(Brokers, JobTopicOnBothBrokers,
+                         ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "RealKafka" : "EmbeddedBroker";
+                         });
+
+// What only a real broker does.
+class JobTopicOnARealBroker : public JobTopicOnBothBrokers {};
+INSTANTIATE_TEST_SUITE_P(Brokers, JobTopicOnARealBroker,
+                         ::testing::Values(true),
+                         [](const ::testing::TestParamInfo<bool>&) {
+                           return "RealKafka";
+                         });
 
 // Polls one consumer on its own thread (its poll thread) until stopped.
 class Poller {
@@ -183,8 +256,9 @@ std::vector<int64_t> Offsets(const std::vector<JobRecord>& records) {
   return out;
 }
 
-TEST_F(JobTopic, EverythingIsConsumedAndAFinishedGroupGetsNothingAgain) {
-  broker_->CreateTopic(topic_, 4);
+TEST_P(JobTopicOnBothBrokers,
+       EverythingIsConsumedAndAFinishedGroupGetsNothingAgain) {
+  CreateTopic(4);
   Produce(0, 40);
   auto first = NewConsumer();
   std::vector<JobRecord> got = Take(*first, 40);
@@ -275,8 +349,9 @@ TEST_F(JobTopic, RecordsOfADestroyedConsumerAreDeliveredAgain) {
             (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
-TEST_F(JobTopic, TwoConsumersShareThePartitionsAndGetEachRecordOnce) {
-  broker_->CreateTopic(topic_, 4);
+TEST_P(JobTopicOnBothBrokers,
+       TwoConsumersShareThePartitionsAndGetEachRecordOnce) {
+  CreateTopic(4);
   Produce(0, 20);
   auto a = NewConsumer();
   Poller pa(*a, /*finish=*/true);
@@ -312,6 +387,35 @@ TEST_F(JobTopic, TwoConsumersShareThePartitionsAndGetEachRecordOnce) {
   EXPECT_GE(a->stats().rebalances, 2u);  // assigned, then gave some up
   // (Commits may fail while the group rebalances: the embedded broker,
   // unlike a real one, refuses them while members rejoin. They are retried.)
+  if (real()) {
+    EXPECT_EQ(a->stats().commit_failures, 0u);
+  }
+}
+
+// A session timeout under the broker's group.min.session.timeout.ms (6 s)
+// is refused at the join: the consumer counts and logs the error and gets
+// no partitions; it never silently consumes nothing.
+TEST_P(JobTopicOnARealBroker, ASessionTimeoutTheBrokerRefusesIsReported) {
+  CreateTopic(4);
+  Produce(0, 4);
+  std::mutex mu;
+  std::string logged;
+  JobConsumerOptions o = ConsumerOptions();
+  o.session_timeout = milliseconds(3000);
+  o.log = [&](LogLevel, std::string_view line) {
+    std::lock_guard lock(mu);
+    logged += std::string(line) + "\n";
+  };
+  JobConsumer c(o);
+  const auto deadline = Steady::now() + kDeadline;
+  while (c.stats().errors == 0 && Steady::now() < deadline) {
+    EXPECT_FALSE(c.Poll(kPoll));
+  }
+  EXPECT_GE(c.stats().errors, 1u);
+  EXPECT_EQ(c.stats().assigned_partitions, 0);
+  EXPECT_EQ(c.stats().received, 0u);
+  std::lock_guard lock(mu);
+  EXPECT_NE(logged.find("session timeout"), std::string::npos) << logged;
 }
 
 TEST_F(JobTopic, PausedConsumerReturnsNothingAndResumesWithNothingLost) {

@@ -1,7 +1,8 @@
 // Shared by the notifier's integration tests: one simulated lockfleet
 // process (its own Redis connections, LockClient and KafkaNotifier, wired as
-// `lockfleet worker` wires them), and a suite fixture with a private
-// redis-server and embedded broker.
+// `lockfleet worker` wires them), a suite fixture with a private
+// redis-server and embedded broker, and one that runs a test on both the
+// embedded broker and a real one.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,8 @@
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/notifier/embedded_broker.h"
 #include "lockfleet/notifier/kafka_notifier.h"
+#include "support/kafka_admin.h"
+#include "support/real_kafka.h"
 #include "support/redis_server.h"
 
 namespace lockfleet::notifier::testing {
@@ -104,5 +107,57 @@ class KafkaRedisTest : public ::testing::Test {
   inline static lockfleet::testing::RedisServer* redis_ = nullptr;
   inline static EmbeddedBroker* broker_ = nullptr;
 };
+
+// The same tests on the embedded broker and on a real Apache Kafka broker
+// (kafka-local, support/real_kafka.h, with the unlock topic created first):
+// a real broker long-polls and has a real group coordinator. TEST_P tests
+// of a fixture derived from this one, instantiated with
+// INSTANTIATE_TEST_SUITE_P(Brokers, Fixture, ::testing::Values(false, true),
+// BrokerName). Every test runs in a process of its own (ctest), so the real
+// broker is started for each: keep the real-broker tests few.
+class BothBrokersTest : public ::testing::TestWithParam<bool> {
+ protected:
+  static void SetUpTestSuite() {
+    redis_ = new lockfleet::testing::RedisServer();
+  }
+  static void TearDownTestSuite() {
+    embedded_.reset();
+    real_.reset();
+    delete redis_;
+    redis_ = nullptr;
+  }
+  void SetUp() override {
+    if (real()) {
+      if (const std::string why = lockfleet::testing::RealKafka::Unavailable();
+          !why.empty()) {
+        if (lockfleet::testing::RealKafka::Required()) FAIL() << why;
+        GTEST_SKIP() << why;
+      }
+      if (!real_) {
+        real_ = std::make_unique<lockfleet::testing::RealKafka>();
+        // As deploy/README.md tells operators: the unlock topic exists
+        // before the first process starts.
+        ASSERT_EQ(lockfleet::testing::CreateKafkaTopic(real_->bootstrap(),
+                                                       "lockfleet.unlock", 3),
+                  "");
+      }
+    } else if (!embedded_) {
+      embedded_ = std::make_unique<EmbeddedBroker>();
+    }
+  }
+
+  bool real() const { return GetParam(); }
+  std::string bootstrap() const {
+    return real() ? real_->bootstrap() : embedded_->bootstrap();
+  }
+
+  inline static lockfleet::testing::RedisServer* redis_ = nullptr;
+  inline static std::unique_ptr<EmbeddedBroker> embedded_;
+  inline static std::unique_ptr<lockfleet::testing::RealKafka> real_;
+};
+
+inline std::string BrokerName(const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "RealKafka" : "EmbeddedBroker";
+}
 
 }  // namespace lockfleet::notifier::testing

@@ -49,11 +49,13 @@ void SleepUnlessStopped(std::stop_token stop, nanoseconds duration) {
 // What the threads of one process share while they run.
 struct Shared {
   const BenchArgs& args;
+  RedisClient& redis;
   LockClient& locks;
   int64_t end_ns;
   std::stop_token stop;
   std::atomic<uint64_t> acquisitions{0};
   std::atomic<uint64_t> poll_sleeps{0};
+  std::atomic<uint64_t> token_takes{0};  // --mode floor: BLPOP calls
   std::mutex mu;
   std::map<std::string, uint64_t> errors;  // guarded by mu
 
@@ -78,6 +80,53 @@ AcquireResult Poll(Shared& shared, const std::string& name, bool& waited) {
   }
 }
 
+// --mode floor: takes lock `index`'s token with BLPOP, bounded so that the
+// end of the run and a stop are seen; false when the run ended first.
+bool TakeToken(Shared& shared, int index, bool& waited) {
+  const std::string key = FloorKey(index);
+  while (!shared.stop.stop_requested() && WallClockNs() < shared.end_ns) {
+    shared.token_takes.fetch_add(1, std::memory_order_relaxed);
+    const Reply reply = shared.redis.Execute({"BLPOP", key, "0.5"});
+    if (reply.type == Reply::Type::kArray) return true;
+    if (reply.type == Reply::Type::kError) {
+      throw Error(ErrorReplyCode(reply.str, ErrorCode::kRedisProtocol),
+                  "BLPOP " + key + ": " + reply.str);
+    }
+    waited = true;  // timed out: nobody gave the token back for 0.5 s
+  }
+  return false;
+}
+
+// Gives the token back. Retried until the run ends: a token not given back
+// stops every other contender of its lock.
+void GiveTokenBack(Shared& shared, int index) {
+  while (true) {
+    try {
+      shared.redis.Execute({"RPUSH", FloorKey(index), "token"});
+      return;
+    } catch (const Error& e) {
+      shared.CountError(std::string(ErrorCodeName(e.code())));
+      if (shared.stop.stop_requested() || WallClockNs() >= shared.end_ns) {
+        return;
+      }
+      SleepUnlessStopped(shared.stop, kErrorBackoff);
+    }
+  }
+}
+
+// One critical section of --mode floor: token taken, held, given back.
+void FloorSection(Shared& shared, int lock, RecordWriter& records) {
+  bool waited = false;
+  if (!TakeToken(shared, lock, waited)) return;
+  Section section{.acquire_ns = WallClockNs(), .lock = lock, .waited = waited};
+  if (shared.args.hold_ms > 0)
+    std::this_thread::sleep_for(milliseconds(shared.args.hold_ms));
+  section.release_ns = WallClockNs();
+  records.Write(section);
+  shared.acquisitions.fetch_add(1, std::memory_order_relaxed);
+  GiveTokenBack(shared, lock);
+}
+
 void Contend(Shared& shared, int thread, RecordWriter& records) {
   const BenchArgs& args = shared.args;
   std::mt19937 random(static_cast<uint32_t>(args.child_index * 7919 + thread));
@@ -88,6 +137,13 @@ void Contend(Shared& shared, int thread, RecordWriter& records) {
   while (!shared.stop.stop_requested() && WallClockNs() < shared.end_ns) {
     const int lock = pick(random);
     try {
+      if (args.mode == BenchMode::kFloor) {
+        FloorSection(shared, lock, records);
+        if (args.think_ms > 0) {
+          SleepUnlessStopped(shared.stop, milliseconds(args.think_ms));
+        }
+        continue;
+      }
       bool waited = false;
       AcquireResult result;
       if (args.mode == BenchMode::kPoll) {
@@ -223,6 +279,7 @@ int RunContender(const BenchArgs& args, const Context& context) {
       kafka ? kafka->stats() : notifier::NotifierStats{};
 
   Shared shared{.args = args,
+                .redis = *redis,
                 .locks = *locks,
                 .end_ns = end_ns,
                 .stop = stop.get_token()};
@@ -245,10 +302,14 @@ int RunContender(const BenchArgs& args, const Context& context) {
 
   const LockStats stats = locks->stats();
   report.acquisitions = shared.acquisitions.load();
-  report.attempts = stats.attempts - stats_before.attempts;
+  report.attempts = args.mode == BenchMode::kFloor
+                        ? shared.token_takes.load()
+                        : stats.attempts - stats_before.attempts;
   report.round_trips = redis->round_trips() - trips_before;
   if (args.mode == BenchMode::kPoll) {
     report.wakeups["poll"] = shared.poll_sleeps.load();
+  } else if (args.mode == BenchMode::kFloor) {
+    // Redis itself wakes a blocked BLPOP: no cause of lockfleet's.
   } else {
     // A direct grant (a release in this process granted the waiter the
     // lock) is a local wake-up too: counted apart, so the causes add up.

@@ -33,6 +33,9 @@ struct RunResult {
   std::vector<ProcessResult> processes;
   std::optional<long long> redis_commands;  // INFO commandstats delta
   std::optional<double> redis_cpu_seconds;  // INFO cpu delta (user+sys)
+  // The whole host's busy CPU over the timed window (/proc/stat), in % of
+  // all its cores: contenders, Redis, brokers and anything else running.
+  std::optional<double> host_cpu_percent;
   std::optional<long long> clients_before, clients_during, clients_after;
   std::optional<Percentiles> event_latency_us;  // --event-latency probe
   uint64_t event_latency_sent = 0;
@@ -42,5 +45,16 @@ nlohmann::json ToJson(const RunResult& result);
 
 // The table, from ToJson's object.
 void PrintTable(const nlohmann::json& report, std::ostream& out);
+
+// --repeat: the figures of several runs of one configuration (ToJson's
+// objects), each as {"median", "min", "max", "runs"} over the runs that
+// have it (a percentile of no hand-offs counts as absent), and the
+// violations and failed contenders summed:
+//   {"repeat": N, "summary": {"acquisitions_per_second": {...}, ...},
+//    "violations": V, "failed_processes": F, "runs": [...]}
+nlohmann::json SummarizeRuns(const std::vector<nlohmann::json>& runs);
+
+// The summary table, from SummarizeRuns' object.
+void PrintSummary(const nlohmann::json& summary, std::ostream& out);
 
 }  // namespace lockfleet::cli

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 
 #include "bench_options.h"
 
@@ -14,7 +15,12 @@ namespace lockfleet::cli {
 // Exit status when a contender process failed or had to be killed.
 inline constexpr int kExitContenderFailed = 3;
 
-// Runs one benchmark; returns the exit status (see the --help footer).
+// The exit status a report (ToJson's, or SummarizeRuns') calls for: 1 with
+// violations (printed), kExitContenderFailed with a failed contender, else 0.
+int ExitStatus(const nlohmann::json& report);
+
+// Runs the benchmark (--repeat times); returns the exit status (see the
+// --help footer).
 // `interrupted` turning true stops everything it started (status 130).
 // REQUIRES: CheckBenchArgs(args) passed; args is not a child's.
 int RunBench(const BenchArgs& args, const std::atomic<bool>& interrupted);

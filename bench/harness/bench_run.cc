@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -54,6 +58,27 @@ double InfoSum(RedisClient& redis, const std::string& section,
     }
   }
   return total;
+}
+
+// The host's CPU time so far from /proc/stat, in clock ticks: busy (user,
+// nice, system, irq, softirq, steal) and in all (busy + idle + iowait).
+struct HostCpu {
+  unsigned long long busy = 0;
+  unsigned long long total = 0;
+};
+std::optional<HostCpu> ReadHostCpu() {
+  const std::optional<std::string> stat = ReadWholeFile("/proc/stat");
+  if (!stat || stat->rfind("cpu ", 0) != 0) return std::nullopt;
+  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+  if (std::sscanf(stat->c_str() + 4, "%llu %llu %llu %llu %llu %llu %llu %llu",
+                  &user, &nice, &system, &idle, &iowait, &irq, &softirq,
+                  &steal) != 8) {
+    return std::nullopt;
+  }
+  HostCpu cpu;
+  cpu.busy = user + nice + system + irq + softirq + steal;
+  cpu.total = cpu.busy + idle + iowait;
+  return cpu;
 }
 
 // Each read is best effort: a Redis gone at the end leaves a field null.
@@ -120,17 +145,124 @@ Percentiles MeasureEventLatency(const std::string& bootstrap, int fetch_wait_ms,
   return Summarize(one_way_us);
 }
 
+// A private real Apache Kafka broker (--kafka kafka-local), started with the
+// kafka-local script in a directory of its own and stopped (its JVMs with
+// it) by the destructor.
+class KafkaLocalBroker {
+ public:
+  KafkaLocalBroker() = default;
+  ~KafkaLocalBroker() { Stop(); }
+  KafkaLocalBroker(const KafkaLocalBroker&) = delete;
+  KafkaLocalBroker& operator=(const KafkaLocalBroker&) = delete;
+
+  // Starts it; "" on success, else what went wrong.
+  std::string Start() {
+    const std::string script = KafkaLocalScript();
+    if (script.empty()) {
+      return "kafka-local not found (set LOCKFLEET_KAFKA_LOCAL to the "
+             "kafka-local script of ../shared/kafka)";
+    }
+    if (script.find('\'') != std::string::npos) {
+      return "kafka-local path " + Quoted(script) + " holds a quote";
+    }
+    if (std::system("command -v java >/dev/null 2>&1") != 0) {
+      return "kafka-local needs java on PATH (Debian: apt install "
+             "openjdk-17-jre-headless)";
+    }
+    char pattern[] = "/tmp/lockfleet-bench-kafka-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) {
+      return std::string("mkdtemp: ") + std::strerror(errno);
+    }
+    dir_ = pattern;
+    stop_ = "'" + script + "' stop --data '" + (dir_ / "data").string() + "'";
+    const std::string start = "'" + script + "' start --data '" +
+                              (dir_ / "data").string() + "' >'" +
+                              (dir_ / "start.out").string() + "' 2>&1";
+    if (std::system(start.c_str()) != 0) {
+      return "kafka-local start failed:\n" + Tail(dir_ / "start.out");
+    }
+    std::optional<std::string> line =
+        ReadWholeFile((dir_ / "data" / "run" / "bootstrap").string());
+    if (line && line->rfind("bootstrap: ", 0) == 0) line->erase(0, 11);
+    while (line && !line->empty() && std::isspace(line->back())) {
+      line->pop_back();
+    }
+    if (!line || line->empty()) {
+      return "kafka-local started but wrote no bootstrap:\n" +
+             Tail(dir_ / "start.out");
+    }
+    bootstrap_ = *line;
+    // The unlock topic, as an operator creates it before the first process
+    // starts (deploy/README.md: 3 partitions); lockfleet never has a broker
+    // auto-create it.
+    const std::string topics =
+        (fs::path(script).parent_path() / "bin" / "kafka-topics.sh").string();
+    const std::optional<std::string> zookeeper = ReadWholeFile(
+        (dir_ / "data" / "conf" / "zookeeper.properties").string());
+    std::string zk_port;
+    if (zookeeper) {
+      const size_t at = zookeeper->find("clientPort=");
+      if (at != std::string::npos) {
+        zk_port =
+            zookeeper->substr(at + 11, zookeeper->find('\n', at) - at - 11);
+      }
+    }
+    if (zk_port.empty() ||
+        zk_port.find_first_not_of("0123456789") != std::string::npos) {
+      return "kafka-local started but its ZooKeeper port is unknown";
+    }
+    const std::string create =
+        "'" + topics + "' --zookeeper 127.0.0.1:" + zk_port +
+        " --create --if-not-exists --topic lockfleet.unlock --partitions 3 "
+        "--replication-factor 1 >'" +
+        (dir_ / "topics.out").string() + "' 2>&1";
+    if (std::system(create.c_str()) != 0) {
+      return "cannot create lockfleet.unlock on kafka-local:\n" +
+             Tail(dir_ / "topics.out");
+    }
+    return "";
+  }
+
+  const std::string& bootstrap() const { return bootstrap_; }
+
+ private:
+  void Stop() {
+    if (dir_.empty()) return;
+    if (!stop_.empty()) {
+      [[maybe_unused]] const int status =
+          std::system((stop_ + " >/dev/null 2>&1").c_str());
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+    dir_.clear();
+  }
+
+  fs::path dir_;
+  std::string stop_;
+  std::string bootstrap_;
+};
+
 class Bench {
  public:
-  Bench(const BenchArgs& args, const std::atomic<bool>& interrupted)
-      : args_(args), interrupted_(interrupted) {}
+  // `kafka_label`: how the report names a given broker ("" for its
+  // bootstrap).
+  Bench(const BenchArgs& args, const std::atomic<bool>& interrupted,
+        std::string kafka_label = "")
+      : args_(args),
+        interrupted_(interrupted),
+        kafka_label_(std::move(kafka_label)) {}
   ~Bench();
 
+  // Runs it; the exit status (see the --help footer). The report, if it
+  // got that far, is report().
   int Run();
+  const nlohmann::json& report() const { return report_; }
 
  private:
   int StartRedis();
   int StartKafka();
+  int SeedTokens();
+  void DropTokens();
   int StartContenders();
   void WaitForContenders(int64_t end_ns);
   void Collect();
@@ -142,6 +274,8 @@ class Bench {
 
   const BenchArgs& args_;
   const std::atomic<bool>& interrupted_;
+  const std::string kafka_label_;
+  nlohmann::json report_;
   fs::path dir_;
   std::unique_ptr<SupervisedProcess> redis_server_;
   std::string redis_url_;
@@ -214,7 +348,7 @@ int Bench::StartKafka() {
     return kExitOk;
   }
   bootstrap_ = args_.kafka;
-  result_.kafka = bootstrap_ + Signed();
+  result_.kafka = (kafka_label_.empty() ? bootstrap_ : kafka_label_) + Signed();
   // Fail fast, before P processes each wait for it.
   notifier::KafkaOptions options = BenchKafkaOptions(args_, bootstrap_);
   options.log = [](notifier::LogLevel, std::string_view) {};
@@ -228,6 +362,46 @@ int Bench::StartKafka() {
                     "assigned within 15 s");
   }
   return kExitOk;
+}
+
+// --mode floor: one token per lock name, in a list of its own.
+int Bench::SeedTokens() {
+  if (args_.mode != BenchMode::kFloor) return kExitOk;
+  try {
+    for (int from = 0; from < args_.locks; from += 1000) {
+      std::vector<Command> batch;
+      for (int i = from; i < std::min(args_.locks, from + 1000); ++i) {
+        batch.push_back({"DEL", FloorKey(i)});
+        batch.push_back({"RPUSH", FloorKey(i), "token"});
+      }
+      for (const Reply& reply : redis_->Pipeline(batch)) {
+        if (reply.type == Reply::Type::kError) {
+          return Fail(kExitUnavailable,
+                      "redis refused the floor's token lists: " + reply.str);
+        }
+      }
+    }
+  } catch (const Error& e) {
+    return Fail(
+        kExitUnavailable,
+        std::string("redis: cannot seed the floor's token lists: ") + e.what());
+  }
+  return kExitOk;
+}
+
+// Best effort: a shared Redis keeps no token lists after the run.
+void Bench::DropTokens() {
+  if (args_.mode != BenchMode::kFloor) return;
+  try {
+    for (int from = 0; from < args_.locks; from += 1000) {
+      std::vector<Command> batch;
+      for (int i = from; i < std::min(args_.locks, from + 1000); ++i) {
+        batch.push_back({"DEL", FloorKey(i)});
+      }
+      redis_->Pipeline(batch);
+    }
+  } catch (const Error&) {
+  }
 }
 
 int Bench::StartContenders() {
@@ -312,12 +486,14 @@ int Bench::Run() {
   result_.args = &args_;
   if (int status = StartRedis(); status != kExitOk) return status;
   if (int status = StartKafka(); status != kExitOk) return status;
+  if (int status = SeedTokens(); status != kExitOk) return status;
   result_.clients_before = ConnectedClients(*redis_);
   if (int status = StartContenders(); status != kExitOk) return status;
 
   result_.clients_during = ConnectedClients(*redis_);
   const std::optional<long long> commands_before = Commands(*redis_);
   const std::optional<double> cpu_before = CpuSeconds(*redis_);
+  std::optional<HostCpu> host_before;
   // Long enough for every contender to see the file (they look every 2 ms).
   const int64_t start_ns = WallClockNs() + 300'000'000;
   const int64_t end_ns = start_ns + int64_t{args_.seconds} * 1'000'000'000;
@@ -326,14 +502,25 @@ int Bench::Run() {
           std::to_string(start_ns) + " " + std::to_string(end_ns))) {
     return Fail(kExitSoftware, "cannot write " + GoPath(dir_.string()));
   }
+  while (WallClockNs() < start_ns && !interrupted_) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  host_before = ReadHostCpu();
   while (WallClockNs() < end_ns && !interrupted_) {
     std::this_thread::sleep_for(milliseconds(10));
+  }
+  const std::optional<HostCpu> host_after = ReadHostCpu();
+  if (host_before && host_after && host_after->total > host_before->total) {
+    result_.host_cpu_percent =
+        100.0 * static_cast<double>(host_after->busy - host_before->busy) /
+        static_cast<double>(host_after->total - host_before->total);
   }
   const std::optional<double> cpu_after = CpuSeconds(*redis_);
   WaitForContenders(end_ns);
   if (interrupted_) return kExitSignalBase + SIGINT;
   const std::optional<long long> commands_after = Commands(*redis_);
   Collect();
+  DropTokens();
 
   // The server notices closed connections asynchronously.
   for (auto deadline = steady_clock::now() + seconds(5);;) {
@@ -359,14 +546,16 @@ int Bench::Run() {
     result_.event_latency_sent = static_cast<uint64_t>(args_.event_latency);
   }
 
-  const nlohmann::json report = ToJson(result_);
-  if (args_.json) {
-    std::cout << report.dump() << std::endl;
-  } else {
-    PrintTable(report, std::cout);
-  }
-  if (result_.analysis.violations > 0) {
-    PrintError(std::to_string(result_.analysis.violations) +
+  report_ = ToJson(result_);
+  return ExitStatus(report_);
+}
+
+}  // namespace
+
+int ExitStatus(const nlohmann::json& report) {
+  if (const uint64_t violations = report.at("violations").get<uint64_t>();
+      violations > 0) {
+    PrintError(std::to_string(violations) +
                " violations: overlapping critical sections on one lock");
     return 1;
   }
@@ -374,11 +563,51 @@ int Bench::Run() {
                                                       : kExitOk;
 }
 
-}  // namespace
-
-int RunBench(const BenchArgs& args, const std::atomic<bool>& interrupted) {
-  Bench bench(args, interrupted);
-  return bench.Run();
+int RunBench(const BenchArgs& given, const std::atomic<bool>& interrupted) {
+  BenchArgs args = given;
+  std::string kafka_label;
+  std::unique_ptr<KafkaLocalBroker> kafka_local;
+  if (args.mode == BenchMode::kKafka && args.kafka == kKafkaLocal) {
+    kafka_local = std::make_unique<KafkaLocalBroker>();
+    if (const std::string error = kafka_local->Start(); !error.empty()) {
+      PrintError("--kafka kafka-local: " + error);
+      return kExitUnavailable;
+    }
+    args.kafka = kafka_local->bootstrap();
+    kafka_label = "real broker, kafka-local (" + args.kafka + ")";
+  }
+  if (args.repeat == 1) {
+    Bench bench(args, interrupted, kafka_label);
+    const int status = bench.Run();
+    if (bench.report().is_null()) return status;
+    if (args.json) {
+      std::cout << bench.report().dump() << std::endl;
+    } else {
+      PrintTable(bench.report(), std::cout);
+    }
+    return status;
+  }
+  std::vector<nlohmann::json> runs;
+  for (int i = 0; i < args.repeat; ++i) {
+    Bench bench(args, interrupted, kafka_label);
+    const int status = bench.Run();
+    if (bench.report().is_null()) return status;  // did not get to run
+    runs.push_back(bench.report());
+    if (!args.json) {
+      const nlohmann::json& r = runs.back();
+      std::cerr << "lockfleet bench: run " << (i + 1) << " of " << args.repeat
+                << ": " << r.at("acquisitions").get<uint64_t>()
+                << " acquisitions, " << r.at("violations").get<uint64_t>()
+                << " violations" << std::endl;
+    }
+  }
+  const nlohmann::json summary = SummarizeRuns(runs);
+  if (args.json) {
+    std::cout << summary.dump() << std::endl;
+  } else {
+    PrintSummary(summary, std::cout);
+  }
+  return ExitStatus(summary);
 }
 
 }  // namespace lockfleet::cli

@@ -2,8 +2,12 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <ostream>
+#include <sstream>
+#include <vector>
 
 #include "supervised_process.h"
 
@@ -47,7 +51,114 @@ std::string Counts(const json& object) {
   return out.empty() ? "none" : out;
 }
 
+// The figures --repeat summarizes: a JSON pointer into ToJson's object and
+// the label and format of the summary table.
+struct Figure {
+  const char* pointer;
+  const char* label;
+  const char* format;
+};
+constexpr Figure kFigures[] = {
+    {"/acquisitions_per_second", "acquisitions / s", "%.1f"},
+    {"/handoff_us/p50", "hand-off p50 (us)", "%.0f"},
+    {"/handoff_us/p99", "hand-off p99 (us)", "%.0f"},
+    {"/cross_process_handoff_us/p50", "cross-process p50 (us)", "%.0f"},
+    {"/cross_process_handoff_us/p99", "cross-process p99 (us)", "%.0f"},
+    {"/same_process_handoff_us/p50", "same-process p50 (us)", "%.0f"},
+    {"/same_process_handoff_us/p99", "same-process p99 (us)", "%.0f"},
+    {"/redis_calls_per_acquisition", "redis round trips / acq", "%.2f"},
+    {"/redis_commands_per_acquisition", "redis commands / acq", "%.2f"},
+    {"/redis_cpu_percent", "redis cpu (% of a core)", "%.1f"},
+    {"/host_cpu_percent", "host cpu (% of all cores)", "%.1f"},
+    {"/jain_index", "fairness (Jain)", "%.3f"},
+    {"/releaser_reacquire_share", "back to the releaser", "%.3f"},
+};
+
+// The value at `pointer`, or nullopt when the run has none: null, or a
+// percentile over no hand-offs.
+std::optional<double> FigureOf(const json& run, const std::string& pointer) {
+  const json::json_pointer at(pointer);
+  if (!run.contains(at) || !run.at(at).is_number()) return std::nullopt;
+  const json::json_pointer parent = at.parent_pointer();
+  if (!parent.empty() && run.at(parent).contains("count") &&
+      run.at(parent).at("count").get<uint64_t>() == 0) {
+    return std::nullopt;
+  }
+  return run.at(at).get<double>();
+}
+
 }  // namespace
+
+json SummarizeRuns(const std::vector<json>& runs) {
+  json summary = json::object();
+  for (const Figure& figure : kFigures) {
+    std::vector<double> values;
+    for (const json& run : runs) {
+      if (const std::optional<double> v = FigureOf(run, figure.pointer)) {
+        values.push_back(*v);
+      }
+    }
+    if (values.empty()) continue;
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    const double median =
+        n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    summary[std::string(figure.pointer).substr(1)] = {{"median", median},
+                                                      {"min", values.front()},
+                                                      {"max", values.back()},
+                                                      {"runs", n}};
+  }
+  uint64_t violations = 0;
+  int failed = 0;
+  for (const json& run : runs) {
+    violations += run.at("violations").get<uint64_t>();
+    failed += run.at("failed_processes").get<int>();
+  }
+  return {{"repeat", runs.size()},
+          {"summary", summary},
+          {"violations", violations},
+          {"failed_processes", failed},
+          {"runs", runs}};
+}
+
+void PrintSummary(const json& s, std::ostream& out) {
+  const json& runs = s.at("runs");
+  if (!runs.empty()) {
+    // The configuration line of the first run stands for all.
+    std::ostringstream first;
+    PrintTable(runs.front(), first);
+    const std::string text = first.str();
+    out << text.substr(0, text.find("\n\n")) << "\n";
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "  %zu runs: median (min - max) of each figure\n\n",
+                runs.size());
+  out << line;
+  for (const Figure& figure : kFigures) {
+    const std::string key = std::string(figure.pointer).substr(1);
+    if (!s.at("summary").contains(key)) continue;
+    const json& f = s.at("summary").at(key);
+    const auto format = [&](const char* name) {
+      char text[64];
+      std::snprintf(text, sizeof(text), figure.format,
+                    f.at(name).get<double>());
+      return std::string(text);
+    };
+    std::snprintf(
+        line, sizeof(line), "  %-28s %s (%s - %s)%s\n", figure.label,
+        format("median").c_str(), format("min").c_str(), format("max").c_str(),
+        f.at("runs").get<size_t>() < runs.size()
+            ? (" in " + std::to_string(f.at("runs").get<size_t>()) + " runs")
+                  .c_str()
+            : "");
+    out << line;
+  }
+  std::snprintf(
+      line, sizeof(line), "  %-28s %llu in all runs\n", "violations",
+      static_cast<unsigned long long>(s.at("violations").get<uint64_t>()));
+  out << line << std::flush;
+}
 
 bool ProcessResult::ok() const {
   return wait_status && WIFEXITED(*wait_status) &&
@@ -133,6 +244,7 @@ json ToJson(const RunResult& r) {
       {"redis_cpu_percent", r.redis_cpu_seconds && r.seconds > 0
                                 ? json(100.0 * *r.redis_cpu_seconds / r.seconds)
                                 : json(nullptr)},
+      {"host_cpu_percent", OrNull(r.host_cpu_percent)},
       {"jain_index", a.jain_index},
       {"releaser_reacquire_share", a.releaser_reacquire_share},
       {"wakeups", wakeups},
@@ -168,6 +280,9 @@ void PrintTable(const json& j, std::ostream& out) {
           ? (" every " + std::to_string(c.at("poll_interval_ms").get<int>()) +
              " ms")
                 .c_str()
+      : c.at("mode") == "floor"
+          ? " (a token in a Redis list taken with BLPOP: the physical "
+            "reference, NOT a lock: no lease, no owner, no fencing)"
           : (c.at("fair").get<bool>() ? " (fair)" : " (barging)"),
       c.at("processes").get<int>(), c.at("threads").get<int>(),
       c.at("locks").get<int>(), c.at("locks").get<int>() == 1 ? "" : "s",
@@ -212,6 +327,7 @@ void PrintTable(const json& j, std::ostream& out) {
   row("redis commands / acq",
       number(j.at("redis_commands_per_acquisition"), "%.2f"));
   row("redis cpu", number(j.at("redis_cpu_percent"), "%.1f%% of a core"));
+  row("host cpu", number(j.at("host_cpu_percent"), "%.1f%% of all cores"));
   row("fairness (Jain)", number(j.at("jain_index"), "%.3f"));
   row("back to the releaser",
       number(j.at("releaser_reacquire_share").get<double>() * 100, "%.1f%%") +

@@ -18,6 +18,10 @@ enum class BenchMode {
   kKafka,  // the product: LockClient + one KafkaNotifier per process
   kLocal,  // no Kafka: same-process wake-ups and bounded parks only
   kPoll,   // baseline: TryAcquire every --poll-interval-ms, no waiting
+  // Physical reference, not a lock: one token per lock name in a Redis list,
+  // taken with BLPOP and given back with RPUSH (no lease, no owner, no
+  // fencing; a contender that dies holding it loses the token).
+  kFloor,
 };
 
 const char* BenchModeName(BenchMode mode);
@@ -45,8 +49,11 @@ struct BenchArgs {
   // CheckBenchArgs(); --redis, --kafka and the key options override it.
   std::string config_path;
   std::optional<config::Config> config;
-  std::string redis;       // empty: start a private redis-server
-  std::string kafka;       // empty: start the embedded broker (kafka mode)
+  std::string redis;  // empty: start a private redis-server
+  // Empty: start the embedded broker (kafka mode); kKafkaLocal: start a
+  // private real broker with kafka-local (see KafkaLocalScript()).
+  std::string kafka;
+  int repeat = 1;          // runs; more than 1: medians and spreads too
   EventKeyArgs event_key;  // --event-key-env / --event-key-file
   // The unlock-event keys they name (kafka mode), set by CheckBenchArgs();
   // empty: unsigned events. SECRET: never print them.
@@ -79,6 +86,17 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
 
 // The name of lock `index` of a run ("bench:0", ...).
 std::string BenchLockName(int index);
+
+// The token list of lock `index` in --mode floor.
+std::string FloorKey(int index);
+
+// --kafka kafka-local: a private real Apache Kafka broker, started with the
+// kafka-local script ($LOCKFLEET_KAFKA_LOCAL, else ../shared/kafka beside
+// the source tree this binary was built from).
+inline constexpr char kKafkaLocal[] = "kafka-local";
+
+// The kafka-local script to run, or "" when there is none.
+std::string KafkaLocalScript();
 
 // Key prefix of the bench's locks, apart from production's.
 inline constexpr char kBenchKeyPrefix[] = "lockfleet-bench";

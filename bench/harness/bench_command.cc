@@ -22,15 +22,20 @@ this one dies) runs --threads threads with one LockClient per process, as
 production does: in --mode kafka one KafkaNotifier per process publishes
 unlock events and wakes its waiters; --mode local uses no Kafka (same-process
 wake-ups and bounded parks only); --mode poll is a naive baseline that calls
-TryAcquire every --poll-interval-ms (default 10). Every thread loops: wait for
+TryAcquire every --poll-interval-ms (default 10); --mode floor is the
+physical reference and NOT a lock: one token per lock name in a Redis list,
+taken with BLPOP and given back with RPUSH (no lease, no owner token, no
+fencing), the fastest hand-off Redis can do. Every thread loops: wait for
 one of --locks locks (picked at random), hold it --hold-ms, release, think
 --think-ms. All start on a common barrier after warm-up and stop after
 --seconds.
 
 Without --redis a private redis-server (from PATH, or
 $LOCKFLEET_REDIS_SERVER) is started on a unix socket; without --kafka (in
-kafka mode) an embedded broker is started in this process. Both are stopped
-at the end. Against a shared Redis, the server-side figures (commands, CPU,
+kafka mode) an embedded broker is started in this process; with --kafka
+kafka-local a private real Apache Kafka broker is started with the
+kafka-local script ($LOCKFLEET_KAFKA_LOCAL, else ../shared/kafka beside the
+source tree; needs java). All are stopped at the end. Against a shared Redis, the server-side figures (commands, CPU,
 clients) include other clients' load.
 
 Every critical section records its acquire and release time (wall clock);
@@ -51,6 +56,10 @@ the records of all processes are merged per lock:
                   the end; Redis connected_clients before, during, after
 --event-latency N then measures the broker's one-way event latency with N
 events (kafka mode). --json prints all of it as one JSON object.
+--repeat N runs the whole benchmark N times (each on a fresh Redis and
+embedded broker; one kafka-local broker for all) and reports each figure's
+median and spread (min - max); with --json: {"repeat", "summary",
+"violations", "failed_processes", "runs": [one object per run]}.
 
 Exit status:
   0   the run completed with 0 violations
@@ -62,6 +71,8 @@ Exit status:
 
 Example:
   lockfleet bench --processes 8 --hold-ms 1 --seconds 5
+  lockfleet bench --mode floor --processes 8 --repeat 3
+  lockfleet bench --kafka kafka-local --processes 32 --repeat 3 --json
   lockfleet bench --mode poll --poll-interval-ms 1 --processes 8 --json)";
 
 }  // namespace
@@ -70,13 +81,15 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
   CLI::App* app = parent.add_subcommand("bench", kDescription);
   formatter.SetSynopsis(
       app,
-      "[--mode kafka|local|poll] [--processes P] [--threads T] [--locks K] "
-      "[--seconds S] [--hold-ms H] [--fair|--no-fair] [--redis URL] "
-      "[--kafka BOOTSTRAP] [--json] ...");
+      "[--mode kafka|local|poll|floor] [--processes P] [--threads T] "
+      "[--locks K] [--seconds S] [--hold-ms H] [--fair|--no-fair] "
+      "[--redis URL] [--kafka BOOTSTRAP|kafka-local] [--repeat N] [--json] "
+      "...");
   app->footer(kFooter);
   auto args = std::make_shared<BenchArgs>();
   app->add_option("--mode", args->mode_name,
-                  "kafka (the product), local (no Kafka) or poll (baseline). "
+                  "kafka (the product), local (no Kafka), poll (baseline) or "
+                  "floor (BLPOP on a token: a reference, not a lock). "
                   "Default: kafka")
       ->type_name("MODE");
   app->add_option("--processes", args->processes,
@@ -128,9 +141,14 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "redis-server")
       ->type_name("URL");
   app->add_option("--kafka", args->kafka,
-                  "--mode kafka: broker list. Default: the config's, else "
-                  "start an embedded broker")
+                  "--mode kafka: broker list, or kafka-local to start a "
+                  "private real broker. Default: the config's, else start "
+                  "an embedded broker")
       ->type_name("BOOTSTRAP");
+  app->add_option("--repeat", args->repeat,
+                  "Runs, 1..100; more than 1 reports each figure's median "
+                  "and spread. Default: 1")
+      ->type_name("N");
   AddEventKeyOptions(*app, args->event_key);
   app->add_flag("--json", args->json, "Print one JSON object");
   // The contender processes' own mode (bench_contender.h).

@@ -1,5 +1,9 @@
 #include "bench_options.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "command.h"
 #include "config_options.h"
 #include "kafka_wakeups.h"
@@ -18,6 +22,8 @@ const char* BenchModeName(BenchMode mode) {
       return "local";
     case BenchMode::kPoll:
       return "poll";
+    case BenchMode::kFloor:
+      return "floor";
   }
   return "?";
 }
@@ -29,10 +35,14 @@ void CheckBenchArgs(BenchArgs& args) {
     args.mode = BenchMode::kLocal;
   } else if (args.mode_name == "poll") {
     args.mode = BenchMode::kPoll;
+  } else if (args.mode_name == "floor") {
+    args.mode = BenchMode::kFloor;
   } else {
     throw UsageError("--mode " + Quoted(args.mode_name) +
-                     ": must be kafka, local or poll");
+                     ": must be kafka, local, poll or floor");
   }
+  const bool lock_mode =
+      args.mode != BenchMode::kPoll && args.mode != BenchMode::kFloor;
   CheckRange("--processes", args.processes, 1, 256);
   CheckRange("--threads", args.threads, 1, 256);
   CheckRange("--processes x --threads",
@@ -54,9 +64,17 @@ void CheckBenchArgs(BenchArgs& args) {
     throw UsageError(
         "--fair does not apply to --mode poll (polling never queues)");
   }
-  args.fair =
-      args.mode != BenchMode::kPoll &&
-      (args.fair_flag || (!args.no_fair_flag && LockClientOptions{}.fair));
+  if (args.mode == BenchMode::kFloor && (args.fair_flag || args.no_fair_flag)) {
+    throw UsageError(
+        "--fair and --no-fair do not apply to --mode floor (BLPOP serves "
+        "blocked clients in arrival order)");
+  }
+  if (!lock_mode && args.park_cap_ms != 0) {
+    throw UsageError("--park-cap-ms applies to --mode kafka and local only");
+  }
+  args.fair = lock_mode && (args.fair_flag ||
+                            (!args.no_fair_flag && LockClientOptions{}.fair));
+  CheckRange("--repeat", args.repeat, 1, 100);
   if (!args.config_path.empty()) {
     args.config = config::LoadFile(args.config_path);  // ConfigErrors
     if (args.redis.empty()) args.redis = args.config->redis.url;
@@ -98,11 +116,14 @@ void CheckBenchArgs(BenchArgs& args) {
                        ": " + e.what());
     }
   }
-  if (!args.kafka.empty()) {
+  if (args.kafka == kKafkaLocal) {
+    if (args.child()) throw UsageError("a contender needs a bootstrap");
+  } else if (!args.kafka.empty()) {
     if (const std::string problem = CheckBootstrap(args.kafka);
         !problem.empty()) {
       throw UsageError("--kafka " + Quoted(args.kafka) + ": " + problem +
-                       " (expected HOST:PORT[,HOST:PORT...])");
+                       " (expected HOST:PORT[,HOST:PORT...] or " + kKafkaLocal +
+                       ")");
     }
   }
 }
@@ -139,7 +160,7 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
   if (args.mode == BenchMode::kPoll) {
     argv.insert(argv.end(),
                 {"--poll-interval-ms", std::to_string(args.poll_interval_ms)});
-  } else {
+  } else if (args.mode != BenchMode::kFloor) {
     argv.push_back(args.fair ? "--fair" : "--no-fair");
   }
   if (args.fetch_wait_ms != 0) {
@@ -176,6 +197,22 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
 
 std::string BenchLockName(int index) {
   return "bench:" + std::to_string(index);
+}
+
+std::string FloorKey(int index) {
+  return std::string(kBenchKeyPrefix) + ":floor:" + BenchLockName(index);
+}
+
+std::string KafkaLocalScript() {
+  std::string path;
+  if (const char* env = std::getenv("LOCKFLEET_KAFKA_LOCAL"); env && *env) {
+    path = env;
+  } else {
+#ifdef LOCKFLEET_KAFKA_LOCAL_DEFAULT
+    path = LOCKFLEET_KAFKA_LOCAL_DEFAULT;
+#endif
+  }
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0 ? path : "";
 }
 
 }  // namespace lockfleet::cli
