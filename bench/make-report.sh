@@ -67,7 +67,7 @@ if [[ $real == 1 ]]; then
       echo "real broker (kafka-local): $real_bootstrap" >&2
       # The unlock topic, created as an operator does (deploy/README.md).
       zk_port="$(sed -n 's/^clientPort=//p' "$kafka_dir/data/conf/zookeeper.properties")"
-      "$(dirname "$kafka_local")/bin/kafka-topics.sh" --zookeeper "127.0.0.1:$zk_port" \
+      "$(dirname "$(readlink -f "$kafka_local")")/bin/kafka-topics.sh" --zookeeper "127.0.0.1:$zk_port" \
         --create --if-not-exists --topic lockfleet.unlock --partitions 3 \
         --replication-factor 1 >/dev/null
     else
@@ -171,12 +171,13 @@ fi
 # Idle cost: 33 processes, the first to get the lock holds it for the whole
 # run, so 32 stay parked; the host's CPU over the window.
 if [[ $quick == 0 ]]; then
-  idle=(--processes 33 --hold-ms $((seconds * 1000 * 4)))
-  CELL_SECONDS=$((seconds * 4)) run_cell "idle-embedded" --mode kafka "${idle[@]}"
+  idle_s=$((seconds * 4 > 60 ? 60 : seconds * 4))  # --hold-ms is at most 60 s
+  idle=(--processes 33 --hold-ms $((idle_s * 1000)))
+  CELL_SECONDS=$idle_s run_cell "idle-embedded" --mode kafka "${idle[@]}"
   if [[ -n "$real_bootstrap" ]]; then
-    CELL_SECONDS=$((seconds * 4)) run_cell "idle-real-1ms" --mode kafka \
+    CELL_SECONDS=$idle_s run_cell "idle-real-1ms" --mode kafka \
       --kafka "$real_bootstrap" --fetch-wait-ms 1 "${idle[@]}"
-    CELL_SECONDS=$((seconds * 4)) run_cell "idle-real-100ms" --mode kafka \
+    CELL_SECONDS=$idle_s run_cell "idle-real-100ms" --mode kafka \
       --kafka "$real_bootstrap" --fetch-wait-ms 100 "${idle[@]}"
   fi
 fi

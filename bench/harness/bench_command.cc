@@ -35,8 +35,9 @@ $LOCKFLEET_REDIS_SERVER) is started on a unix socket; without --kafka (in
 kafka mode) an embedded broker is started in this process; with --kafka
 kafka-local a private real Apache Kafka broker is started with the
 kafka-local script ($LOCKFLEET_KAFKA_LOCAL, else ../shared/kafka beside the
-source tree; needs java). All are stopped at the end. Against a shared Redis, the server-side figures (commands, CPU,
-clients) include other clients' load.
+source tree; needs java). All are stopped at the end. Against a shared
+Redis, the server-side figures (commands, CPU, clients) include other
+clients' load.
 
 Every critical section records its acquire and release time (wall clock);
 the records of all processes are merged per lock:
@@ -54,10 +55,13 @@ the records of all processes are merged per lock:
   errors          Redis/Kafka errors inside contenders, by code (retried)
   resources       contenders' RSS and open descriptors after warm-up and at
                   the end; Redis connected_clients before, during, after
+  host cpu        the whole machine's busy CPU over the run (/proc/stat), in
+                  % of all its cores
 --event-latency N then measures the broker's one-way event latency with N
 events (kafka mode). --json prints all of it as one JSON object.
---repeat N runs the whole benchmark N times (each on a fresh Redis and
-embedded broker; one kafka-local broker for all) and reports each figure's
+--repeat N runs the whole benchmark N times (each run starts its own
+private redis-server and embedded broker where those are started; one
+kafka-local broker serves all runs) and reports each figure's
 median and spread (min - max); with --json: {"repeat", "summary",
 "violations", "failed_processes", "runs": [one object per run]}.
 

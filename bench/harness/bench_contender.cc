@@ -102,15 +102,18 @@ bool TakeToken(Shared& shared, int index, bool& waited) {
 void GiveTokenBack(Shared& shared, int index) {
   while (true) {
     try {
-      shared.redis.Execute({"RPUSH", FloorKey(index), "token"});
-      return;
+      const Reply reply =
+          shared.redis.Execute({"RPUSH", FloorKey(index), "token"});
+      if (reply.type != Reply::Type::kError) return;
+      shared.CountError(std::string(
+          ErrorCodeName(ErrorReplyCode(reply.str, ErrorCode::kRedisProtocol))));
     } catch (const Error& e) {
       shared.CountError(std::string(ErrorCodeName(e.code())));
-      if (shared.stop.stop_requested() || WallClockNs() >= shared.end_ns) {
-        return;
-      }
-      SleepUnlessStopped(shared.stop, kErrorBackoff);
     }
+    if (shared.stop.stop_requested() || WallClockNs() >= shared.end_ns) {
+      return;
+    }
+    SleepUnlessStopped(shared.stop, kErrorBackoff);
   }
 }
 

@@ -79,6 +79,11 @@ constexpr Figure kFigures[] = {
 std::optional<double> FigureOf(const json& run, const std::string& pointer) {
   const json::json_pointer at(pointer);
   if (!run.contains(at) || !run.at(at).is_number()) return std::nullopt;
+  // A per-acquisition figure of a run without acquisitions is not a 0.
+  if (pointer.find("per_acquisition") != std::string::npos &&
+      run.value("acquisitions", uint64_t{1}) == 0) {
+    return std::nullopt;
+  }
   const json::json_pointer parent = at.parent_pointer();
   if (!parent.empty() && run.at(parent).contains("count") &&
       run.at(parent).at("count").get<uint64_t>() == 0) {

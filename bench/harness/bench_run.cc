@@ -184,7 +184,8 @@ class KafkaLocalBroker {
     std::optional<std::string> line =
         ReadWholeFile((dir_ / "data" / "run" / "bootstrap").string());
     if (line && line->rfind("bootstrap: ", 0) == 0) line->erase(0, 11);
-    while (line && !line->empty() && std::isspace(line->back())) {
+    while (line && !line->empty() &&
+           std::isspace(static_cast<unsigned char>(line->back()))) {
       line->pop_back();
     }
     if (!line || line->empty()) {
@@ -195,8 +196,9 @@ class KafkaLocalBroker {
     // The unlock topic, as an operator creates it before the first process
     // starts (deploy/README.md: 3 partitions); lockfleet never has a broker
     // auto-create it.
-    const std::string topics =
-        (fs::path(script).parent_path() / "bin" / "kafka-topics.sh").string();
+    std::error_code ec;  // the script may be a symlink to the kit's copy
+    const fs::path kit = fs::canonical(script, ec).parent_path();
+    const std::string topics = (kit / "bin" / "kafka-topics.sh").string();
     const std::optional<std::string> zookeeper = ReadWholeFile(
         (dir_ / "data" / "conf" / "zookeeper.properties").string());
     std::string zk_port;
@@ -253,8 +255,9 @@ class Bench {
         kafka_label_(std::move(kafka_label)) {}
   ~Bench();
 
-  // Runs it; the exit status (see the --help footer). The report, if it
-  // got that far, is report().
+  // Runs it. The exit status of a run that could not be made (see the
+  // --help footer), else 0 with the report in report() (its violations and
+  // failed contenders are the caller's to turn into a status: ExitStatus).
   int Run();
   const nlohmann::json& report() const { return report_; }
 
@@ -547,7 +550,7 @@ int Bench::Run() {
   }
 
   report_ = ToJson(result_);
-  return ExitStatus(report_);
+  return kExitOk;  // the caller prints the report, then ExitStatus(report())
 }
 
 }  // namespace
@@ -585,7 +588,7 @@ int RunBench(const BenchArgs& given, const std::atomic<bool>& interrupted) {
     } else {
       PrintTable(bench.report(), std::cout);
     }
-    return status;
+    return ExitStatus(bench.report());
   }
   std::vector<nlohmann::json> runs;
   for (int i = 0; i < args.repeat; ++i) {

@@ -137,7 +137,15 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
     notifier::JobProducer producer(
         {.bootstrap = bootstrap_, .topic = "lockfleet.jobs"});
     while (!stop.load()) {
-      if (produced_ - Sold() < backlog) {
+      // A Redis call that fails (a timeout on a loaded machine) skips a
+      // round: an exception must not escape this thread.
+      int64_t sold = produced_;
+      try {
+        sold = Sold();
+      } catch (const std::exception& e) {
+        std::cerr << "[chaos] feeder: " << e.what() << "\n";
+      }
+      if (produced_ - sold < backlog) {
         for (int i = 0; i < 5000; ++i, ++produced_) {
           const worker::Job job = worker::FlashSaleJob(produced_, kProducts);
           producer.Produce(job.lock, worker::EncodeJob(job));

@@ -49,6 +49,19 @@ TEST(BenchSummary, APercentileOfNoHandOffsIsNotAFigure) {
   EXPECT_EQ(p50.at("runs").get<int>(), 1);
 }
 
+TEST(BenchSummary, ARunWithoutAcquisitionsHasNoPerAcquisitionFigure) {
+  json idle = Report(0, 0, 0, 0);
+  idle["acquisitions"] = 0;
+  idle["redis_calls_per_acquisition"] = 0.0;
+  json busy = Report(100, 10, 5, 0);
+  busy["acquisitions"] = 500;
+  busy["redis_calls_per_acquisition"] = 3.0;
+  const json s = SummarizeRuns({idle, busy});
+  const json& trips = s.at("summary").at("redis_calls_per_acquisition");
+  EXPECT_DOUBLE_EQ(trips.at("min").get<double>(), 3.0);
+  EXPECT_EQ(trips.at("runs").get<int>(), 1);
+}
+
 TEST(BenchSummary, ViolationsAreSummedAcrossRuns) {
   const json s = SummarizeRuns(
       {Report(100, 10, 5, 0), Report(100, 10, 5, 2), Report(100, 10, 5, 1)});

@@ -258,7 +258,7 @@ std::vector<int64_t> Offsets(const std::vector<JobRecord>& records) {
 
 TEST_P(JobTopicOnBothBrokers,
        EverythingIsConsumedAndAFinishedGroupGetsNothingAgain) {
-  CreateTopic(4);
+  ASSERT_NO_FATAL_FAILURE(CreateTopic(4));
   Produce(0, 40);
   auto first = NewConsumer();
   std::vector<JobRecord> got = Take(*first, 40);
@@ -351,7 +351,7 @@ TEST_F(JobTopic, RecordsOfADestroyedConsumerAreDeliveredAgain) {
 
 TEST_P(JobTopicOnBothBrokers,
        TwoConsumersShareThePartitionsAndGetEachRecordOnce) {
-  CreateTopic(4);
+  ASSERT_NO_FATAL_FAILURE(CreateTopic(4));
   Produce(0, 20);
   auto a = NewConsumer();
   Poller pa(*a, /*finish=*/true);
@@ -396,7 +396,7 @@ TEST_P(JobTopicOnBothBrokers,
 // is refused at the join: the consumer counts and logs the error and gets
 // no partitions; it never silently consumes nothing.
 TEST_P(JobTopicOnARealBroker, ASessionTimeoutTheBrokerRefusesIsReported) {
-  CreateTopic(4);
+  ASSERT_NO_FATAL_FAILURE(CreateTopic(4));
   Produce(0, 4);
   std::mutex mu;
   std::string logged;
