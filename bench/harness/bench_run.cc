@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -367,27 +368,44 @@ int Bench::StartKafka() {
   return kExitOk;
 }
 
+// --mode floor: `make(i)`'s commands for every lock name i, pipelined 1,000
+// names a round trip; the first error reply (if any) in *error.
+void FloorPipeline(RedisClient& redis, int locks,
+                   const std::function<std::vector<Command>(int)>& make,
+                   std::string* error) {
+  for (int from = 0; from < locks; from += 1000) {
+    std::vector<Command> batch;
+    for (int i = from; i < std::min(locks, from + 1000); ++i) {
+      for (Command& command : make(i)) batch.push_back(std::move(command));
+    }
+    for (const Reply& reply : redis.Pipeline(batch)) {
+      if (reply.type == Reply::Type::kError && error && error->empty()) {
+        *error = reply.str;
+      }
+    }
+  }
+}
+
 // --mode floor: one token per lock name, in a list of its own.
 int Bench::SeedTokens() {
   if (args_.mode != BenchMode::kFloor) return kExitOk;
+  std::string refused;
   try {
-    for (int from = 0; from < args_.locks; from += 1000) {
-      std::vector<Command> batch;
-      for (int i = from; i < std::min(args_.locks, from + 1000); ++i) {
-        batch.push_back({"DEL", FloorKey(i)});
-        batch.push_back({"RPUSH", FloorKey(i), "token"});
-      }
-      for (const Reply& reply : redis_->Pipeline(batch)) {
-        if (reply.type == Reply::Type::kError) {
-          return Fail(kExitUnavailable,
-                      "redis refused the floor's token lists: " + reply.str);
-        }
-      }
-    }
+    FloorPipeline(
+        *redis_, args_.locks,
+        [](int i) {
+          return std::vector<Command>{{"DEL", FloorKey(i)},
+                                      {"RPUSH", FloorKey(i), "token"}};
+        },
+        &refused);
   } catch (const Error& e) {
     return Fail(
         kExitUnavailable,
         std::string("redis: cannot seed the floor's token lists: ") + e.what());
+  }
+  if (!refused.empty()) {
+    return Fail(kExitUnavailable,
+                "redis refused the floor's token lists: " + refused);
   }
   return kExitOk;
 }
@@ -396,13 +414,12 @@ int Bench::SeedTokens() {
 void Bench::DropTokens() {
   if (args_.mode != BenchMode::kFloor) return;
   try {
-    for (int from = 0; from < args_.locks; from += 1000) {
-      std::vector<Command> batch;
-      for (int i = from; i < std::min(args_.locks, from + 1000); ++i) {
-        batch.push_back({"DEL", FloorKey(i)});
-      }
-      redis_->Pipeline(batch);
-    }
+    FloorPipeline(
+        *redis_, args_.locks,
+        [](int i) {
+          return std::vector<Command>{{"DEL", FloorKey(i)}};
+        },
+        nullptr);
   } catch (const Error&) {
   }
 }

@@ -686,8 +686,13 @@ ReleaseStatus LockCore::ReleaseImpl(const std::shared_ptr<HeldLock>& held,
   }
   // This client's fair waiters on the lock: if the first live one in the
   // queue is among them, the script grants it the lock in full (direct).
+  // Not looked up when no call of this client waits at all (most releases):
+  // a waiter that registers meanwhile is served as any other waiter is, by
+  // the pending grant and its wake.
   const std::vector<WaitTable::LocalWaiter> locals =
-      waits_.LocalWaiters(held->name, kMostLocalWaiters);
+      waiting_.load(std::memory_order_relaxed) == 0
+          ? std::vector<WaitTable::LocalWaiter>{}
+          : waits_.LocalWaiters(held->name, kMostLocalWaiters);
   const Clock::TimePoint sent = options_.clock->Now();
   bool acknowledged = true;
   Reply r;

@@ -66,9 +66,9 @@ struct HeldLock {
   // per hold per kForcedCheckInterval at most).
   bool check_now = false;
   Clock::TimePoint no_check_before;
-  // Where it is filed in LockCore::schedule_ (see LockCore::Schedule).
-  bool scheduled = false;
-  Clock::TimePoint scheduled_at;
+  // Where it is filed in LockCore::schedule_, if it is (see
+  // LockCore::Schedule).
+  std::optional<Clock::TimePoint> scheduled_at;
   // Appended under mu_ only while !lost; read by the watchdog thread after
   // the grant was marked lost (so no longer written).
   std::vector<LostCallback> on_lost;
@@ -101,6 +101,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   LockStats Stats() const;
   // Test hooks (LockClient::Set...HookForTesting).
   enum class Hook { kAfterFailedAttempt = 0, kBeforeDirectGrant = 1 };
+  static constexpr size_t kHooks = 2;
   void SetHook(std::function<void(std::string_view)> hook,
                Hook which = Hook::kAfterFailedAttempt);
 
@@ -300,9 +301,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       std::vector<std::string> hold_ids,
       Clock::TimePoint deadline = Clock::TimePoint::max()) noexcept;
 
-  std::atomic<bool> has_hook_[2] = {false, false};  // fast path: no lock
+  std::atomic<bool> has_hook_[kHooks] = {};  // fast path: no lock
   std::mutex hook_mu_;
-  std::function<void(std::string_view)> hooks_[2];  // hook_mu_
+  std::function<void(std::string_view)> hooks_[kHooks];  // hook_mu_
 
   std::atomic<uint64_t> next_request_{0};
   std::atomic<uint64_t> attempts_{0}, contended_{0}, acquisitions_{0},

@@ -80,30 +80,34 @@ WaitTable::Slot* WaitTable::FindWaiterLocked(const std::string& name,
   return nullptr;
 }
 
-bool WaitTable::WakeWaiter(const std::string& name,
-                           const std::string& waiter_id, WakeCause cause) {
-  std::lock_guard lock(mu_);
+bool WaitTable::WakeWaiterLocked(const std::string& name,
+                                 const std::string& waiter_id, WakeCause cause,
+                                 const DirectGrant& grant) {
   Slot* slot = FindWaiterLocked(name, waiter_id);
   if (slot == nullptr) return false;
   // A grant not yet consumed stays: a later hint must not replace it.
-  if (slot->woken && slot->cause == WakeCause::kGranted) return true;
+  if (cause != WakeCause::kGranted && slot->woken &&
+      slot->cause == WakeCause::kGranted) {
+    return true;
+  }
   slot->woken = true;
   slot->cause = cause;
+  if (cause == WakeCause::kGranted) slot->grant = grant;
   slot->cv.notify_one();
   return true;
+}
+
+bool WaitTable::WakeWaiter(const std::string& name,
+                           const std::string& waiter_id, WakeCause cause) {
+  std::lock_guard lock(mu_);
+  return WakeWaiterLocked(name, waiter_id, cause);
 }
 
 bool WaitTable::GrantWaiter(const std::string& name,
                             const std::string& waiter_id,
                             const DirectGrant& grant) {
   std::lock_guard lock(mu_);
-  Slot* slot = FindWaiterLocked(name, waiter_id);
-  if (slot == nullptr) return false;
-  slot->woken = true;
-  slot->cause = WakeCause::kGranted;
-  slot->grant = grant;
-  slot->cv.notify_one();
-  return true;
+  return WakeWaiterLocked(name, waiter_id, WakeCause::kGranted, grant);
 }
 
 std::vector<WaitTable::LocalWaiter> WaitTable::LocalWaiters(

@@ -95,6 +95,11 @@ class WaitTable {
 
  private:
   bool WakeOneLocked(const std::string& name, WakeCause cause);
+  // Wakes the slot queued as `waiter_id` with `cause` (and `grant`, for
+  // kGranted); a grant it has not consumed yet stays against a plain wake.
+  // False if none. REQUIRES: mu_.
+  bool WakeWaiterLocked(const std::string& name, const std::string& waiter_id,
+                        WakeCause cause, const DirectGrant& grant = {});
   // The slot on `name` queued as `waiter_id`, or null. REQUIRES: mu_.
   Slot* FindWaiterLocked(const std::string& name, const std::string& waiter_id);
 

@@ -77,7 +77,7 @@ void LockCore::StopWatchdog() {
     // are still requested.
     for (auto& held : deferred_calls_) left.push_back(std::move(held));
     deferred_calls_.clear();
-    for (const auto& [at, held] : schedule_) held->scheduled = false;
+    for (const auto& [at, held] : schedule_) held->scheduled_at.reset();
     schedule_.clear();
     for (const auto& [key, held] : held_) {
       if (held->released || held->lost.exchange(true)) continue;
@@ -95,7 +95,6 @@ void LockCore::Schedule(const std::shared_ptr<HeldLock>& held) {
     if (held->check_now) at = std::min(at, held->no_check_before);
     if (held->renew) at = std::min(at, held->next_check);
   }
-  held->scheduled = true;
   held->scheduled_at = at;
   schedule_.emplace(at, held);
   // Wake a sleeping watchdog if this is before its wake-up, or if its
@@ -108,9 +107,9 @@ void LockCore::Schedule(const std::shared_ptr<HeldLock>& held) {
 }
 
 void LockCore::Unschedule(const std::shared_ptr<HeldLock>& held) {
-  if (!held->scheduled) return;
-  schedule_.erase({held->scheduled_at, held});
-  held->scheduled = false;
+  if (!held->scheduled_at) return;
+  schedule_.erase({*held->scheduled_at, held});
+  held->scheduled_at.reset();
 }
 
 void LockCore::WatchdogLoop() {

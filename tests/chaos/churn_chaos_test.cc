@@ -60,10 +60,7 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
 
   void SetUp() override {
     if (real()) {
-      if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
-        if (RealKafka::Required()) FAIL() << why;
-        GTEST_SKIP() << why;
-      }
+      LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
       real_ = std::make_unique<RealKafka>(std::vector<std::string>{
           "num.partitions=8", "offsets.topic.num.partitions=1"});
       bootstrap_ = real_->bootstrap();

@@ -249,10 +249,7 @@ TEST_F(BenchTest, RepeatReportsTheMedianAndSpreadOfEachFigure) {
 // --kafka kafka-local starts a private real Apache Kafka broker for the run
 // and stops it afterwards.
 TEST_F(BenchTest, KafkaLocalStartsARealBroker) {
-  if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
-    if (RealKafka::Required()) FAIL() << why;
-    GTEST_SKIP() << why;
-  }
+  LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
   const auto kafka_dirs = [] {
     int n = 0;
     for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {

@@ -649,10 +649,7 @@ TEST_F(JobsToolsTest, TheDeploymentConfigAndARunningDemoAreFound) {
 }
 
 TEST_F(JobsToolsTest, StatusOnARealKafkaNamesTheGroupMembersAndOwners) {
-  if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
-    if (RealKafka::Required()) FAIL() << why;
-    GTEST_SKIP() << why;
-  }
+  LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
   RealKafka kafka({"num.partitions=2", "offsets.topic.num.partitions=1"});
   std::vector<std::string> records;
   for (int i = 0; i < 4; ++i) {

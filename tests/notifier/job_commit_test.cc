@@ -483,10 +483,7 @@ TEST_F(JobCommit, JobConsumersCommittingThroughAJoinRedeliverNothing) {
 // auto-committer sends, and those for revoked partitions, work with a real
 // group coordinator.
 TEST_F(JobCommit, JobConsumersCommittingThroughAJoinOnARealBroker) {
-  if (const std::string why = RealKafka::Unavailable(); !why.empty()) {
-    if (RealKafka::Required()) FAIL() << why;
-    GTEST_SKIP() << why;
-  }
+  LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
   RealKafka kafka({"num.partitions=" + std::to_string(kPartitions),
                    "offsets.topic.num.partitions=1"});
   bootstrap_ = kafka.bootstrap();

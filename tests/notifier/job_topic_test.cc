@@ -159,11 +159,7 @@ class JobTopicOnBothBrokers : public JobTopic,
   void SetUp() override {
     JobTopic::SetUp();
     if (!real()) return;
-    if (const std::string why = testing::RealKafka::Unavailable();
-        !why.empty()) {
-      if (testing::RealKafka::Required()) FAIL() << why;
-      GTEST_SKIP() << why;
-    }
+    LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
     if (!real_) {
       real_ = std::make_unique<testing::RealKafka>(
           std::vector<std::string>{"offsets.topic.num.partitions=1"});

@@ -128,11 +128,7 @@ class BothBrokersTest : public ::testing::TestWithParam<bool> {
   }
   void SetUp() override {
     if (real()) {
-      if (const std::string why = lockfleet::testing::RealKafka::Unavailable();
-          !why.empty()) {
-        if (lockfleet::testing::RealKafka::Required()) FAIL() << why;
-        GTEST_SKIP() << why;
-      }
+      LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
       if (!real_) {
         real_ = std::make_unique<lockfleet::testing::RealKafka>();
         // As deploy/README.md tells operators: the unlock topic exists

@@ -6,13 +6,14 @@
 //
 // Where kafka-local is: $LOCKFLEET_KAFKA_LOCAL, else the path CMake found
 // (LOCKFLEET_KAFKA_LOCAL_DEFAULT: ../shared/kafka/kafka-local beside the
-// source tree). A test calls SkipUnlessAvailable() first: without it (or
-// without java) the test is skipped, with the reason, unless
-// $LOCKFLEET_REQUIRE_REAL_KAFKA=1, which makes that a failure.
+// source tree). A test (or its SetUp) says LOCKFLEET_SKIP_UNLESS_REAL_KAFKA()
+// first: without it (or without java) the test is skipped, with the reason,
+// unless $LOCKFLEET_REQUIRE_REAL_KAFKA=1, which makes that a failure.
 //
 // Thread-safety: none; one test thread uses it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,6 +22,19 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// Skips the calling test (fails it, with $LOCKFLEET_REQUIRE_REAL_KAFKA=1)
+// where no real broker can run; returns from the calling function then.
+#define LOCKFLEET_SKIP_UNLESS_REAL_KAFKA()                  \
+  do {                                                      \
+    if (const std::string lockfleet_why_ =                  \
+            ::lockfleet::testing::RealKafka::Unavailable(); \
+        !lockfleet_why_.empty()) {                          \
+      if (::lockfleet::testing::RealKafka::Required())      \
+        FAIL() << lockfleet_why_;                           \
+      GTEST_SKIP() << lockfleet_why_;                       \
+    }                                                       \
+  } while (false)
 
 namespace lockfleet::testing {
 
