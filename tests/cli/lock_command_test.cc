@@ -269,6 +269,28 @@ TEST_F(LockCommandTest, MinReplicasNobodyConfirmsExits69) {
   EXPECT_EQ(RunCli(Lock({"--min-replicas", "0"}, "exit 0")).status, 0);
 }
 
+// The same from a config file: redis.min_replicas and redis.replica_timeout
+// reach the lock (cli/config_options.cc), and --min-replicas overrides them.
+TEST_F(LockCommandTest, ConfigMinReplicasNobodyConfirmsExits69) {
+  const std::string config = File("replicas.yaml");
+  WriteFile(config, "redis:\n  url: " + server_.url() +
+                        "\n  min_replicas: 1\n  replica_timeout: 100ms\n");
+  const CliResult result =
+      RunCli({"lock", "--config", config, kName, "--", "touch", File("ran")});
+  EXPECT_EQ(result.status, 69) << result.err;
+  EXPECT_NE(result.err.find("redis_replicas"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("acknowledged by 0 of 1 replicas"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(FileExists(File("ran")));
+  EXPECT_FALSE(client_.Inspect(kName).locked);
+  const CliResult overridden =
+      RunCli({"lock", "--config", config, "--min-replicas", "0", kName, "--",
+              "touch", File("ran")});
+  EXPECT_EQ(overridden.status, 0) << overridden.err;
+  EXPECT_TRUE(FileExists(File("ran")));
+}
+
 TEST_F(LockCommandTest, BadArgumentsExitTwo) {
   const std::string url = server_.url();
   const std::string ran = File("ran");

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <set>
 #include <string>
@@ -272,6 +273,74 @@ TEST_F(Cluster, FollowsAMovedSlot) {
   ASSERT_TRUE(next);
   EXPECT_GT(next.lease.fence(), held.lease.fence());
   next.lease.Release();
+}
+
+// One key of a slot migrated (IMPORTING / MIGRATING, MIGRATE of that key)
+// while the slot is still its old owner's: the owner answers ASK for it,
+// and the client sends ASKING and the command to the importing node, once
+// per command and without touching its slot map. A key of the same slot not
+// yet migrated is still served by the owner, without a redirect.
+TEST_F(Cluster, AMigratedKeyIsReachedThroughAsk) {
+  const std::string moved_key = "{ask-one}:moved";
+  const std::string staying_key = "{ask-one}:staying";
+  const uint16_t slot = internal::KeySlot(moved_key);
+  ASSERT_EQ(internal::KeySlot(staying_key), slot);
+  auto redis = Connect();
+  ASSERT_EQ(redis->Execute({"SET", moved_key, "before"}).str, "OK");
+  ASSERT_EQ(redis->Execute({"SET", staying_key, "stays"}).str, "OK");
+  const int from = cluster_->OwnerOf(slot);
+  ASSERT_GE(from, 0);
+  const size_t to = OtherMaster(from);
+
+  {
+    cluster_->BeginMigration(slot, to);
+    // However this block ends, the slot ends up moved (the suite shares the
+    // cluster, and each test asks where a slot is).
+    struct Finish {
+      RedisCluster* cluster;
+      uint16_t slot;
+      size_t to;
+      ~Finish() {
+        try {
+          while (cluster->MigrateKeys(slot, to, 100) > 0) {
+          }
+          cluster->FinishMigration(slot, to);
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "finishing the migration: " << e.what();
+        }
+      }
+    } finish{cluster_, slot, to};
+    const Reply migrated =
+        Direct(from, {"MIGRATE", "127.0.0.1",
+                      std::to_string(cluster_->node(to).client_port()), "", "0",
+                      "5000", "KEYS", moved_key});
+    ASSERT_EQ(migrated.str, "OK") << migrated.str;
+    ASSERT_EQ(Direct(from, {"EXISTS", moved_key}).integer, 0);
+    ASSERT_EQ(cluster_->OwnerOf(slot), from) << "the slot moved already";
+
+    const RedisClient::ClusterStats before = redis->cluster_stats();
+    EXPECT_EQ(redis->Execute({"GET", moved_key}).str, "before");
+    const RedisClient::ClusterStats after_get = redis->cluster_stats();
+    EXPECT_GE(after_get.asked, before.asked + 1) << "GET was not sent by ASK";
+    // A write follows the key to the importing node too.
+    EXPECT_EQ(redis->Execute({"APPEND", moved_key, "+asked"}).integer, 12);
+    EXPECT_EQ(redis->Execute({"GET", moved_key}).str, "before+asked");
+    const RedisClient::ClusterStats after_write = redis->cluster_stats();
+    EXPECT_GE(after_write.asked, after_get.asked + 2);
+    // ASK is for one command: the slot map is not corrected.
+    EXPECT_EQ(after_write.moved, before.moved);
+    // The key still at the owner is answered there, with no redirect.
+    EXPECT_EQ(redis->Execute({"GET", staying_key}).str, "stays");
+    EXPECT_EQ(redis->cluster_stats().asked, after_write.asked);
+    EXPECT_EQ(Direct(from, {"GET", staying_key}).str, "stays");
+    EXPECT_EQ(Direct(from, {"EXISTS", moved_key}).integer, 0)
+        << "the write landed on the migrating node";
+  }
+  // The slot moved: both keys are at the new owner, reached through MOVED.
+  ASSERT_EQ(cluster_->OwnerOf(slot, to), static_cast<int>(to));
+  EXPECT_EQ(redis->Execute({"GET", moved_key}).str, "before+asked");
+  EXPECT_EQ(redis->Execute({"GET", staying_key}).str, "stays");
+  EXPECT_EQ(Direct(to, {"GET", moved_key}).str, "before+asked");
 }
 
 // A slot migrated key by key while four clients contend for locks in it:

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -617,6 +618,63 @@ TEST_F(Tls, BadTlsOptionsAreInvalidArguments) {
   insecure_with_ca.tls.insecure_skip_verify = true;
   EXPECT_EQ(code_and_message(insecure_with_ca).code,
             ErrorCode::kInvalidArgument);
+}
+
+// Files that exist and are readable but hold no PEM: refused up front, at
+// once, naming the option and the file, before any connection is tried.
+TEST_F(Tls, FilesWithoutPemAreInvalidArgumentsNamingTheFile) {
+  const auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    ASSERT_TRUE(out.good()) << path;
+  };
+  const auto failure = [](const RedisOptions& options) {
+    return FailureOf([&] { RedisClient client(options); });
+  };
+  const std::string text = certs_->dir + "/not-pem.txt";
+  write(text, "this is not a certificate\nnor base64 of one\n");
+  const std::string empty = certs_->dir + "/empty.pem";
+  write(empty, "");
+  const std::string garbled = certs_->dir + "/garbled.pem";
+  write(
+      garbled,
+      "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n");
+
+  for (const std::string& file : {text, empty, garbled}) {
+    RedisOptions options = Trusting(server_->url());
+    options.tls.ca_file = file;
+    const Failure f = failure(options);
+    EXPECT_EQ(f.code, ErrorCode::kInvalidArgument) << f.message;
+    EXPECT_TRUE(Contains(
+        f.message, "TLS ca_file '" + file + "': cannot load CA certificates: "))
+        << f.message;
+    EXPECT_LT(f.took, 2s) << f.message;
+  }
+  RedisOptions options = Trusting(server_->url());
+  options.tls.ca_file = text;
+  EXPECT_TRUE(Contains(failure(options).message, "no certificate or crl found"))
+      << failure(options).message;
+  // A private key where the CAs belong holds no certificate either.
+  options.tls.ca_file = certs_->client_key;
+  EXPECT_EQ(failure(options).code, ErrorCode::kInvalidArgument);
+
+  // The client certificate and key: the same.
+  RedisOptions cert = Trusting(server_->url());
+  cert.tls.cert_file = text;
+  cert.tls.key_file = certs_->client_key;
+  Failure f = failure(cert);
+  EXPECT_EQ(f.code, ErrorCode::kInvalidArgument) << f.message;
+  EXPECT_TRUE(Contains(
+      f.message, "TLS cert_file '" + text + "': cannot load the certificate"))
+      << f.message;
+  RedisOptions key = Trusting(server_->url());
+  key.tls.cert_file = certs_->client_cert;
+  key.tls.key_file = text;
+  f = failure(key);
+  EXPECT_EQ(f.code, ErrorCode::kInvalidArgument) << f.message;
+  EXPECT_TRUE(Contains(
+      f.message, "TLS key_file '" + text + "': cannot load the private key"))
+      << f.message;
 }
 
 }  // namespace
