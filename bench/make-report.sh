@@ -49,36 +49,8 @@ fi
 raw="$here/report-raw.jsonl"
 
 # One real broker for the whole report.
-kafka_local="${LOCKFLEET_KAFKA_LOCAL:-$root/../shared/kafka/kafka-local}"
-real_bootstrap=""
-kafka_dir=""
-cleanup() {
-  if [[ -n "$kafka_dir" ]]; then
-    "$kafka_local" stop --data "$kafka_dir/data" >/dev/null 2>&1 || true
-    rm -rf "$kafka_dir"
-  fi
-}
-trap cleanup EXIT
-if [[ $real == 1 ]]; then
-  if [[ -x "$kafka_local" ]] && command -v java >/dev/null; then
-    kafka_dir="$(mktemp -d /tmp/lockfleet-report-kafka-XXXXXX)"
-    if real_bootstrap="$("$kafka_local" start --data "$kafka_dir/data" 2>"$kafka_dir/start.err" |
-      sed -n 's/^bootstrap: //p')" && [[ -n "$real_bootstrap" ]]; then
-      echo "real broker (kafka-local): $real_bootstrap" >&2
-      # The unlock topic, created as an operator does (deploy/README.md).
-      zk_port="$(sed -n 's/^clientPort=//p' "$kafka_dir/data/conf/zookeeper.properties")"
-      "$(dirname "$(readlink -f "$kafka_local")")/bin/kafka-topics.sh" --zookeeper "127.0.0.1:$zk_port" \
-        --create --if-not-exists --topic lockfleet.unlock --partitions 3 \
-        --replication-factor 1 >/dev/null
-    else
-      echo "kafka-local did not start; real-broker cells left out:" >&2
-      tail -5 "$kafka_dir/start.err" >&2
-      real_bootstrap=""
-    fi
-  else
-    echo "no kafka-local or java: real-broker cells left out" >&2
-  fi
-fi
+source "$here/kafka-local.sh"
+[[ $real == 1 ]] && start_real_broker
 machine="$here/report-machine.json"
 : >"$raw.tmp"
 

@@ -21,7 +21,8 @@ LockClientOptions LockOptionsFrom(const config::Config& config) {
                            .presence_window = config.locks.presence_window,
                            .claim_window = config.locks.claim_window,
                            .min_replicas = config.redis.min_replicas,
-                           .replica_timeout = config.redis.replica_timeout};
+                           .replica_timeout = config.redis.replica_timeout,
+                           .spin_max_hold = config.locks.spin_max_hold};
 }
 
 notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {

@@ -415,12 +415,14 @@ int Demo::Summarize(double elapsed_s) {
       Ms(metrics::HistogramQuantile(0.99, wait)).c_str(), acquired,
       acquired > 0 ? 100 * contended / acquired : 0.0);
   std::printf(
-      "  wake-ups        kafka event %.0f, same process %.0f, bound expired "
-      "%.0f\n",
+      "  wake-ups        kafka event %.0f, same process %.0f, spin %.0f, "
+      "bound expired %.0f\n",
       metrics::SumSamples(s, "lockfleet_lock_wakeups_total",
                           {{"cause", "event"}}),
       metrics::SumSamples(s, "lockfleet_lock_wakeups_total",
                           {{"cause", "local"}}),
+      metrics::SumSamples(s, "lockfleet_lock_wakeups_total",
+                          {{"cause", "spin"}}),
       metrics::SumSamples(s, "lockfleet_lock_wakeups_total",
                           {{"cause", "bound"}}));
   const auto delay =

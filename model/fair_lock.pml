@@ -482,7 +482,13 @@ inline acquire_fair(c, o, w) {
         call (one hold id per call), or the claim of our hand-off.
         HSETNX h:<hold> (count +1 only if new); HDEL pending and PEXPIRE
         lease (claim) or PEXPIRE max(PTTL, lease) — always a write, so a
-        WAIT after it covers it (replication is not modelled). */
+        WAIT after it covers it (replication is not modelled). The script
+        writes a claim as HSET h:<hold> 1 count 1 (and the hint `at`): that
+        is add_hold only because a pending grant carries no hold at all —
+        asserted here. The queue head's spin check (SpinClaimScript) is
+        this claim alone, for r_owner == o && r_pending == w: a subset of
+        this branch, which any waiter may already run at any time. */
+     assert(r_pending == 0 || (r_holds == 0 && r_orph == 0 && r_stale == 0));
      add_hold(c);
      if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
      r_pending = 0;

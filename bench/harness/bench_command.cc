@@ -130,6 +130,11 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "Longest single park of a waiter. Default: the product's "
                   "(1000)")
       ->type_name("MS");
+  app->add_option("--spin-max-hold-ms", args->spin_max_hold_ms,
+                  "Fair modes: the queue head spins on locks held at most "
+                  "this long; 0 turns spinning off. Default: the product's "
+                  "(5)")
+      ->type_name("MS");
   app->add_option("--event-latency", args->event_latency,
                   "--mode kafka: afterwards, measure one-way event latency "
                   "with N events. Default: 0 (off)")

@@ -227,6 +227,8 @@ int RunContender(const BenchArgs& args, const Context& context) {
       .key_prefix = kBenchKeyPrefix, .fair = args.fair, .publisher = kafka};
   if (args.park_cap_ms > 0)
     lock_options.park_cap = milliseconds(args.park_cap_ms);
+  if (args.spin_max_hold_ms >= 0)
+    lock_options.spin_max_hold = milliseconds(args.spin_max_hold_ms);
   if (args.config) {
     // The deployment's replica acknowledgement is part of what it costs.
     lock_options.min_replicas = args.config->redis.min_replicas;
@@ -321,6 +323,9 @@ int RunContender(const BenchArgs& args, const Context& context) {
         stats.wakeups_local - stats_before.wakeups_local - direct;
     if (direct > 0) report.wakeups["direct"] = direct;
     report.wakeups["bound"] = stats.wakeups_bound - stats_before.wakeups_bound;
+    // The queue head's own check found its grant (spinning, fair mode).
+    if (stats.wakeups_spin > stats_before.wakeups_spin)
+      report.wakeups["spin"] = stats.wakeups_spin - stats_before.wakeups_spin;
     if (kafka) {
       report.wakeups["event"] =
           stats.wakeups_event - stats_before.wakeups_event;

@@ -72,6 +72,10 @@ void CheckBenchArgs(BenchArgs& args) {
   if (!lock_mode && args.park_cap_ms != 0) {
     throw UsageError("--park-cap-ms applies to --mode kafka and local only");
   }
+  if (!lock_mode && args.spin_max_hold_ms >= 0) {
+    throw UsageError(
+        "--spin-max-hold-ms applies to --mode kafka and local only");
+  }
   args.fair = lock_mode && (args.fair_flag ||
                             (!args.no_fair_flag && LockClientOptions{}.fair));
   CheckRange("--repeat", args.repeat, 1, 100);
@@ -107,6 +111,8 @@ void CheckBenchArgs(BenchArgs& args) {
     CheckRange("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
   if (args.park_cap_ms != 0)
     CheckRange("--park-cap-ms", args.park_cap_ms, 1, 600'000);
+  if (args.spin_max_hold_ms != -1)
+    CheckRange("--spin-max-hold-ms", args.spin_max_hold_ms, 0, 60'000);
   CheckRange("--event-latency", args.event_latency, 0, 1'000'000);
   if (!args.redis.empty()) {
     try {
@@ -170,6 +176,10 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
   if (args.park_cap_ms != 0) {
     argv.insert(argv.end(),
                 {"--park-cap-ms", std::to_string(args.park_cap_ms)});
+  }
+  if (args.spin_max_hold_ms >= 0) {
+    argv.insert(argv.end(),
+                {"--spin-max-hold-ms", std::to_string(args.spin_max_hold_ms)});
   }
   if (args.mode == BenchMode::kKafka) {
     const std::vector<std::string> event_key = EventKeyArgv(args.event_key);

@@ -43,7 +43,8 @@ struct BenchArgs {
   bool fair = LockClientOptions{}.fair;  // the result, set by CheckBenchArgs()
   int fetch_wait_ms = 0;                 // 0: the notifier's default
   int park_cap_ms = 0;                   // 0: the product's default
-  int event_latency = 0;  // events for the one-way latency probe; 0: none
+  int spin_max_hold_ms = -1;  // the queue head's spinning; -1: the default
+  int event_latency = 0;      // events for the one-way latency probe; 0: none
   // --config: the deployment's Redis URL and timeouts, and its Kafka
   // (bootstrap, topic, properties such as SASL/SSL, event key), loaded by
   // CheckBenchArgs(); --redis, --kafka and the key options override it.

@@ -223,6 +223,9 @@ json ToJson(const RunResult& r) {
          args.fetch_wait_ms > 0 ? json(args.fetch_wait_ms) : json(nullptr)},
         {"park_cap_ms",
          args.park_cap_ms > 0 ? json(args.park_cap_ms) : json(nullptr)},
+        {"spin_max_hold_ms", args.spin_max_hold_ms >= 0
+                                 ? json(args.spin_max_hold_ms)
+                                 : json(nullptr)},
         {"redis", r.redis},
         {"kafka", r.kafka}}},
       {"acquisitions", n},

@@ -81,6 +81,8 @@ locks:
   fair: true                # first come, first served (false: barging)
   presence_window: 3s       # a silent queued waiter loses its place after this
   claim_window: 2s          # > presence_window / 3, <= presence_window
+  spin_max_hold: 5ms        # queue heads check for their grant on locks held
+                            # at most this long (no event wait); 0: never
 
 worker:
   threads: 4                # jobs at once per process, 1..1024

@@ -289,6 +289,8 @@ LocksConfig ReadLocks(Context& context, const Value& value) {
   }
   map.Read("park_cap", out.park_cap, Duration(milliseconds(1), hours(1)));
   map.Read("fair", out.fair, Bool());
+  map.Read("spin_max_hold", out.spin_max_hold,
+           Duration(milliseconds(0), minutes(1)));
   bool windows_valid = true;
   std::optional<Value> presence = map.Get("presence_window");
   if (presence) {

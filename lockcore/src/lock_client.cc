@@ -58,6 +58,8 @@ LockClientOptions Validate(LockClientOptions o) {
     bad("min_replicas must be between 0 and 100");
   if (o.replica_timeout <= milliseconds(0))
     bad("replica_timeout must be positive");
+  if (o.spin_max_hold < milliseconds(0))
+    bad("spin_max_hold must not be negative");
   if (!o.clock) o.clock = SteadyClock();
   if (o.client_id.empty()) o.client_id = RandomClientId();
   return o;
@@ -100,7 +102,12 @@ LockCore::LockCore(std::shared_ptr<RedisClient> redis,
                    LockClientOptions options)
     : redis_(std::move(redis)),
       options_(Validate(std::move(options))),
-      instance_(RandomClientId().substr(0, 8)) {
+      instance_(RandomClientId().substr(0, 8)),
+      // With min_replicas, a check would WAIT for the replicas each time
+      // (up to replica_timeout, outside the park bound): no spinning.
+      spin_(options_.min_replicas > 0
+                ? Clock::Duration::zero()
+                : Clock::Duration(options_.spin_max_hold)) {
   if (!redis_)
     throw Error(ErrorCode::kInvalidArgument, "LockClient needs a RedisClient");
 }
@@ -245,13 +252,11 @@ Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
   return r;
 }
 
-LockCore::Attempt LockCore::TryOnce(const std::string& name,
-                                    const std::string& owner,
-                                    milliseconds lease, bool renew,
-                                    const AcquireOptions& options,
-                                    const std::string& waiter_id,
-                                    const std::string& hold_id, bool enqueue,
-                                    Clock::TimePoint deadline, bool* may_hold) {
+LockCore::Attempt LockCore::TryOnce(
+    const std::string& name, const std::string& owner, milliseconds lease,
+    bool renew, const AcquireOptions& options, const std::string& waiter_id,
+    const std::string& hold_id, bool enqueue, Clock::TimePoint deadline,
+    bool* may_hold, bool spin_check) {
   Clock::TimePoint sent = options_.clock->Now();
   std::string shortfall;  // of replicas (min_replicas)
   const Reply r =
@@ -259,18 +264,33 @@ LockCore::Attempt LockCore::TryOnce(const std::string& name,
           ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
                           {owner, std::to_string(lease.count()), hold_id},
                           deadline, may_hold, &shortfall)
+      : spin_check
+          ? EvalRetryOnce(
+                SpinClaimScript(), {LockKey(name)},
+                {owner, std::to_string(lease.count()), hold_id, waiter_id},
+                deadline, may_hold, &shortfall)
           : EvalRetryOnce(
                 AcquireFairScript(), Keys(name),
                 {owner, std::to_string(lease.count()), hold_id, waiter_id,
                  std::to_string(options_.presence_window.count()),
                  enqueue ? "1" : "0"},
                 deadline, may_hold, &shortfall);
-  attempts_.fetch_add(1, std::memory_order_relaxed);
+  if (spin_check) {
+    spins_.fetch_add(1, std::memory_order_relaxed);
+    if (observer()) observer()->OnSpin(name);
+  } else {
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+  }
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
-    contended_.fetch_add(1, std::memory_order_relaxed);
+    if (!spin_check) contended_.fetch_add(1, std::memory_order_relaxed);
     out.ttl_ms = Element(r, 1, "acquire").integer;
     out.holder = Element(r, 2, "acquire").str;
+    if (r.elements.size() > 5) {
+      out.place = static_cast<int>(r.elements[3].integer);
+      out.age_us = r.elements[4].integer;
+      out.place_fence = r.elements[5].integer;
+    }
     return out;
   }
   int64_t fence = Element(r, 1, "acquire").integer;
@@ -626,8 +646,109 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A queued waiter must refresh its presence before it lapses.
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
+    if (fair && !failed) waits_.SetPlace(&slot, a.place, a.place_fence);
     DirectGrant grant;
-    const WakeCause last_wake = waits_.Park(&slot, bound, options.stop, &grant);
+    WakeCause last_wake = WakeCause::kNone;
+    {
+      // Park. The head of the queue spins (see SpinAdvisor): it also wakes
+      // for its planned checks, and a check that finds its grant claims it.
+      // Every other waiter, and the head once its checks are spent, only
+      // parks. The checks are bounded by plan.checks, also when the clock
+      // does not move (a fake clock in tests).
+      const Clock::Duration zero = Clock::Duration::zero();
+      SpinAdvisor::Plan plan;
+      bool planned = false;
+      auto make_plan = [&](Clock::TimePoint anchor, SpinAdvisor::Anchor kind) {
+        planned = true;
+        plan = spin_.PlanFor(name, anchor, kind, options_.clock->Now());
+      };
+      // The current hold began age_us ago (Redis's clock), or a hand-off
+      // waits for its claim (-2). Not behind a holder of this process: its
+      // release grants us directly (DeliverDirectGrant), no check needed.
+      if (fair && !failed && a.place == 1 && a.age_us != -1 &&
+          !OwnedHere(a.holder)) {
+        const Clock::TimePoint now = options_.clock->Now();
+        if (a.age_us == -2) {
+          make_plan(now, SpinAdvisor::Anchor::kPending);
+        } else if (a.age_us >= 0) {
+          make_plan(now - std::chrono::microseconds(a.age_us),
+                    SpinAdvisor::Anchor::kClaimed);
+        }
+      }
+      int checks = 0;
+      Clock::TimePoint last_sent;
+      Clock::TimePoint next_check = plan.first_check;
+      const Clock::TimePoint park_until = options_.clock->Now() + bound;
+      Clock::Duration left = bound;
+      for (;;) {
+        bool check_due = false;
+        Clock::Duration wait = left;
+        if (plan.spin) {
+          const Clock::Duration to_check =
+              std::max(zero, next_check - options_.clock->Now());
+          if (to_check < wait) {
+            wait = to_check;
+            check_due = true;
+          }
+        }
+        last_wake = waits_.Park(&slot, wait, options.stop, &grant);
+        if (last_wake == WakeCause::kPromoted) {
+          // The hand-offs we saw say we are the head now, behind the grant
+          // just made.
+          if (!planned) {
+            make_plan(options_.clock->Now(), SpinAdvisor::Anchor::kPromoted);
+            next_check = plan.first_check;
+          }
+          left = std::max(zero, park_until - options_.clock->Now());
+          continue;
+        }
+        if (last_wake != WakeCause::kBound || !check_due) break;
+        ++checks;
+        last_sent = options_.clock->Now();
+        Attempt c;
+        try {
+          c = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id,
+                      false, deadline, &may_hold, /*spin_check=*/true);
+        } catch (const Error& e) {
+          if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+            throw;
+          plan.spin = false;  // the full attempt rides the outage out
+          last_wake = WakeCause::kNone;
+          break;
+        }
+        if (c.granted) {
+          spin_.OnOutcome(name, plan, checks, last_sent, checks,
+                          Clock::TimePoint::max());
+          wake_spin_.fetch_add(1, std::memory_order_relaxed);
+          if (observer())
+            observer()->OnWakeup(name, lockfleet::WakeCause::kSpin);
+          finish(c);
+          return result;
+        }
+        if (c.holder.empty() || c.holder == owner) {
+          // Free, or granted to our owner token (a check whose reply was
+          // lost claimed it): the full attempt takes or re-enters it now.
+          plan.spin = false;
+          last_wake = WakeCause::kNone;  // no wake: counted as none
+          break;
+        }
+        if (checks >= plan.checks) {
+          spin_.OnOutcome(name, plan, checks, last_sent, 0,
+                          Clock::TimePoint::max());
+          plan.spin = false;
+        } else {
+          next_check = options_.clock->Now() + plan.interval;
+        }
+        left = std::max(zero, park_until - options_.clock->Now());
+      }
+      if (plan.spin &&
+          (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent ||
+           last_wake == WakeCause::kGranted)) {
+        // The wake came first: the release was before it.
+        spin_.OnOutcome(name, plan, checks, last_sent, 0,
+                        options_.clock->Now());
+      }
+    }
     if (last_wake == WakeCause::kGranted) {
       // A release in this process granted us the lock in full (its script
       // checked that we were the first live waiter): ours without a claim.
@@ -639,6 +760,9 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       if (finish(direct)) return result;
       continue;  // stale (see Granted): the next try re-enters the newer one
     }
+    // A spin check gave way to a full attempt (the lock free or ours, Redis
+    // out): no wake-up to count.
+    if (last_wake == WakeCause::kNone) continue;
     if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
       unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {
@@ -669,6 +793,9 @@ ReleaseStatus LockCore::Release(const std::shared_ptr<HeldLock>& held,
                                 const std::string& hold_id,
                                 Clock::TimePoint acquired_at) {
   ReleaseStatus status = ReleaseImpl(held, hold_id);
+  // How long this process holds the lock: what a spinning head expects.
+  if (status == ReleaseStatus::kReleased)
+    spin_.OnHold(held->name, options_.clock->Now() - acquired_at);
   if (observer())
     observer()->OnRelease(held->name, status,
                           options_.clock->Now() - acquired_at);
@@ -738,9 +865,9 @@ void LockCore::DeliverDirectGrant(const std::string& name, const Reply& reply,
   // the waiter's next try re-enters it and waits for them itself (or gives
   // it back).
   RunHook(name, Hook::kBeforeDirectGrant);
-  if (acknowledged
-          ? waits_.GrantWaiter(name, waiter_id, {.fence = fence, .sent = sent})
-          : waits_.WakeWaiter(name, waiter_id, WakeCause::kLocal)) {
+  if (SawHandOff(name, waiter_id,
+                 acknowledged ? WakeCause::kGranted : WakeCause::kLocal,
+                 {.fence = fence, .sent = sent}, fence, next_owner)) {
     return;
   }
   // The waiter's call has returned (it leaves the table last). With the lock
@@ -772,8 +899,8 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
   if (event.next_waiter.empty()) {
     waits_.WakeOne(name, WakeCause::kLocal);
   } else {
-    waits_.WakeWaiter(name, event.next_waiter,
-                      WakeCause::kLocal);  // if it is ours
+    SawHandOff(name, event.next_waiter, WakeCause::kLocal, {},  // if ours
+               event.next_fence, event.next_owner);
   }
   if (!options_.publisher) return;
   event.lock = name;
@@ -787,6 +914,20 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
   event.cause = cause;
   options_.publisher->Publish(event);
   events_published_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool LockCore::SawHandOff(const std::string& name, const std::string& waiter_id,
+                          WakeCause cause, const DirectGrant& grant,
+                          int64_t fence, const std::string& next_owner) {
+  return waits_.HandedOff(name, waiter_id, cause, grant, fence,
+                          /*promote=*/!OwnedHere(next_owner));
+}
+
+bool LockCore::OwnedHere(const std::string& owner) const {
+  // Default owner tokens are "<client id>:<thread>" (DefaultOwner).
+  const std::string& id = options_.client_id;
+  return owner.size() > id.size() && owner.starts_with(id) &&
+         owner[id.size()] == ':';
 }
 
 bool LockCore::Abandon(const std::string& name, const std::string& waiter_id,
@@ -935,7 +1076,8 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
       waits_.WakeOne(event.lock, WakeCause::kEvent);
     } else {
       // A fair hand-off: only the named grantee wakes, if it waits here.
-      waits_.WakeWaiter(event.lock, event.next_waiter, WakeCause::kEvent);
+      SawHandOff(event.lock, event.next_waiter, WakeCause::kEvent, {},
+                 event.next_fence, event.next_owner);
     }
   } catch (...) {  // allocation failure: the waiter's bound covers it
   }
@@ -963,6 +1105,8 @@ LockStats LockCore::Stats() const {
   s.wakeups_local = get(wake_local_);
   s.wakeups_event = get(wake_event_);
   s.wakeups_bound = get(wake_bound_);
+  s.spins = get(spins_);
+  s.wakeups_spin = get(wake_spin_);
   s.renewals = get(renewals_);
   s.renewal_failures = get(renewal_failures_);
   s.replica_shortfalls = get(replica_shortfalls_);
@@ -1091,6 +1235,8 @@ const char* WakeCauseName(WakeCause cause) noexcept {
       return "event";
     case WakeCause::kBound:
       return "bound";
+    case WakeCause::kSpin:
+      return "spin";
   }
   return "unknown";
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lockfleet/lockcore/lock_client.h"
+#include "spin_advisor.h"
 #include "wait_table.h"
 
 namespace lockfleet::internal {
@@ -117,6 +118,11 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     Lease lease;
     int64_t ttl_ms = 0;
     std::string holder;
+    int place = 0;  // a fair refusal that queued: our place (1 = head)
+    // ... the current hold's age (-2: a hand-off not claimed; -1: unknown)
+    // and the current grant's fence.
+    int64_t age_us = -1;
+    int64_t place_fence = 0;
   };
   // One acquire script, each try bounded by `deadline` (see EvalRetryOnce).
   // `waiter_id` empty: barging; else fair, queueing up when refused if
@@ -124,11 +130,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // sends the same, so a try that ran with its reply lost and a later try
   // are one hold, not two (the script adds a hold id once). When it throws,
   // `*may_hold` tells whether a try may have granted `hold_id` unseen.
+  // `spin_check` (fair only): the queue head's spin check instead, which
+  // only claims a grant pending to `waiter_id` (SpinClaimScript).
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
                   const std::string& hold_id, bool enqueue,
-                  Clock::TimePoint deadline, bool* may_hold);
+                  Clock::TimePoint deadline, bool* may_hold,
+                  bool spin_check = false);
   // Redis granted `hold_id` of `owner` with `fence`, by a command sent at
   // `sent` (an acquire script of ours, or a same-process release's direct
   // grant): files the grant (held_, the watchdog's timetable) and returns
@@ -215,6 +224,18 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::string LockKey(std::string_view name) const;
   std::string FenceKey(std::string_view name) const;
   std::string NextRequestId();
+  // A hand-off of `name` to the queued waiter `waiter_id` was seen (our own
+  // release or an unlock event): wakes the grantee, if it waits here, with
+  // `cause`; moves our other waiters' places up (WaitTable::HandedOff).
+  // Returns whether the grantee waits here.
+  // `fence` and `next_owner`: the new grant's (0 / "" unknown); a head is
+  // not promoted behind a grant to this process (its release grants the
+  // head directly).
+  bool SawHandOff(const std::string& name, const std::string& waiter_id,
+                  WakeCause cause, const DirectGrant& grant, int64_t fence,
+                  const std::string& next_owner);
+  // Whether `owner` is one of this client's default owner tokens.
+  bool OwnedHere(const std::string& owner) const;
   // The lock was freed (`reply` from release/abandon/force-unlock: {1} or
   // {3, waiter, owner, fence} when handed on): wake and publish.
   void Freed(const std::string& name, const std::string& owner, int64_t fence,
@@ -259,6 +280,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   const LockClientOptions options_;
   const std::string instance_;  // random, per LockCore: see NextRequestId
   WaitTable waits_;
+  SpinAdvisor spin_;
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;
@@ -312,7 +334,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
       force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
-      replica_shortfalls_{0}, direct_grants_{0};
+      replica_shortfalls_{0}, direct_grants_{0}, spins_{0}, wake_spin_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).

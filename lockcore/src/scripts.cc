@@ -6,19 +6,23 @@ namespace lockfleet::internal {
 namespace {
 
 // The lock hash holds: owner (token), fence (token of this grant), count
-// (holds), one field "h:<hold id>" per hold, and pending (fair hand-off: the
-// waiter id the lock was granted to, until it claims it). Hold ids are
-// globally unique ("<client id>:<n>"), so adding or deleting a hold's own
-// field makes a retried acquire or release idempotent by construction, even
+// (holds), one field "h:<hold id>" per hold, pending (fair hand-off: the
+// waiter id the lock was granted to, until it claims it) and, once a
+// hand-off is claimed, at (server us of the claim; a hint for spinning). Hold
+// ids are globally unique ("<client id>:<n>"), so adding or deleting a hold's
+// own field makes a retried acquire or release idempotent by construction, even
 // for holds that share an owner token.
 
 // Shared by every script that grants: the server's clock, fencing tokens,
 // pruning of stale queue heads, the hand-off of a freed lock to the first
 // live waiter, and reply latches.
 constexpr const char* kPrelude = R"lua(
-local function now_ms()
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function now_ms()
+  return math.floor(now_us() / 1000)
 end
 -- The next fencing token of the slot's counter (KEYS[2]): above the last one
 -- issued, and never below the server's clock in microseconds, so a counter
@@ -128,18 +132,25 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
 const Script& AcquireFairScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local owner, lease, hold, wid = ARGV[1], tonumber(ARGV[2]), 'h:' .. ARGV[3], ARGV[4]
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', 'at')
 if cur[1] == owner and (not cur[4] or cur[4] == wid) then
-  -- Ours: a reentrant hold, a retry, or the claim of our hand-off (which
-  -- then gets our own lease).
-  local count = tonumber(cur[2])
-  if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
-    count = redis.call('HINCRBY', KEYS[1], 'count', 1)
-  end
+  -- Ours: a reentrant hold, a retry, or the claim of our hand-off.
+  local count
   if cur[4] then
+    -- The claim (a hand-off has no holds yet, count 0): our hold, our
+    -- lease, and when the hold began ("at", server us: what a spinning
+    -- queue head times its checks by). A retry of it finds nothing pending
+    -- and re-enters below.
+    count = 1
+    redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'at', string.format('%d', now_us()))
     redis.call('HDEL', KEYS[1], 'pending')
     redis.call('PEXPIRE', KEYS[1], lease)
-  else  -- always a write, see "Replica acknowledgement" in scripts.h
+  else
+    count = tonumber(cur[2])
+    if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
+      count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+    end
+    -- Always a write, see "Replica acknowledgement" in scripts.h.
     redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
   end
   -- Granted through the owner token while queued under this waiter id (a
@@ -150,7 +161,8 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
   end
   return {1, tonumber(cur[3]), count}
 end
-local now = now_ms()
+local now_u = now_us()
+local now = math.floor(now_u / 1000)
 if not cur[1] then
   local head = live_head(now)
   if (not head) or head == wid then
@@ -173,9 +185,43 @@ if ARGV[6] == '1' then
   local keep = presence * 2
   if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
   if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+  -- Our place in the queue (1: the head, which the next release grants
+  -- to), looked for among the first 64 only; 0: further back. How long the
+  -- current hold has run, in us (for spinning, spin_advisor.h): since its
+  -- claim ("at"), or its grant (a fence is the server's clock when it was
+  -- issued, next_fence); -2 while a hand-off waits for its claim; -1 when
+  -- that cannot be so. And the current grant's fence: the place reflects
+  -- every hand-off up to it.
+  local pos = redis.call('LPOS', KEYS[3], wid, 'MAXLEN', 64)
+  local age = -2
+  if not cur[4] then
+    local began = tonumber(cur[5] or cur[3] or '')
+    age = began and (now_u - began) or -1
+    if age < 0 or age > 3600000000 then age = -1 end
+  end
+  return {0, redis.call('PTTL', KEYS[1]), cur[1] or '', pos and pos + 1 or 0,
+          age, tonumber(cur[3] or '0')}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
 )lua"));
+  return script;
+}
+
+const Script& SpinClaimScript() {
+  static const Script script(R"lua(#!lua
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'pending')
+if cur[3] == ARGV[4] and cur[1] == ARGV[1] then
+  -- Handed to us and not claimed yet: claim it (as the fair acquire does).
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'h:' .. ARGV[3], 1, 'count', 1, 'at',
+             string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  redis.call('HDEL', KEYS[1], 'pending')
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+  return {1, tonumber(cur[2]), 1}
+end
+if not cur[1] then return {0, 0, ''} end
+return {0, redis.call('PTTL', KEYS[1]), cur[1]}
+)lua");
   return script;
 }
 

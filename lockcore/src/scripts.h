@@ -50,8 +50,25 @@ const Script& AcquireScript();
 // Grants when the lock is ours (reentrant), a hand-off to this waiter is
 // pending (claim), or the lock is free and no live waiter is ahead. A waiter
 // granted through its owner token (reentrant) leaves the queue.
-// -> as AcquireScript.
+// -> as AcquireScript; a refusal that queued adds, for spinning, the
+//    waiter's place in the queue, the current hold's age and the current
+//    grant's fence: {0, pttl ms, holder, place, age, fence} (place 1 = the
+//    head, the next release's grantee; 0 = not among the first 64; age in us
+//    since the claim, "at", or else the grant, whose fence is the server's
+//    clock then; -2: a hand-off not claimed yet; -1: unknown).
 const Script& AcquireFairScript();
+
+// The queue head's spin check (see spin_advisor.h). KEYS[1] (the lock hash).
+// ARGV as AcquireFairScript's first four (owner, lease ms, hold id, waiter
+// id).
+// Claims a hand-off pending to this waiter, and does nothing else: never
+// takes a free lock, never queues, never refreshes presence.
+// -> {1, fence, 1} claimed | {0, pttl ms, holder} still held |
+//    {0, 0, ""} free (the caller makes a full attempt).
+// Retry-safe: a retry after a claim whose reply was lost finds the lock
+// held by its own owner token and no longer pending; the caller's full
+// attempt then re-enters the grant with the same hold id.
+const Script& SpinClaimScript();
 
 // KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold
 // id, claim ms, latch ms, then the releasing client's own fair waiters on the

@@ -8,6 +8,9 @@ void WaitTable::Register(const std::string& name, Slot* slot) {
   std::lock_guard lock(mu_);
   slot->woken = false;
   slot->cause = WakeCause::kNone;
+  slot->place = 0;
+  slot->place_fence = 0;
+  slot->promoted = false;
   slots_[name].push_back(slot);
 }
 
@@ -42,9 +45,12 @@ bool WaitTable::Unregister(const std::string& name, Slot* slot,
 WakeCause WaitTable::Park(Slot* slot, std::chrono::nanoseconds timeout,
                           const std::stop_token& stop, DirectGrant* grant) {
   std::unique_lock lock(mu_);
-  bool woken =
-      slot->cv.wait_for(lock, stop, timeout, [slot] { return slot->woken; });
+  bool woken = slot->cv.wait_for(
+      lock, stop, timeout, [slot] { return slot->woken || slot->promoted; });
   if (woken) {
+    const bool promoted_only = !slot->woken;
+    slot->promoted = false;
+    if (promoted_only) return WakeCause::kPromoted;
     slot->woken = false;
     if (slot->cause == WakeCause::kGranted && grant) *grant = slot->grant;
     return slot->cause;
@@ -101,6 +107,33 @@ bool WaitTable::WakeWaiter(const std::string& name,
                            const std::string& waiter_id, WakeCause cause) {
   std::lock_guard lock(mu_);
   return WakeWaiterLocked(name, waiter_id, cause);
+}
+
+void WaitTable::SetPlace(Slot* slot, int place, int64_t fence) {
+  std::lock_guard lock(mu_);
+  slot->place = place;
+  slot->place_fence = fence;
+}
+
+bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
+                          WakeCause cause, const DirectGrant& grant,
+                          int64_t fence, bool promote) {
+  std::lock_guard lock(mu_);
+  const bool found = WakeWaiterLocked(name, waiter_id, cause, grant);
+  auto it = slots_.find(name);
+  if (it == slots_.end()) return found;
+  for (Slot* slot : it->second) {
+    if (slot->place <= 1 || slot->waiter_id == waiter_id) continue;
+    if (fence != 0) {
+      if (fence <= slot->place_fence) continue;  // counted already
+      slot->place_fence = fence;
+    }
+    if (--slot->place == 1 && promote) {
+      slot->promoted = true;
+      slot->cv.notify_one();
+    }
+  }
+  return found;
 }
 
 bool WaitTable::GrantWaiter(const std::string& name,

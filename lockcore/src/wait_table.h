@@ -28,7 +28,17 @@
 
 namespace lockfleet::internal {
 
-enum class WakeCause { kNone, kLocal, kEvent, kBound, kCancelled, kGranted };
+// kPromoted: not a wake to try again, only the news that the waiter has
+// become the head of the lock's queue (see HandedOff).
+enum class WakeCause {
+  kNone,
+  kLocal,
+  kEvent,
+  kBound,
+  kCancelled,
+  kGranted,
+  kPromoted
+};
 
 // What a direct grant gives its waiter (see GrantWaiter).
 struct DirectGrant {
@@ -47,6 +57,14 @@ class WaitTable {
     bool woken = false;  // guarded by WaitTable::mu_
     WakeCause cause = WakeCause::kNone;
     DirectGrant grant;  // with cause kGranted; guarded by WaitTable::mu_
+    // Fair mode: the waiter's place in the Redis queue as its last refused
+    // attempt saw it (1 = head), counted down by each hand-off seen since;
+    // 0 = unknown. A hint only (see HandedOff). Guarded by WaitTable::mu_.
+    int place = 0;
+    // The fencing token of the latest grant `place` reflects: a hand-off
+    // with a token no larger is already counted (or older). mu_.
+    int64_t place_fence = 0;
+    bool promoted = false;  // became the head since its last Park; mu_
   };
 
   // A fair waiter parked on a lock, as a release script needs it.
@@ -67,9 +85,10 @@ class WaitTable {
   bool Unregister(const std::string& name, Slot* slot,
                   WakeCause unused = WakeCause::kNone);
 
-  // Parks until woken, `timeout` elapses or `stop` is requested; consumes
-  // the wake. Returns kLocal/kEvent/kGranted (woken; a grant in *grant),
-  // kBound or kCancelled.
+  // Parks until woken, promoted, `timeout` elapses or `stop` is requested;
+  // consumes the wake (and the promotion). Returns kLocal/kEvent/kGranted
+  // (woken; a grant in *grant), kPromoted (only promoted), kBound or
+  // kCancelled.
   WakeCause Park(Slot* slot, std::chrono::nanoseconds timeout,
                  const std::stop_token& stop, DirectGrant* grant = nullptr);
 
@@ -81,6 +100,27 @@ class WaitTable {
   // Returns false if it is not waiting here.
   bool WakeWaiter(const std::string& name, const std::string& waiter_id,
                   WakeCause cause);
+
+  // Records the place in the queue a refused attempt reported for `slot`,
+  // behind the grant with fencing token `fence`.
+  void SetPlace(Slot* slot, int place, int64_t fence);
+
+  // A release (here or, through its unlock event, elsewhere) handed `name`
+  // to the queued waiter `waiter_id`, i.e. took it off the head of the
+  // queue: wakes it with `cause` if it waits here (as WakeWaiter), and moves
+  // every other fair waiter on `name` with a known place one place up —
+  // unless its place already reflects a grant with a token >= `fence` (the
+  // new grant's; 0: unknown, always counted), so a duplicated, replayed or
+  // late event counts once at most. One that reaches the head is woken with
+  // kPromoted (it may start spinning) if `promote`. Places are hints: a
+  // forged event moves them too far (the waiter spends a bounded spin
+  // budget for nothing), waiters dropped as dead from the queue's head not
+  // far enough (the real head does not spin). Returns whether `waiter_id`
+  // waits here. With cause kGranted, the wake carries `grant` (as
+  // GrantWaiter).
+  bool HandedOff(const std::string& name, const std::string& waiter_id,
+                 WakeCause cause, const DirectGrant& grant = {},
+                 int64_t fence = 0, bool promote = true);
 
   // Wakes the waiter `waiter_id` on `name` with the lock granted to it
   // (kGranted). False if it is not waiting here (any more).

@@ -61,6 +61,10 @@ class LockMetrics final : public LockObserver {
     });
   }
 
+  void OnSpin(std::string_view name) noexcept override {
+    Record([&] { state_->Lock(name).spins->Increment(); });
+  }
+
   void OnWaiting(int delta) noexcept override {
     state_->waiters().Increment(delta);
   }

@@ -110,12 +110,18 @@ MetricsState::MetricsState(MetricsOptions options)
       wakeups_(CounterFamily(
           registry_, "lockfleet_lock_wakeups_total",
           "Parked waiters woken, by cause: local (a release in this "
-          "process), event (an unlock event from another process) or bound "
-          "(the park bound expired).")),
+          "process), event (an unlock event from another process), bound "
+          "(the park bound expired) or spin (the queue head's own check "
+          "found its grant).")),
       leases_lost_(CounterFamily(
           registry_, "lockfleet_lock_leases_lost_total",
           "Held locks lost: found taken, expired or force-unlocked at "
           "renewal, or their lease ran out before a renewal succeeded.")),
+      spins_(CounterFamily(
+          registry_, "lockfleet_lock_spins_total",
+          "Spin checks sent by the head of a lock's queue (one Redis round "
+          "trip each); those that found the grant are wakeups with cause "
+          "spin.")),
       errors_(CounterFamily(
           registry_, "lockfleet_lock_errors_total",
           "Lock operations that failed, by error code (Redis errors and "
@@ -198,6 +204,7 @@ LockClassSeries MetricsState::MakeLockSeries(const std::string& lock_class) {
         &wakeups_.Add(with("cause", WakeCauseName(cause)));
   }
   s.leases_lost = &leases_lost_.Add(labels);
+  s.spins = &spins_.Add(labels);
   return s;
 }
 

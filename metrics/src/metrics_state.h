@@ -35,7 +35,7 @@ inline constexpr ReleaseStatus kReleaseStatuses[] = {
     ReleaseStatus::kReleased, ReleaseStatus::kStillHeld,
     ReleaseStatus::kNotHeld, ReleaseStatus::kNotOwner};
 inline constexpr WakeCause kWakeCauses[] = {
-    WakeCause::kLocal, WakeCause::kEvent, WakeCause::kBound};
+    WakeCause::kLocal, WakeCause::kEvent, WakeCause::kBound, WakeCause::kSpin};
 inline constexpr worker::JobResult kJobResults[] = {
     worker::JobResult::kOk,        worker::JobResult::kRejected,
     worker::JobResult::kFailed,    worker::JobResult::kDuplicate,
@@ -59,6 +59,7 @@ struct LockClassSeries {
   std::array<Counter*, std::size(kReleaseStatuses)> releases{};
   std::array<Counter*, std::size(kWakeCauses)> wakeups{};
   Counter* leases_lost = nullptr;
+  Counter* spins = nullptr;
 };
 
 struct JobSeries {
@@ -111,6 +112,7 @@ class MetricsState {
   prometheus::Family<Counter>& releases_;
   prometheus::Family<Counter>& wakeups_;
   prometheus::Family<Counter>& leases_lost_;
+  prometheus::Family<Counter>& spins_;
   prometheus::Family<Counter>& errors_;
   prometheus::Family<Counter>& jobs_;
   prometheus::Family<Histogram>& job_duration_;

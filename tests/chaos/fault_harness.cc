@@ -40,6 +40,9 @@ void CountingObserver::OnWakeup(std::string_view, WakeCause cause) noexcept {
     case WakeCause::kBound:
       wake_bound_.fetch_add(1);
       break;
+    case WakeCause::kSpin:
+      wake_spin_.fetch_add(1);
+      break;
   }
 }
 
@@ -60,6 +63,8 @@ uint64_t CountingObserver::wakeups(WakeCause cause) const {
       return wake_event_.load();
     case WakeCause::kBound:
       return wake_bound_.load();
+    case WakeCause::kSpin:
+      return wake_spin_.load();
   }
   return 0;
 }
@@ -75,6 +80,7 @@ FaultNode::FaultNode(const NodeConfig& config)
       .url = config.redis_url, .command_timeout = config.command_timeout});
   LockClientOptions options;
   options.default_lease = config.lease;
+  options.spin_max_hold = config.spin_max_hold;
   options.observer = observer_;
   if (!config.bootstrap.empty()) {
     notifier_ =

@@ -62,7 +62,8 @@ class CountingObserver final : public LockObserver {
   std::map<std::string, uint64_t> errors() const;
 
  private:
-  std::atomic<uint64_t> wake_local_{0}, wake_event_{0}, wake_bound_{0};
+  std::atomic<uint64_t> wake_local_{0}, wake_event_{0}, wake_bound_{0},
+      wake_spin_{0};
   std::atomic<uint64_t> leases_lost_{0};
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_;  // guarded by mu_
@@ -77,6 +78,9 @@ struct NodeConfig {
   std::chrono::milliseconds command_timeout{2000};  // RedisOptions default
   int kafka_queue_max_messages = 100000;            // KafkaOptions default
   std::chrono::milliseconds kafka_message_timeout{5000};
+  // The queue head's spinning (LockClientOptions default); 0: off, for the
+  // tests that count Kafka's wake-ups.
+  std::chrono::milliseconds spin_max_hold = LockClientOptions{}.spin_max_hold;
 };
 
 // One simulated lockfleet process.

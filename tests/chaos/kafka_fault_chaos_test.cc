@@ -51,7 +51,10 @@ class KafkaFaultChaos : public ::testing::Test {
  protected:
   void StartNodes(const std::string& bootstrap) {
     group_ = std::make_unique<ContendingNodes>(
-        kNodes, NodeConfig{.redis_url = redis_.url(), .bootstrap = bootstrap});
+        kNodes, NodeConfig{.redis_url = redis_.url(),
+                           .bootstrap = bootstrap,
+                           // Kafka's wake-ups are what these tests count.
+                           .spin_max_hold = std::chrono::milliseconds(0)});
     nodes_ = group_->nodes();
     ASSERT_TRUE(group_->WaitUntilReady(kLong));
     contention_ = &group_->StartContention();

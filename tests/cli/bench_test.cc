@@ -119,7 +119,8 @@ TEST_F(BenchTest, KafkaModeWithSignedEvents) {
   WriteFile(dir.File("event-key"), "bench-test-event-key-0123\n");
   const json report =
       RunBench({"--mode", "kafka", "--processes", "2", "--redis", redis_.url(),
-                "--event-key-file", dir.File("event-key")});
+                "--event-key-file", dir.File("event-key"), "--spin-max-hold-ms",
+                "0"});  // every hand-off by its event
   ExpectSoundRun(report, 2, 1);
   EXPECT_NE(
       report.at("config").at("kafka").get<std::string>().find("signed events"),
@@ -142,7 +143,7 @@ TEST_F(BenchTest, ConfigGivesRedisKafkaAndTheEventKey) {
                         "    socket.keepalive.enable: true\n");
   const CliResult result =
       RunCli({"bench", "--config", config, "--mode", "kafka", "--processes",
-              "2", "--seconds", "2", "--json"},
+              "2", "--seconds", "3", "--spin-max-hold-ms", "0", "--json"},
              {"BENCH_KEY=bench-config-event-key-0123"}, kRunTimeout);
   ASSERT_EQ(result.status, 0) << result.err;
   const json report = json::parse(result.out);
@@ -259,9 +260,9 @@ TEST_F(BenchTest, KafkaLocalStartsARealBroker) {
     return n;
   };
   const int dirs_before = kafka_dirs();
-  const json report =
-      RunBench({"--kafka", "kafka-local", "--processes", "2", "--redis",
-                redis_.url(), "--fetch-wait-ms", "100"});
+  const json report = RunBench({"--kafka", "kafka-local", "--processes", "2",
+                                "--redis", redis_.url(), "--fetch-wait-ms",
+                                "100", "--spin-max-hold-ms", "0"});
   ExpectSoundRun(report, 2, 1);
   const std::string kafka = report.at("config").at("kafka").get<std::string>();
   EXPECT_NE(kafka.find("real broker, kafka-local (127.0.0.1:"),

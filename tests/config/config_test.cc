@@ -62,6 +62,7 @@ locks:
   fair: false
   presence_window: 6s
   claim_window: 2001ms
+  spin_max_hold: 0
 worker:
   threads: 8
   grace_period: 0
@@ -102,6 +103,7 @@ logging: {level: debug, format: json}
   EXPECT_FALSE(config.locks.fair);
   EXPECT_EQ(config.locks.presence_window, milliseconds(6000));
   EXPECT_EQ(config.locks.claim_window, milliseconds(2001));
+  EXPECT_EQ(config.locks.spin_max_hold, milliseconds(0));
   EXPECT_EQ(config.worker.threads, 8);
   EXPECT_EQ(config.worker.grace_period, milliseconds(0));
   EXPECT_EQ(config.worker.health_listen, "[::]:0");

@@ -222,5 +222,115 @@ TEST(WaitTable, CrossThreadWakeReachesParkedWaiter) {
   table.Unregister("a", &slot);
 }
 
+// Spinning (issue 16): a hand-off moves the other fair waiters one place up;
+// the one that reaches the head is told (kPromoted), which is not a wake to
+// try again. The grantee is woken as by WakeWaiter. Each hand-off counts
+// once: by its grant's fence, against the grant a place was read behind.
+TEST(WaitTable, AHandOffMovesTheOthersUpAndPromotesTheNewHead) {
+  WaitTable table;
+  WaitTable::Slot grantee, second, third, unknown;
+  grantee.waiter_id = "w:1";
+  second.waiter_id = "w:2";
+  third.waiter_id = "w:3";
+  unknown.waiter_id = "w:4";
+  for (WaitTable::Slot* s : {&grantee, &second, &third, &unknown})
+    table.Register("a", s);
+  table.SetPlace(&grantee, 1, 10);  // behind the grant with fence 10
+  table.SetPlace(&second, 2, 10);
+  table.SetPlace(&third, 3, 10);  // `unknown` keeps place 0: never promoted
+
+  EXPECT_TRUE(table.HandedOff("a", "w:1", WakeCause::kEvent, {}, 11));
+  EXPECT_EQ(table.Park(&grantee, milliseconds(0), {}), WakeCause::kEvent);
+  EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kPromoted);
+  EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kBound)
+      << "a promotion is consumed once";
+  EXPECT_EQ(table.Park(&third, milliseconds(0), {}), WakeCause::kBound);
+  EXPECT_EQ(table.Park(&unknown, milliseconds(0), {}), WakeCause::kBound);
+
+  // The same hand-off again (a duplicated or replayed event), or an older
+  // one arriving late, moves nobody.
+  table.HandedOff("a", "w:1", WakeCause::kEvent, {}, 11);
+  table.HandedOff("a", "w:0", WakeCause::kEvent, {}, 9);
+  EXPECT_EQ(table.Park(&third, milliseconds(0), {}), WakeCause::kBound);
+  // The next hand-off (to `second`, elsewhere unseen) promotes `third`.
+  EXPECT_FALSE(table.HandedOff("a", "w:elsewhere", WakeCause::kEvent, {}, 12));
+  EXPECT_EQ(table.Park(&third, milliseconds(0), {}), WakeCause::kPromoted);
+  EXPECT_EQ(table.Park(&unknown, milliseconds(0), {}), WakeCause::kBound);
+  // A head stays the head however many hand-offs it sees: promoted once.
+  table.HandedOff("a", "w:elsewhere", WakeCause::kEvent, {}, 13);
+  EXPECT_EQ(table.Park(&third, milliseconds(0), {}), WakeCause::kBound);
+  for (WaitTable::Slot* s : {&grantee, &second, &third, &unknown})
+    table.Unregister("a", s);
+}
+
+TEST(WaitTable, AHandOffAPlaceAlreadyReflectsMovesNobody) {
+  // The refused attempt that read the place ran after the grant with fence
+  // 20 was made: that hand-off's event, arriving later, is already counted.
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "w:2";
+  table.Register("a", &slot);
+  table.SetPlace(&slot, 2, 20);
+  table.HandedOff("a", "w:1", WakeCause::kEvent, {}, 20);
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
+  table.HandedOff("a", "w:1", WakeCause::kEvent, {}, 21);
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kPromoted);
+  table.Unregister("a", &slot);
+}
+
+TEST(WaitTable, NoPromotionBehindAGrantOfThisProcess) {
+  // The head behind a holder of its own process is granted directly by that
+  // holder's release: it moves up but is not told to spin.
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "w:2";
+  table.Register("a", &slot);
+  table.SetPlace(&slot, 2, 1);
+  table.HandedOff("a", "w:1", WakeCause::kEvent, {}, 2, /*promote=*/false);
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &slot);
+}
+
+TEST(WaitTable, AWakeTakesPrecedenceOverAPromotion) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "w:2";
+  table.Register("a", &slot);
+  table.SetPlace(&slot, 2, 0);
+  table.HandedOff("a", "w:1", WakeCause::kEvent);  // promoted
+  table.HandedOff("a", "w:2", WakeCause::kEvent);  // and granted
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kEvent);
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &slot);
+}
+
+TEST(WaitTable, APromotionWakesAParkedHead) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "w:2";
+  table.Register("a", &slot);
+  table.SetPlace(&slot, 2, 0);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    table.HandedOff("a", "w:1", WakeCause::kEvent);
+  });
+  EXPECT_EQ(table.Park(&slot, seconds(30), {}), WakeCause::kPromoted);
+  releaser.join();
+  table.Unregister("a", &slot);
+}
+
+TEST(WaitTable, ADirectGrantThroughAHandOffCarriesTheGrant) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "w:1";
+  table.Register("a", &slot);
+  EXPECT_TRUE(table.HandedOff("a", "w:1", WakeCause::kGranted, {.fence = 42}));
+  DirectGrant grant;
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}, &grant),
+            WakeCause::kGranted);
+  EXPECT_EQ(grant.fence, 42);
+  table.Unregister("a", &slot);
+}
+
 }  // namespace
 }  // namespace lockfleet::internal

@@ -94,7 +94,7 @@ TEST_F(LockMetricsTest, AClassStartsWithEveryResultCauseAndStatusAtZero) {
               0)
         << result;
   }
-  for (const char* cause : {"local", "event", "bound"}) {
+  for (const char* cause : {"local", "event", "bound", "spin"}) {
     EXPECT_EQ(ValueIn(m, "lockfleet_lock_wakeups_total",
                       Class("fresh", "cause", cause)),
               0)
@@ -128,6 +128,18 @@ TEST_F(LockMetricsTest, WakeupsCountByCause) {
   EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "event")), 2);
   EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "bound")), 1);
   EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "local")), 0);
+  EXPECT_EQ(ValueIn(m, name, Class("orders", "cause", "spin")), 0);
+}
+
+TEST_F(LockMetricsTest, SpinChecksAndTheirWinsAreCounted) {
+  observer_->OnSpin("orders:1");
+  observer_->OnSpin("orders:1");
+  observer_->OnWakeup("orders:1", WakeCause::kSpin);
+  const auto m = ParseExposition(metrics_.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_spins_total", Class("orders")), 2);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_wakeups_total",
+                    Class("orders", "cause", "spin")),
+            1);
 }
 
 TEST_F(LockMetricsTest, WaitingMovesTheWaitersGauge) {

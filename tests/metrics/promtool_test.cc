@@ -38,6 +38,7 @@ void Populate(Metrics& m) {
   locks->OnRenewal(3, false);
   locks->OnRenewal(0, true);
   locks->OnLeaseLost("orders:3");
+  locks->OnSpin("orders:2");
   locks->OnError(ErrorCode::kRedisTimeout);
   // A label value that needs escaping.
   locks->OnAcquire("we\"ird\\name", AcquireStatus::kAcquired, milliseconds(1),
@@ -80,6 +81,7 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
            "lockfleet_lock_renewals_total",
            "lockfleet_lock_renewal_failures_total",
            "lockfleet_lock_leases_lost_total",
+           "lockfleet_lock_spins_total",
            "lockfleet_lock_errors_total",
            "lockfleet_unlock_events_published_total",
            "lockfleet_unlock_events_delivered_total",

@@ -52,7 +52,11 @@ struct Process {
         LockClientOptions{.park_cap = options.park_cap,
                           .presence_window = kLongWindow,
                           .claim_window = kLongWindow,
-                          .publisher = notifier});
+                          .publisher = notifier,
+                          // These tests are about the events: a queue head
+                          // that finds its grant itself would take their
+                          // wake-ups (spinning: tests/lockcore/spin_test).
+                          .spin_max_hold = std::chrono::milliseconds(0)});
     notifier->Subscribe(locks.get());
     EXPECT_TRUE(notifier->WaitUntilReady(std::chrono::seconds(30)));
   }

@@ -196,6 +196,9 @@ struct LocksConfig {
   // A handed-off lock not claimed within this passes on. Must exceed
   // presence_window / 3.
   std::chrono::milliseconds claim_window{2000};
+  // The head of a fair queue checks for its grant itself (spinning) on locks
+  // this process holds at most this long on average. 0 = never. 0..60s.
+  std::chrono::milliseconds spin_max_hold{5};
 
   bool operator==(const LocksConfig&) const = default;
 };

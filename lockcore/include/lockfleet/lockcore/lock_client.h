@@ -39,6 +39,19 @@
 // fair waiters never park longer, because they must refresh their place.
 // Barging (fair = false, per client or per call) ignores the queue.
 //
+// Spinning. The head of the queue — the waiter the next release will grant
+// to, as its refused attempt and the hand-offs seen since tell — need not
+// wait for the event when the lock is held briefly: where this process's
+// own holds of the lock last at most spin_max_hold, it parks only until
+// about when the holder should release (the hold's start comes from Redis)
+// and then checks for its grant with one script call that claims it if it
+// is there (at most 3 checks, then it parks for the event as everybody
+// else). The check claims only a grant the release already made to this
+// waiter, so spinning changes how fast the grantee learns of its grant,
+// never who gets it. The timing adapts per lock to whether checks came too
+// early or too late; a lock whose checks win nothing is spun on less and
+// less often (see lockcore/src/spin_advisor.h).
+//
 // Time bounds and Redis faults. Every script call of a timed acquisition is
 // bounded by the time left (each try at least kMinAttemptBudget), and no
 // retry starts past the deadline; a waiter giving up spends at most
@@ -134,6 +147,11 @@ struct LockClientOptions {
   // WAIT's timeout: how much longer a change may take when replicas lag.
   // > 0 (WAIT 0 would wait for ever).
   std::chrono::milliseconds replica_timeout{1000};
+  // Adaptive spinning (fair mode, see "Spinning"): the head of a lock's
+  // queue checks for its grant itself, a few times around the moment the
+  // holder is expected to release, when this process's own holds of the
+  // lock last at most this long (on average). 0 = never spin. >= 0.
+  std::chrono::milliseconds spin_max_hold{5};
 };
 
 // The floor of each try's budget in a timed acquisition, and the most a
@@ -230,6 +248,8 @@ struct LockStats {
   uint64_t direct_grants = 0;
   uint64_t wakeups_event = 0;     // woken by DeliverUnlockEvent
   uint64_t wakeups_bound = 0;     // park bound expired
+  uint64_t spins = 0;             // spin checks sent by queue heads
+  uint64_t wakeups_spin = 0;      // ... that found and claimed the grant
   uint64_t renewals = 0;          // successful lease renewals
   uint64_t renewal_failures = 0;  // renewals that threw or lacked replicas
   uint64_t leases_lost = 0;

@@ -26,10 +26,11 @@ enum class WakeCause {
   kLocal,  // a holder in this process released (or force-unlocked)
   kEvent,  // an unlock event from another process (the transport)
   kBound,  // its park bound expired: TTL, park cap or presence refresh
+  kSpin,   // the queue head's own check found its grant (see lock_client.h)
 };
 
-const char* WakeCauseName(
-    WakeCause cause) noexcept;  // "local", "event", "bound"
+// "local", "event", "bound", "spin"
+const char* WakeCauseName(WakeCause cause) noexcept;
 
 class LockObserver {
  public:
@@ -49,6 +50,9 @@ class LockObserver {
   // A parked waiter woke up.
   virtual void OnWakeup(std::string_view /*name*/,
                         WakeCause /*cause*/) noexcept {}
+
+  // The head of `name`'s queue sent a spin check (found its grant or not).
+  virtual void OnSpin(std::string_view /*name*/) noexcept {}
 
   // The number of threads waiting in this client changed by `delta`.
   virtual void OnWaiting(int /*delta*/) noexcept {}
