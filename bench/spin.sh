@@ -10,6 +10,7 @@
 #   bench/spin.sh [--seconds S] [--repeat R] [--no-real]
 #
 # Environment: LOCKFLEET (a lockfleet binary; default build/cli/lockfleet),
+# PROCS (the process counts; default "2 8 32"),
 # LOCKFLEET_KAFKA_LOCAL (default ../shared/kafka/kafka-local).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,7 +48,7 @@ cell() {  # label, args...
     "$out" "$label" >>"$raw.tmp"
   echo "  $label: done" >&2
 }
-for p in 2 8 32; do
+for p in ${PROCS:-2 8 32}; do
   cell "floor p=$p" --mode floor --processes "$p"
   cell "embedded spin p=$p" --mode kafka --fair --processes "$p"
   cell "embedded nospin p=$p" --mode kafka --fair --processes "$p" --spin-max-hold-ms 0
@@ -62,9 +63,11 @@ mv "$raw.tmp" "$raw"
 python3 - "$raw" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+def runs(d):
+    return d.get("runs", [d])  # --repeat 1: the run itself
 def med(d, key, sub=None):
     vals = []
-    for r in d["runs"]:
+    for r in runs(d):
         v = r.get(key)
         if sub is not None:
             v = (v or {}).get(sub)
@@ -83,12 +86,12 @@ for d in rows:
     if label.startswith("floor"):
         floor[p] = (acq, p50)
     fa, fp = floor.get(p, (float("nan"), float("nan")))
-    w = lambda c: sum(r["wakeups"].get(c, 0) for r in d["runs"])
-    n = sum(r["acquisitions"] for r in d["runs"])
+    w = lambda c: sum(r["wakeups"].get(c, 0) for r in runs(d))
+    n = sum(r["acquisitions"] for r in runs(d))
     print("| %s | %.0f | %.2f | %.0f | %.1f | %.0f | %.1f | %.2f | %s | %s | %s | %d | %.3f |" % (
         label, acq, acq / fa if fa else 0, p50, p50 / fp if fp else 0, p99,
         med(d, "redis_commands_per_acquisition"), med(d, "redis_calls_per_acquisition"),
         "%.0f%%" % (100.0 * w("spin") / n) if n else "-",
         "%.0f%%" % (100.0 * w("event") / n) if n else "-",
-        w("bound"), sum(r["violations"] for r in d["runs"]), med(d, "jain_index")))
+        w("bound"), sum(r["violations"] for r in runs(d)), med(d, "jain_index")))
 PY
