@@ -646,108 +646,25 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A queued waiter must refresh its presence before it lapses.
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
-    if (fair && !failed) waits_.SetPlace(&slot, a.place, a.place_fence);
     DirectGrant grant;
-    WakeCause last_wake = WakeCause::kNone;
-    {
-      // Park. The head of the queue spins (see SpinAdvisor): it also wakes
-      // for its planned checks, and a check that finds its grant claims it.
-      // Every other waiter, and the head once its checks are spent, only
-      // parks. The checks are bounded by plan.checks, also when the clock
-      // does not move (a fake clock in tests).
-      const Clock::Duration zero = Clock::Duration::zero();
-      SpinAdvisor::Plan plan;
-      bool planned = false;
-      auto make_plan = [&](Clock::TimePoint anchor, SpinAdvisor::Anchor kind) {
-        planned = true;
-        plan = spin_.PlanFor(name, anchor, kind, options_.clock->Now());
-      };
-      // The current hold began age_us ago (Redis's clock), or a hand-off
-      // waits for its claim (-2). Not behind a holder of this process: its
-      // release grants us directly (DeliverDirectGrant), no check needed.
-      if (fair && !failed && a.place == 1 && a.age_us != -1 &&
-          !OwnedHere(a.holder)) {
-        const Clock::TimePoint now = options_.clock->Now();
-        if (a.age_us == -2) {
-          make_plan(now, SpinAdvisor::Anchor::kPending);
-        } else if (a.age_us >= 0) {
-          make_plan(now - std::chrono::microseconds(a.age_us),
-                    SpinAdvisor::Anchor::kClaimed);
-        }
-      }
-      int checks = 0;
-      Clock::TimePoint last_sent;
-      Clock::TimePoint next_check = plan.first_check;
-      const Clock::TimePoint park_until = options_.clock->Now() + bound;
-      Clock::Duration left = bound;
-      for (;;) {
-        bool check_due = false;
-        Clock::Duration wait = left;
-        if (plan.spin) {
-          const Clock::Duration to_check =
-              std::max(zero, next_check - options_.clock->Now());
-          if (to_check < wait) {
-            wait = to_check;
-            check_due = true;
-          }
-        }
-        last_wake = waits_.Park(&slot, wait, options.stop, &grant);
-        if (last_wake == WakeCause::kPromoted) {
-          // The hand-offs we saw say we are the head now, behind the grant
-          // just made.
-          if (!planned) {
-            make_plan(options_.clock->Now(), SpinAdvisor::Anchor::kPromoted);
-            next_check = plan.first_check;
-          }
-          left = std::max(zero, park_until - options_.clock->Now());
-          continue;
-        }
-        if (last_wake != WakeCause::kBound || !check_due) break;
-        ++checks;
-        last_sent = options_.clock->Now();
-        Attempt c;
-        try {
-          c = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id,
-                      false, deadline, &may_hold, /*spin_check=*/true);
-        } catch (const Error& e) {
-          if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
-            throw;
-          plan.spin = false;  // the full attempt rides the outage out
-          last_wake = WakeCause::kNone;
-          break;
-        }
-        if (c.granted) {
-          spin_.OnOutcome(name, plan, checks, last_sent, checks,
-                          Clock::TimePoint::max());
-          wake_spin_.fetch_add(1, std::memory_order_relaxed);
-          if (observer())
-            observer()->OnWakeup(name, lockfleet::WakeCause::kSpin);
-          finish(c);
-          return result;
-        }
-        if (c.holder.empty() || c.holder == owner) {
-          // Free, or granted to our owner token (a check whose reply was
-          // lost claimed it): the full attempt takes or re-enters it now.
-          plan.spin = false;
-          last_wake = WakeCause::kNone;  // no wake: counted as none
-          break;
-        }
-        if (checks >= plan.checks) {
-          spin_.OnOutcome(name, plan, checks, last_sent, 0,
-                          Clock::TimePoint::max());
-          plan.spin = false;
-        } else {
-          next_check = options_.clock->Now() + plan.interval;
-        }
-        left = std::max(zero, park_until - options_.clock->Now());
-      }
-      if (plan.spin &&
-          (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent ||
-           last_wake == WakeCause::kGranted)) {
-        // The wake came first: the release was before it.
-        spin_.OnOutcome(name, plan, checks, last_sent, 0,
-                        options_.clock->Now());
-      }
+    Attempt won;  // by a spin check
+    SpinAdvisor::Plan plan;
+    if (fair && !failed && spin_.enabled()) {
+      waits_.SetPlace(&slot, a.place, a.place_fence);
+      plan = PlanAfterRefusal(name, a);
+    }
+    const WakeCause last_wake = ParkSpinning(
+        name, &slot, bound, options.stop, &grant, plan, owner,
+        [&] {
+          return TryOnce(name, owner, lease, renew, options, waiter_id, hold_id,
+                         false, deadline, &may_hold, /*spin_check=*/true);
+        },
+        &won);
+    if (won.granted) {
+      wake_spin_.fetch_add(1, std::memory_order_relaxed);
+      if (observer()) observer()->OnWakeup(name, lockfleet::WakeCause::kSpin);
+      finish(won);
+      return result;
     }
     if (last_wake == WakeCause::kGranted) {
       // A release in this process granted us the lock in full (its script
@@ -785,6 +702,85 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         return result;
       default:
         wake_bound_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+SpinAdvisor::Plan LockCore::PlanAfterRefusal(const std::string& name,
+                                             const Attempt& refused) {
+  // Only the head spins, and not behind a holder of this process: its
+  // release grants us directly (DeliverDirectGrant), no check needed. The
+  // current hold began age_us ago (Redis's clock), or a hand-off waits for
+  // its claim (-2); -1: unknown, no plan.
+  if (refused.place != 1 || refused.age_us == -1 || OwnedHere(refused.holder))
+    return {};
+  const Clock::TimePoint now = options_.clock->Now();
+  if (refused.age_us == -2)
+    return spin_.PlanFor(name, now, SpinAdvisor::Anchor::kPending, now);
+  return spin_.PlanFor(name, now - std::chrono::microseconds(refused.age_us),
+                       SpinAdvisor::Anchor::kClaimed, now);
+}
+
+template <typename Check>
+WakeCause LockCore::ParkSpinning(const std::string& name, WaitTable::Slot* slot,
+                                 Clock::Duration bound,
+                                 const std::stop_token& stop,
+                                 DirectGrant* grant, SpinAdvisor::Plan plan,
+                                 const std::string& owner, Check&& check,
+                                 Attempt* won) {
+  const Clock::Duration zero = Clock::Duration::zero();
+  const Clock::TimePoint park_until = options_.clock->Now() + bound;
+  int checks = 0;
+  Clock::TimePoint next_check = plan.first_check;
+  Clock::TimePoint last_sent;
+  for (;;) {
+    const Clock::TimePoint now = options_.clock->Now();
+    Clock::Duration wait = std::max(zero, park_until - now);
+    const Clock::Duration to_check = std::max(zero, next_check - now);
+    const bool check_due = plan.spin && to_check < wait;
+    if (check_due) wait = to_check;
+    const WakeCause wake = waits_.Park(slot, wait, stop, grant);
+    if (wake == WakeCause::kPromoted) {
+      // The hand-offs we saw say we are the head now, behind the grant just
+      // made. (A slot is promoted only from place 2 on: nothing was planned.)
+      const Clock::TimePoint at = options_.clock->Now();
+      plan = spin_.PlanFor(name, at, SpinAdvisor::Anchor::kPromoted, at);
+      next_check = plan.first_check;
+      continue;
+    }
+    if (wake != WakeCause::kBound || !check_due) {
+      if (plan.spin &&
+          (wake == WakeCause::kLocal || wake == WakeCause::kEvent ||
+           wake == WakeCause::kGranted)) {
+        // The wake came first: the release was before it.
+        spin_.OnOutcome(name, plan, checks, last_sent, 0,
+                        options_.clock->Now());
+      }
+      return wake;
+    }
+    ++checks;
+    last_sent = options_.clock->Now();
+    try {
+      *won = check();
+    } catch (const Error& e) {
+      if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+        throw;
+      return WakeCause::kNone;  // the full attempt rides the outage out
+    }
+    if (won->granted) {
+      spin_.OnOutcome(name, plan, checks, last_sent, checks,
+                      Clock::TimePoint::max());
+      return WakeCause::kNone;
+    }
+    // Free, or granted to our owner token (a check whose reply was lost
+    // claimed it): the full attempt takes or re-enters it now.
+    if (won->holder.empty() || won->holder == owner) return WakeCause::kNone;
+    if (checks >= plan.checks) {
+      spin_.OnOutcome(name, plan, checks, last_sent, 0,
+                      Clock::TimePoint::max());
+      plan.spin = false;
+    } else {
+      next_check = options_.clock->Now() + plan.interval;
     }
   }
 }

@@ -148,6 +148,22 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& hold_id,
                   int64_t fence, Clock::TimePoint sent);
+  // Spinning (spin_advisor.h): the plan of a waiter whose fair attempt was
+  // refused with `refused` (none unless it is the head, behind another
+  // process's grant).
+  SpinAdvisor::Plan PlanAfterRefusal(const std::string& name,
+                                     const Attempt& refused);
+  // Parks `slot` for at most `bound`, as AcquireUntil's park, and spins as
+  // `plan` says: wakes for each planned check and runs `check()` (one spin
+  // check, the call's TryOnce), at most plan.checks of them; a promotion
+  // (kPromoted) plans anew. Returns the wake that ended the park, or kNone
+  // when a check ended it: *won granted (it claimed the grant), or the lock
+  // found free or ours, or Redis out (a full attempt follows at once).
+  template <typename Check>
+  WakeCause ParkSpinning(const std::string& name, WaitTable::Slot* slot,
+                         Clock::Duration bound, const std::stop_token& stop,
+                         DirectGrant* grant, SpinAdvisor::Plan plan,
+                         const std::string& owner, Check&& check, Attempt* won);
   // A fair waiter leaves without the lock: dequeue, pass on a pending grant,
   // give back its hold `hold_id` if a grant carries it (a direct grant that
   // raced the leaving). Bounded by kGiveUpBudget: if Redis does not answer,

@@ -29,9 +29,9 @@ SpinAdvisor::Entry& SpinAdvisor::EntryLocked(const std::string& name) {
 }
 
 void SpinAdvisor::OnHold(const std::string& name, Clock::Duration held) {
-  if (max_hold_ <= Clock::Duration::zero() || held <= Clock::Duration::zero())
-    return;
+  if (!enabled() || held <= Clock::Duration::zero()) return;
   std::lock_guard lock(mu_);
+  if (held > max_hold_ && !entries_.contains(name)) return;
   Entry& e = EntryLocked(name);
   if (e.hold == Clock::Duration::zero()) {
     e.hold = held;
@@ -44,7 +44,7 @@ SpinAdvisor::Plan SpinAdvisor::PlanFor(const std::string& name,
                                        Clock::TimePoint anchor, Anchor kind,
                                        Clock::TimePoint now) {
   Plan plan;
-  if (max_hold_ <= Clock::Duration::zero()) return plan;
+  if (!enabled()) return plan;
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return plan;

@@ -56,7 +56,13 @@ class SpinAdvisor {
   // max_hold <= 0: never spin.
   explicit SpinAdvisor(Clock::Duration max_hold) : max_hold_(max_hold) {}
 
+  // Whether anything is ever spun on (max_hold > 0).
+  bool enabled() const { return max_hold_ > Clock::Duration::zero(); }
+
   // This process held `name` for `held` (from its grant to its release).
+  // A hold longer than max_hold of a lock not remembered yet is not
+  // recorded: it would not be spun on, and a process holding many locks
+  // for long would only churn the table.
   void OnHold(const std::string& name, Clock::Duration held);
 
   enum class Anchor { kClaimed = 0, kPending = 1, kPromoted = 2 };

@@ -76,37 +76,17 @@ bool WaitTable::WakeOneLocked(const std::string& name, WakeCause cause) {
   return true;
 }
 
-WaitTable::Slot* WaitTable::FindWaiterLocked(const std::string& name,
-                                             const std::string& waiter_id) {
-  auto it = slots_.find(name);
-  if (it == slots_.end()) return nullptr;
-  for (Slot* slot : it->second) {
-    if (slot->waiter_id == waiter_id) return slot;
-  }
-  return nullptr;
-}
-
-bool WaitTable::WakeWaiterLocked(const std::string& name,
-                                 const std::string& waiter_id, WakeCause cause,
-                                 const DirectGrant& grant) {
-  Slot* slot = FindWaiterLocked(name, waiter_id);
-  if (slot == nullptr) return false;
+void WaitTable::WakeSlotLocked(Slot* slot, WakeCause cause,
+                               const DirectGrant& grant) {
   // A grant not yet consumed stays: a later hint must not replace it.
   if (cause != WakeCause::kGranted && slot->woken &&
       slot->cause == WakeCause::kGranted) {
-    return true;
+    return;
   }
   slot->woken = true;
   slot->cause = cause;
   if (cause == WakeCause::kGranted) slot->grant = grant;
   slot->cv.notify_one();
-  return true;
-}
-
-bool WaitTable::WakeWaiter(const std::string& name,
-                           const std::string& waiter_id, WakeCause cause) {
-  std::lock_guard lock(mu_);
-  return WakeWaiterLocked(name, waiter_id, cause);
 }
 
 void WaitTable::SetPlace(Slot* slot, int place, int64_t fence) {
@@ -119,11 +99,16 @@ bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
                           WakeCause cause, const DirectGrant& grant,
                           int64_t fence, bool promote) {
   std::lock_guard lock(mu_);
-  const bool found = WakeWaiterLocked(name, waiter_id, cause, grant);
   auto it = slots_.find(name);
-  if (it == slots_.end()) return found;
+  if (it == slots_.end()) return false;
+  bool found = false;
   for (Slot* slot : it->second) {
-    if (slot->place <= 1 || slot->waiter_id == waiter_id) continue;
+    if (slot->waiter_id == waiter_id) {  // the grantee (ids are unique)
+      found = true;
+      WakeSlotLocked(slot, cause, grant);
+      continue;
+    }
+    if (slot->place <= 1) continue;
     if (fence != 0) {
       if (fence <= slot->place_fence) continue;  // counted already
       slot->place_fence = fence;
@@ -134,13 +119,6 @@ bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
     }
   }
   return found;
-}
-
-bool WaitTable::GrantWaiter(const std::string& name,
-                            const std::string& waiter_id,
-                            const DirectGrant& grant) {
-  std::lock_guard lock(mu_);
-  return WakeWaiterLocked(name, waiter_id, WakeCause::kGranted, grant);
 }
 
 std::vector<WaitTable::LocalWaiter> WaitTable::LocalWaiters(

@@ -9,7 +9,7 @@
 //
 // Direct grants: a release in this process may grant the lock outright to a
 // fair waiter parked here (LocalWaiters tells the release script who they
-// are); GrantWaiter then wakes that waiter with the grant (kGranted), and it
+// are); HandedOff then wakes that waiter with the grant (kGranted), and it
 // holds the lock without another round trip. A departing slot never passes
 // a grant on as a grant: the next waiter gets a plain wake (kLocal).
 //
@@ -40,7 +40,7 @@ enum class WakeCause {
   kPromoted
 };
 
-// What a direct grant gives its waiter (see GrantWaiter).
+// What a direct grant gives its waiter (see HandedOff).
 struct DirectGrant {
   int64_t fence = 0;
   std::chrono::steady_clock::time_point sent;  // the release script's send
@@ -81,7 +81,7 @@ class WaitTable {
   // took from Park but could not use (its attempt then failed). A direct
   // grant the slot still holds is passed on as a plain wake (kLocal), and
   // the call returns true: the leaving waiter must give it back unless it
-  // holds the lock. After this, GrantWaiter cannot reach the slot.
+  // holds the lock. After this, HandedOff cannot reach the slot.
   bool Unregister(const std::string& name, Slot* slot,
                   WakeCause unused = WakeCause::kNone);
 
@@ -96,18 +96,15 @@ class WaitTable {
   // Returns false if there was none.
   bool WakeOne(const std::string& name, WakeCause cause);
 
-  // Wakes the slot on `name` whose waiter_id is `waiter_id` (a fair grantee).
-  // Returns false if it is not waiting here.
-  bool WakeWaiter(const std::string& name, const std::string& waiter_id,
-                  WakeCause cause);
-
   // Records the place in the queue a refused attempt reported for `slot`,
   // behind the grant with fencing token `fence`.
   void SetPlace(Slot* slot, int place, int64_t fence);
 
   // A release (here or, through its unlock event, elsewhere) handed `name`
   // to the queued waiter `waiter_id`, i.e. took it off the head of the
-  // queue: wakes it with `cause` if it waits here (as WakeWaiter), and moves
+  // queue: wakes it with `cause` if it waits here — with kGranted, the wake
+  // carries `grant` and the waiter holds the lock; a grant it has not
+  // consumed yet stays against a later plain wake — and moves
   // every other fair waiter on `name` with a known place one place up —
   // unless its place already reflects a grant with a token >= `fence` (the
   // new grant's; 0: unknown, always counted), so a duplicated, replayed or
@@ -116,16 +113,10 @@ class WaitTable {
   // forged event moves them too far (the waiter spends a bounded spin
   // budget for nothing), waiters dropped as dead from the queue's head not
   // far enough (the real head does not spin). Returns whether `waiter_id`
-  // waits here. With cause kGranted, the wake carries `grant` (as
-  // GrantWaiter).
+  // waits here (any more: a slot leaves the table last).
   bool HandedOff(const std::string& name, const std::string& waiter_id,
                  WakeCause cause, const DirectGrant& grant = {},
                  int64_t fence = 0, bool promote = true);
-
-  // Wakes the waiter `waiter_id` on `name` with the lock granted to it
-  // (kGranted). False if it is not waiting here (any more).
-  bool GrantWaiter(const std::string& name, const std::string& waiter_id,
-                   const DirectGrant& grant);
 
   // The fair waiters parked on `name`, longest-waiting first, at most `max`.
   std::vector<LocalWaiter> LocalWaiters(const std::string& name,
@@ -135,13 +126,9 @@ class WaitTable {
 
  private:
   bool WakeOneLocked(const std::string& name, WakeCause cause);
-  // Wakes the slot queued as `waiter_id` with `cause` (and `grant`, for
-  // kGranted); a grant it has not consumed yet stays against a plain wake.
-  // False if none. REQUIRES: mu_.
-  bool WakeWaiterLocked(const std::string& name, const std::string& waiter_id,
-                        WakeCause cause, const DirectGrant& grant = {});
-  // The slot on `name` queued as `waiter_id`, or null. REQUIRES: mu_.
-  Slot* FindWaiterLocked(const std::string& name, const std::string& waiter_id);
+  // Wakes `slot` with `cause` (and `grant`, for kGranted); a grant it has
+  // not consumed yet stays against a plain wake. REQUIRES: mu_.
+  void WakeSlotLocked(Slot* slot, WakeCause cause, const DirectGrant& grant);
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::list<Slot*>> slots_;  // guarded by mu_

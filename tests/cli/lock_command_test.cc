@@ -61,6 +61,20 @@ class LockCommandTest : public ::testing::Test {
             std::make_shared<RedisClient>(RedisOptions{.url = server_.url()})),
         client_(redis_) {}
 
+  // A `lock ... -- touch File("ran")` against a master without replicas,
+  // with min_replicas 1: exit 69 naming the shortfall, COMMAND not run, the
+  // lock left free.
+  void ExpectNoReplicaConfirmed(const CliResult& result) {
+    EXPECT_EQ(result.status, 69) << result.err;
+    EXPECT_NE(result.err.find("redis_replicas"), std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("acknowledged by 0 of 1 replicas"),
+              std::string::npos)
+        << result.err;
+    EXPECT_FALSE(FileExists(File("ran")));
+    EXPECT_FALSE(client_.Inspect(kName).locked);
+  }
+
   // lockfleet lock --redis URL OPTIONS... NAME -- sh -c SCRIPT
   std::vector<std::string> Lock(const std::vector<std::string>& options,
                                 const std::string& script,
@@ -258,13 +272,7 @@ TEST_F(LockCommandTest, MinReplicasNobodyConfirmsExits69) {
   const CliResult result =
       RunCli(Lock({"--min-replicas", "1", "--replica-timeout", "100ms"},
                   "touch '" + File("ran") + "'"));
-  EXPECT_EQ(result.status, 69) << result.err;
-  EXPECT_NE(result.err.find("redis_replicas"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("acknowledged by 0 of 1 replicas"),
-            std::string::npos)
-      << result.err;
-  EXPECT_FALSE(FileExists(File("ran")));
-  EXPECT_FALSE(client_.Inspect(kName).locked);
+  ExpectNoReplicaConfirmed(result);
   // 0 turns it off again (a config's redis.min_replicas too).
   EXPECT_EQ(RunCli(Lock({"--min-replicas", "0"}, "exit 0")).status, 0);
 }
@@ -277,13 +285,7 @@ TEST_F(LockCommandTest, ConfigMinReplicasNobodyConfirmsExits69) {
                         "\n  min_replicas: 1\n  replica_timeout: 100ms\n");
   const CliResult result =
       RunCli({"lock", "--config", config, kName, "--", "touch", File("ran")});
-  EXPECT_EQ(result.status, 69) << result.err;
-  EXPECT_NE(result.err.find("redis_replicas"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("acknowledged by 0 of 1 replicas"),
-            std::string::npos)
-      << result.err;
-  EXPECT_FALSE(FileExists(File("ran")));
-  EXPECT_FALSE(client_.Inspect(kName).locked);
+  ExpectNoReplicaConfirmed(result);
   const CliResult overridden =
       RunCli({"lock", "--config", config, "--min-replicas", "0", kName, "--",
               "touch", File("ran")});

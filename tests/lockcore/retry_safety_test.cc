@@ -76,6 +76,17 @@ class RetrySafety : public LockTest {
     return redis_->Execute({"SCRIPT", "LOAD", script.source()}).str;
   }
 
+  // `client` receives `bus`'s events while the returned object lives.
+  struct Subscription {
+    LoopbackBus& bus;
+    LockClient* client;
+    ~Subscription() { bus.Unsubscribe(client); }
+  };
+  static Subscription Subscribe(LoopbackBus& bus, LockClient* client) {
+    bus.Subscribe(client);
+    return {bus, client};
+  }
+
   void ForceUnlockWhoseReplyWasLost(bool expect_grant);
   void AbandonWhoseReplyWasLost(bool handed_off);
 
@@ -93,12 +104,7 @@ TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
   auto a = NewProxiedClient({.publisher = bus_ptr});
   auto b = NewClient();
   auto inspector = NewClient();
-  bus.Subscribe(b.get());
-  struct Unsubscribe {
-    LoopbackBus& bus;
-    LockClient* client;
-    ~Unsubscribe() { bus.Unsubscribe(client); }
-  } unsubscribe{bus, b.get()};
+  const Subscription subscription = Subscribe(bus, b.get());
 
   AcquireResult held =
       a->TryAcquire("handoff", {.lease = seconds(60), .owner = "retry:a"});
@@ -126,6 +132,42 @@ TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
   EXPECT_EQ(a->stats().releases, 1u);
   EXPECT_EQ(a->stats().release_failures, 0u);
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
+// The grantee's claim runs and its reply is lost. The retry finds nothing
+// pending any more and re-enters the grant with the same hold id: one hold,
+// so one release frees the lock (a second hold would keep it for a whole
+// lease, with nobody renewing it).
+TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
+  LoopbackBus bus;  // A's unlock event wakes B at once
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto a = NewClient({.publisher = bus_ptr});
+  // B claims with the fair acquire (no spinning: its checks would claim
+  // through another script, covered in spin_test).
+  auto b = NewProxiedClient(
+      LongWindows({.spin_max_hold = std::chrono::milliseconds(0)}));
+  auto inspector = NewClient();
+  const Subscription subscription = Subscribe(bus, b.get());
+
+  AcquireResult held = a->TryAcquire("claim", {.owner = "retry:a"});
+  ASSERT_TRUE(held);
+  auto waiter = std::async(std::launch::async, [&] {
+    return b->AcquireFor("claim", seconds(60), {.owner = "retry:b"});
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return inspector->Inspect("claim").queue.size() == 1; }));
+  proxy_->DropNextReply("retry:b");  // B's next command: the claim
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = waiter.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_EQ(proxy_->dropped(), 1);
+  LockInfo info = inspector->Inspect("claim");
+  EXPECT_EQ(info.owner, "retry:b");
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("claim").locked);
 }
 
 // A waiting call whose acquire tries were granted on the server but lost

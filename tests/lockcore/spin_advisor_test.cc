@@ -51,6 +51,8 @@ TEST(SpinAdvisor, ALockHeldLongerThanMaxHoldIsNeverSpunOn) {
   // check at all, however the grant's age falls.
   SpinAdvisor advisor(milliseconds(5));
   Holds(advisor, "a", 10, milliseconds(200));
+  EXPECT_EQ(advisor.HoldForTesting("a"), Clock::Duration::zero())
+      << "a long hold of a lock not remembered is not even recorded";
   for (int i = 0; i < 300; ++i)
     EXPECT_FALSE(advisor.PlanFor("a", kT, kClaimed, kT + milliseconds(i)).spin);
 }

@@ -117,8 +117,8 @@ TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
   second.waiter_id = "w:2";
   table.Register("a", &first);
   table.Register("a", &second);
-  EXPECT_TRUE(table.WakeWaiter("a", "w:2", WakeCause::kEvent));
-  EXPECT_FALSE(table.WakeWaiter("a", "w:3", WakeCause::kEvent));
+  EXPECT_TRUE(table.HandedOff("a", "w:2", WakeCause::kEvent));
+  EXPECT_FALSE(table.HandedOff("a", "w:3", WakeCause::kEvent));
   EXPECT_EQ(table.Park(&first, milliseconds(0), {}), WakeCause::kBound);
   EXPECT_EQ(table.Park(&second, milliseconds(0), {}), WakeCause::kEvent);
   table.Unregister("a", &first);
@@ -136,11 +136,14 @@ TEST(WaitTable, ADirectGrantReachesItsWaiterWithItsFence) {
   table.Register("a", &first);
   table.Register("a", &second);
   const auto sent = std::chrono::steady_clock::now();
-  EXPECT_TRUE(table.GrantWaiter("a", "w2", {.fence = 42, .sent = sent}));
-  EXPECT_FALSE(table.GrantWaiter("a", "w9", {.fence = 43, .sent = sent}));
-  EXPECT_FALSE(table.GrantWaiter("b", "w2", {.fence = 44, .sent = sent}));
+  EXPECT_TRUE(table.HandedOff("a", "w2", WakeCause::kGranted,
+                              {.fence = 42, .sent = sent}));
+  EXPECT_FALSE(table.HandedOff("a", "w9", WakeCause::kGranted,
+                               {.fence = 43, .sent = sent}));
+  EXPECT_FALSE(table.HandedOff("b", "w2", WakeCause::kGranted,
+                               {.fence = 44, .sent = sent}));
   // A hint for the same waiter does not replace the grant.
-  EXPECT_TRUE(table.WakeWaiter("a", "w2", WakeCause::kEvent));
+  EXPECT_TRUE(table.HandedOff("a", "w2", WakeCause::kEvent));
   DirectGrant grant;
   EXPECT_EQ(table.Park(&second, seconds(30), {}, &grant), WakeCause::kGranted);
   EXPECT_EQ(grant.fence, 42);
@@ -157,10 +160,10 @@ TEST(WaitTable, AGrantLeftInADepartingSlotIsReturnedAndOnlyAWakePassedOn) {
   next.waiter_id = "w2";
   table.Register("a", &leaving);
   table.Register("a", &next);
-  ASSERT_TRUE(table.GrantWaiter("a", "w1", {.fence = 7}));
+  ASSERT_TRUE(table.HandedOff("a", "w1", WakeCause::kGranted, {.fence = 7}));
   EXPECT_TRUE(table.Unregister("a", &leaving));
   // Gone from the table: a grant cannot reach it any more.
-  EXPECT_FALSE(table.GrantWaiter("a", "w1", {.fence = 8}));
+  EXPECT_FALSE(table.HandedOff("a", "w1", WakeCause::kGranted, {.fence = 8}));
   // The next waiter is woken to try, not granted.
   DirectGrant none;
   EXPECT_EQ(table.Park(&next, milliseconds(0), {}, &none), WakeCause::kLocal);
@@ -224,7 +227,7 @@ TEST(WaitTable, CrossThreadWakeReachesParkedWaiter) {
 
 // Spinning (issue 16): a hand-off moves the other fair waiters one place up;
 // the one that reaches the head is told (kPromoted), which is not a wake to
-// try again. The grantee is woken as by WakeWaiter. Each hand-off counts
+// try again. The grantee is woken with the cause given. Each hand-off counts
 // once: by its grant's fence, against the grant a place was read behind.
 TEST(WaitTable, AHandOffMovesTheOthersUpAndPromotesTheNewHead) {
   WaitTable table;
@@ -316,19 +319,6 @@ TEST(WaitTable, APromotionWakesAParkedHead) {
   });
   EXPECT_EQ(table.Park(&slot, seconds(30), {}), WakeCause::kPromoted);
   releaser.join();
-  table.Unregister("a", &slot);
-}
-
-TEST(WaitTable, ADirectGrantThroughAHandOffCarriesTheGrant) {
-  WaitTable table;
-  WaitTable::Slot slot;
-  slot.waiter_id = "w:1";
-  table.Register("a", &slot);
-  EXPECT_TRUE(table.HandedOff("a", "w:1", WakeCause::kGranted, {.fence = 42}));
-  DirectGrant grant;
-  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}, &grant),
-            WakeCause::kGranted);
-  EXPECT_EQ(grant.fence, 42);
   table.Unregister("a", &slot);
 }
 
