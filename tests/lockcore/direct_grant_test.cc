@@ -23,18 +23,15 @@ using std::chrono::seconds;
 
 class DirectGrant : public ConnectedLockTest {
  protected:
-  // A waiting acquisition of `name` on `client` as `owner`, on its own
-  // thread; returns once it is queued in Redis at position `position`.
-  std::future<AcquireResult> Queue(LockClient& client, const std::string& name,
-                                   const std::string& owner, size_t position,
-                                   AcquireOptions o = {}) {
+  // A waiting acquisition of `name` on `client` as `owner`; returns once it
+  // is queued at `position` and counted.
+  static std::future<AcquireResult> Queue(LockClient& client,
+                                          const std::string& name,
+                                          const std::string& owner,
+                                          size_t position,
+                                          AcquireOptions o = {}) {
     o.owner = owner;
-    auto f = std::async(std::launch::async, [&client, name, o] {
-      return client.AcquireFor(name, seconds(60), o);
-    });
-    EXPECT_TRUE(WaitUntil(
-        [&] { return client.Inspect(name).queue.size() == position; }));
-    return f;
+    return ConnectedLockTest::Queue(client, client, name, position, o);
   }
 };
 

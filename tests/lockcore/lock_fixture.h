@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "lockfleet/lockcore/redis_client.h"
 #include "support/loopback_bus.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 namespace lockfleet::testing {
 
@@ -71,6 +73,26 @@ class ConnectedLockTest : public LockTest {
     subscribed_.push_back(c.get());
     return c;
   }
+  // A waiting acquisition of `name` on `waiter`, on its own thread, for up
+  // to `wait`; returns once the queue (as `observer` sees it) holds
+  // `position` waiters and `waiter` has counted its refused attempt (its
+  // counters move after Redis queued it), so that a test's later snapshot
+  // of the waiter's counters sees nothing of its first attempt.
+  static std::future<AcquireResult> Queue(
+      LockClient& waiter, LockClient& observer, const std::string& name,
+      size_t position, AcquireOptions o = {},
+      std::chrono::milliseconds wait = std::chrono::seconds(60)) {
+    const uint64_t contended = waiter.stats().contended_attempts;
+    auto f = std::async(std::launch::async, [&waiter, name, o, wait] {
+      return waiter.AcquireFor(name, wait, o);
+    });
+    EXPECT_TRUE(WaitUntil([&] {
+      return observer.Inspect(name).queue.size() == position &&
+             waiter.stats().contended_attempts > contended;
+    }));
+    return f;
+  }
+
   void TearDown() override {
     for (LockClient* c : subscribed_) bus_.Unsubscribe(c);
   }

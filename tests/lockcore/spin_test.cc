@@ -80,20 +80,6 @@ class Spin : public ConnectedLockTest {
     for (auto& t : threads) t.join();
   }
 
-  // A waiting acquisition of `name` on `waiter`, on its own thread; returns
-  // once the queue (as `observer` sees it) holds `position` waiters.
-  static std::future<AcquireResult> Queue(LockClient& waiter,
-                                          LockClient& observer,
-                                          const std::string& name,
-                                          size_t position) {
-    auto f = std::async(std::launch::async, [&waiter, name] {
-      return waiter.AcquireFor(name, seconds(20));
-    });
-    EXPECT_TRUE(WaitUntil(
-        [&] { return observer.Inspect(name).queue.size() == position; }));
-    return f;
-  }
-
   static uint64_t Sum(const std::vector<LockClient*>& clients,
                       uint64_t LockStats::*field) {
     uint64_t n = 0;
