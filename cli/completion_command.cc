@@ -10,7 +10,7 @@
 namespace lockfleet::cli {
 namespace {
 
-constexpr char kFooter[] = R"(Load it for this shell:
+constexpr char kCompletionFooter[] = R"(Load it for this shell:
   source <(lockfleet completion bash)
 or install it for everyone (the install rules put it there already):
   lockfleet completion bash > /usr/share/bash-completion/completions/lockfleet
@@ -192,7 +192,7 @@ Subcommand AddCompletionCommand(CLI::App& root, HelpFormatter& formatter) {
   CLI::App* app = root.add_subcommand(
       "completion", "Print a shell completion script (bash) for lockfleet.");
   formatter.SetSynopsis(app, "bash");
-  app->footer(kFooter);
+  app->footer(kCompletionFooter);
   auto shell = std::make_shared<std::string>();
   app->add_option("SHELL", *shell, "The shell: bash")
       ->required()

@@ -63,12 +63,12 @@ bool WriteEventKey(const fs::path& path) {
   return written;
 }
 
-constexpr char kDescription[] =
+constexpr char kDemoDescription[] =
     "Run the flash-sale demo: an embedded Kafka broker, a private "
     "redis-server and N worker processes compete for purchase jobs; prints "
     "a summary and exits 0 only if nothing was oversold and every job ran.";
 
-constexpr char kFooter[] =
+constexpr char kDemoFooter[] =
     R"(Nothing needs to be running: the demo starts a Kafka broker inside this
 process (librdkafka's mock cluster), a private redis-server (from PATH, or
 $LOCKFLEET_REDIS_SERVER) on a unix socket in a temporary directory, and
@@ -491,11 +491,11 @@ int Demo::Teardown(int status) {
 }  // namespace
 
 Subcommand AddDemoCommand(CLI::App& parent, HelpFormatter& formatter) {
-  CLI::App* app = parent.add_subcommand("demo", kDescription);
+  CLI::App* app = parent.add_subcommand("demo", kDemoDescription);
   formatter.SetSynopsis(app,
                         "[--workers N] [--threads N] [--jobs N] "
                         "[--products N] [--units N] [--timeout S] [--keep]");
-  app->footer(kFooter);
+  app->footer(kDemoFooter);
   auto args = std::make_shared<DemoArgs>();
   app->add_option("--workers", args->workers, "Worker processes. Default: 4")
       ->type_name("N");

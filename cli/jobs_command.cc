@@ -19,7 +19,7 @@
 namespace lockfleet::cli {
 namespace {
 
-constexpr char kDescription[] =
+constexpr char kJobsDescription[] =
     "Work with the jobs: feed the jobs topic, see how the fleet stands on it, "
     "and deal with dead letters.";
 constexpr char kProduceDescription[] =
@@ -141,7 +141,7 @@ int RunProduce(const ProduceArgs& args) {
 }  // namespace
 
 Subcommand AddJobsCommand(CLI::App& parent, HelpFormatter& formatter) {
-  CLI::App* app = parent.add_subcommand("jobs", kDescription);
+  CLI::App* app = parent.add_subcommand("jobs", kJobsDescription);
   app->require_subcommand(1);
   CLI::App* produce = app->add_subcommand("produce", kProduceDescription);
   formatter.SetSynopsis(produce,

@@ -25,7 +25,7 @@ namespace {
 constexpr size_t kProduceBatch = 500;
 constexpr int kMaxTimeoutSeconds = 3600;
 
-constexpr char kFooter[] =
+constexpr char kRetryFooter[] =
     R"(Each selected job's record is produced unchanged (same id) to the jobs
 topic, keyed by its lock, oldest first. Once the broker has acknowledged it,
 exactly its dead letter is removed (LREM of the entry's bytes); a crash in
@@ -271,7 +271,7 @@ Subcommand AddRetryCommand(CLI::App& dead, HelpFormatter& formatter) {
   formatter.SetSynopsis(app,
                         "(ID... | --all) [--reason GLOB] [--lock NAME] "
                         "[--dry-run] [--timeout S]");
-  app->footer(kFooter);
+  app->footer(kRetryFooter);
   auto args = std::make_shared<RetryArgs>();
   AddJobsOptions(*app, args->jobs, /*kafka=*/true, /*group=*/false);
   AddFilterOptions(*app, args->filter);

@@ -28,7 +28,7 @@ using std::chrono::milliseconds;
 constexpr int kScanCount = 1000;  // keys one SCAN call looks at
 constexpr std::chrono::seconds kScrapeTimeout{2};
 
-constexpr char kFooter[] =
+constexpr char kStatusFooter[] =
     R"(The jobs topic: per partition the committed offset of the workers'
 consumer group (the next record it will consume; '-' none yet: it starts at
 the earliest), the partition's end (high watermark) and the lag, the records
@@ -339,7 +339,7 @@ Subcommand AddStatusCommand(CLI::App& jobs, HelpFormatter& formatter) {
   formatter.SetSynopsis(app,
                         "[--metrics HOST:PORT]... [--timeout S] "
                         "[--scan-limit N] [--json]");
-  app->footer(kFooter);
+  app->footer(kStatusFooter);
   auto args = std::make_shared<StatusArgs>();
   AddJobsOptions(*app, args->jobs, /*kafka=*/true, /*group=*/true);
   AddTargetOption(*app, args->targets);

@@ -34,12 +34,12 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr char kDescription[] =
+constexpr char kTopDescription[] =
     "A live view of the fleet, refreshed every --interval: the locks held "
     "now with their holders and waiters, acquisitions/s, wake-up causes, "
     "unlock-event delay, per-worker job rates and dead letters.";
 
-constexpr char kFooter[] =
+constexpr char kTopFooter[] =
     R"(Locks come from Redis (SCAN in batches, never KEYS; at most --limit per
 refresh); rates from the workers' /metrics endpoints (--metrics, or the
 config's metrics.targets). Without --config or --redis it watches a running
@@ -413,12 +413,12 @@ int RunTop(const TopArgs& args, const Context& context) {
 }  // namespace
 
 Subcommand AddTopCommand(CLI::App& parent, HelpFormatter& formatter) {
-  CLI::App* app = parent.add_subcommand("top", kDescription);
+  CLI::App* app = parent.add_subcommand("top", kTopDescription);
   formatter.SetSynopsis(
       app,
       "[--config FILE | --redis URL] [--metrics HOST:PORT]... "
       "[--interval D] [--sort KEY] [--filter TEXT] [--once]");
-  app->footer(kFooter);
+  app->footer(kTopFooter);
   auto args = std::make_shared<TopArgs>();
   args->connection.discover_demo = true;
   AddConnectionOptions(*app, args->connection, /*kafka=*/false);

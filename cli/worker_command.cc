@@ -21,12 +21,12 @@
 namespace lockfleet::cli {
 namespace {
 
-constexpr char kDescription[] =
+constexpr char kWorkerDescription[] =
     "Run one process of the job-worker fleet: take jobs from the Kafka jobs "
     "topic and the configured schedules, run each under its lock, serve "
     "/metrics, /livez and /readyz. Start as many as you like, on any machines.";
 
-constexpr char kFooter[] =
+constexpr char kWorkerFooter[] =
     R"(Everything comes from the config file (see 'lockfleet config example').
 The process runs until SIGTERM or SIGINT, then shuts down gracefully: it
 stops taking jobs, gives running ones worker.grace_period to finish (then
@@ -192,11 +192,11 @@ int RunWorker(const WorkerArgs& args, const Context& context) {
 }  // namespace
 
 Subcommand AddWorkerCommand(CLI::App& parent, HelpFormatter& formatter) {
-  CLI::App* app = parent.add_subcommand("worker", kDescription);
+  CLI::App* app = parent.add_subcommand("worker", kWorkerDescription);
   formatter.SetSynopsis(app,
                         "--config FILE [--id ID] [--metrics-listen "
                         "HOST:PORT] [--health-listen HOST:PORT]");
-  app->footer(kFooter);
+  app->footer(kWorkerFooter);
   auto args = std::make_shared<WorkerArgs>();
   app->add_option("--config", args->config_path, "The deployment config")
       ->required()

@@ -69,7 +69,7 @@ struct Interval {
 
 std::vector<Interval> ReadIntervals(const std::string& path) {
   std::vector<Interval> out;
-  for (const std::string& line : OutputLines(ReadFile(path))) {
+  for (const std::string& line : SplitLines(ReadFile(path))) {
     std::istringstream in(line);
     Interval i;
     in >> i.pid >> i.fence >> i.start_ns >> i.end_ns;
@@ -321,7 +321,7 @@ TEST_F(HolderChaos, PausedHolderIsFencedOffAndToldItLost) {
   const int64_t cont_ns = NowNs();
   stale->Signal(SIGCONT);
   ASSERT_EQ(stale->Wait(), 0) << stale->Output();
-  const std::vector<std::string> out = OutputLines(stale->Stdout());
+  const std::vector<std::string> out = SplitLines(stale->Stdout());
   std::string late_write, on_lost, done;
   for (const std::string& line : out) {
     if (line.starts_with("write n=2 ")) late_write = line;

@@ -17,13 +17,6 @@
 
 namespace lockfleet::testing {
 
-inline std::vector<std::string> OutputLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // The value of "key=value" in a helper's output line ("" if absent).
 inline std::string Field(const std::string& line, const std::string& key) {
   std::istringstream in(line);
@@ -54,7 +47,7 @@ class HolderProcess : public CliProcess {
     WaitUntil(
         [&] {
           const bool running = Running();  // before reading: no lost lines
-          for (const std::string& line : OutputLines(Stdout())) {
+          for (const std::string& line : SplitLines(Stdout())) {
             if (line.starts_with(event + " ")) found = line;
             if (found) return true;
           }

@@ -184,6 +184,17 @@ std::string ReadFile(const std::string& path) {
   return content.str();
 }
 
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string UntilExists(const std::string& file) {
+  return "while [ ! -e '" + file + "' ]; do sleep 0.02; done";
+}
+
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }

@@ -100,6 +100,10 @@ int UnusedTcpPort();
 bool FileExists(const std::string& path);
 std::string ReadFile(const std::string& path);  // "" if missing
 void WriteFile(const std::string& path, const std::string& content);
+// The lines of `text` (a process's output), without their newlines.
+std::vector<std::string> SplitLines(const std::string& text);
+// A shell loop that runs until `file` exists (a child's cue to go on).
+std::string UntilExists(const std::string& file);
 // Polls for `path` to exist, up to `timeout`.
 bool WaitForFile(const std::string& path,
                  std::chrono::milliseconds timeout = std::chrono::seconds(20));

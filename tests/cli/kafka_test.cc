@@ -40,13 +40,6 @@ using std::chrono::steady_clock;
 // an unlock event published from then on reaches it.
 constexpr char kKafkaReady[] = "Kafka unlock events on";
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // "bootstrap: 127.0.0.1:PORT" exactly, PORT 1..65535 without leading zeros.
 // (No std::regex: GCC 12 warns inside it under the sanitizers.)
 bool IsBootstrapLine(const std::string& line) {
@@ -69,10 +62,6 @@ size_t Count(const std::string& text, const std::string& needle) {
   return count;
 }
 
-std::string UntilExists(const std::string& file) {
-  return "while [ ! -e '" + file + "' ]; do sleep 0.02; done";
-}
-
 // Appends "start NS" and "end NS" lines around a short critical section.
 std::string CriticalSection(const std::string& log) {
   return "echo \"start $(date +%s%N)\" >> '" + log +
@@ -81,7 +70,7 @@ std::string CriticalSection(const std::string& log) {
 
 // Checks that the start/end pairs in `log` never overlap; returns how many.
 int ExpectSerialized(const std::string& log) {
-  const std::vector<std::string> lines = Lines(ReadFile(log));
+  const std::vector<std::string> lines = SplitLines(ReadFile(log));
   EXPECT_EQ(lines.size() % 2, 0u) << ReadFile(log);
   int64_t previous_end = 0;
   for (size_t i = 0; i + 1 < lines.size(); i += 2) {
@@ -255,7 +244,7 @@ TEST(BrokerCommandTest, PortInUseExitsTwoWithOneLine) {
   ::close(fd);
   EXPECT_EQ(result.status, 2) << result.err;
   EXPECT_EQ(result.out, "");
-  EXPECT_EQ(Lines(result.err).size(), 1u) << result.err;
+  EXPECT_EQ(SplitLines(result.err).size(), 1u) << result.err;
   EXPECT_NE(result.err.find("127.0.0.1:" + port), std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("in use"), std::string::npos) << result.err;
@@ -437,7 +426,7 @@ TEST_F(KafkaLockTest, UnreachableKafkaWaiterWarnsOnceAndStillGetsTheLock) {
   EXPECT_LT(steady_clock::now() - released, seconds(10)) << waiter.Stderr();
   EXPECT_TRUE(FileExists(File("ran")));
   EXPECT_EQ(Count(waiter.Stderr(), "not ready after"), 1u) << waiter.Stderr();
-  for (const std::string& line : Lines(waiter.Stderr())) {
+  for (const std::string& line : SplitLines(waiter.Stderr())) {
     EXPECT_EQ(line.rfind("lockfleet: ", 0), 0u) << line;
   }
 }

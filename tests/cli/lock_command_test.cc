@@ -33,22 +33,10 @@ using std::chrono::steady_clock;
 
 constexpr char kName[] = "jobs/nightly backup";
 
-// A shell loop that runs until `file` exists.
-std::string UntilExists(const std::string& file) {
-  return "while [ ! -e '" + file + "' ]; do sleep 0.02; done";
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // How many lines of `text` start with "lockfleet: ".
 size_t LockfleetLines(const std::string& text) {
   size_t count = 0;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     if (line.rfind("lockfleet: ", 0) == 0) ++count;
   }
   return count;
@@ -132,7 +120,7 @@ TEST_F(LockCommandTest, ConcurrentHoldersSerialize) {
   }
   for (auto& holder : holders) EXPECT_EQ(holder->Wait(), 0) << holder->Stderr();
 
-  const std::vector<std::string> lines = Lines(ReadFile(log));
+  const std::vector<std::string> lines = SplitLines(ReadFile(log));
   ASSERT_EQ(lines.size(), 6u) << ReadFile(log);
   int64_t previous_end = 0;
   for (size_t i = 0; i < lines.size(); i += 2) {
@@ -154,7 +142,7 @@ TEST_F(LockCommandTest, SetsNameAndStrictlyIncreasingFence) {
                 out + "'"));
     ASSERT_EQ(result.status, 0) << result.err;
   }
-  const std::vector<std::string> lines = Lines(ReadFile(out));
+  const std::vector<std::string> lines = SplitLines(ReadFile(out));
   ASSERT_EQ(lines.size(), 3u);
   int64_t previous = 0;
   for (const std::string& line : lines) {
@@ -215,7 +203,7 @@ TEST_F(LockCommandTest, WaitZeroOnHeldLockNamesTheHolder) {
       RunCli(Lock({"--wait", "0"}, "touch '" + File("ran") + "'"));
   EXPECT_EQ(result.status, 75);
   EXPECT_FALSE(FileExists(File("ran")));
-  ASSERT_EQ(Lines(result.err).size(), 1u) << result.err;
+  ASSERT_EQ(SplitLines(result.err).size(), 1u) << result.err;
   EXPECT_EQ(result.err.rfind("lockfleet: ", 0), 0u) << result.err;
   EXPECT_NE(result.err.find(kName), std::string::npos) << result.err;
   EXPECT_NE(result.err.find(info.owner), std::string::npos) << result.err;
@@ -257,7 +245,7 @@ TEST_F(LockCommandTest, RedisUnreachable) {
     const CliResult result =
         RunCli({"lock", "--redis", url, kName, "--", "touch", File("ran")});
     EXPECT_EQ(result.status, 69) << url << ": " << result.err;
-    ASSERT_EQ(Lines(result.err).size(), 1u) << result.err;
+    ASSERT_EQ(SplitLines(result.err).size(), 1u) << result.err;
     EXPECT_EQ(result.err.rfind("lockfleet: ", 0), 0u) << result.err;
     EXPECT_NE(result.err.find("redis_unavailable"), std::string::npos)
         << result.err;
@@ -568,7 +556,7 @@ TEST_F(LockCommandTest, WaitersAcrossProcessesAreServedInArrivalOrder) {
   }
   ReleaseHolder(*holder);
   for (auto& w : waiters) EXPECT_EQ(w->Wait(), 0) << w->Stderr();
-  EXPECT_EQ(Lines(ReadFile(log)),
+  EXPECT_EQ(SplitLines(ReadFile(log)),
             (std::vector<std::string>{"0", "1", "2", "3"}));
 }
 
@@ -646,7 +634,7 @@ bool Alive(pid_t pid) {
 
 std::vector<pid_t> Pids(const std::string& file) {
   std::vector<pid_t> pids;
-  for (const std::string& line : Lines(ReadFile(file))) {
+  for (const std::string& line : SplitLines(ReadFile(file))) {
     if (!line.empty()) pids.push_back(std::stoi(line));
   }
   return pids;
@@ -799,7 +787,7 @@ std::string CountSigints(const std::string& log, const std::string& started,
 // Ctrl-C reached COMMAND at once, although lockfleet was stopped, and again
 // when lockfleet forwarded it.
 void ExpectOneSigint(const std::string& log, pid_t pid) {
-  const auto count = [&] { return Lines(ReadFile(log)).size(); };
+  const auto count = [&] { return SplitLines(ReadFile(log)).size(); };
   WaitUntil([&] { return count() > 0; }, milliseconds(1000));
   ::kill(pid, SIGCONT);
   EXPECT_TRUE(WaitUntil([&] { return count() > 0; }));
@@ -823,7 +811,8 @@ TEST_F(LockCommandTest, CtrlCToTheForegroundGroupReachesCommandOnce) {
   ExpectOneSigint(File("ints"), holder.pid());
   WriteFile(File("release"), "");
   EXPECT_EQ(holder.Wait(), 0) << holder.Stderr();
-  EXPECT_EQ(Lines(ReadFile(File("ints"))), std::vector<std::string>{"int"});
+  EXPECT_EQ(SplitLines(ReadFile(File("ints"))),
+            std::vector<std::string>{"int"});
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 
@@ -909,7 +898,8 @@ TEST_F(LockCommandTest, CtrlCAtATerminalReachesCommandOnce) {
   ExpectOneSigint(File("ints"), holder.pid());
   WriteFile(File("release"), "");
   EXPECT_EQ(holder.Wait(), 0) << holder.output();
-  EXPECT_EQ(Lines(ReadFile(File("ints"))), std::vector<std::string>{"int"});
+  EXPECT_EQ(SplitLines(ReadFile(File("ints"))),
+            std::vector<std::string>{"int"});
   EXPECT_FALSE(client_.Inspect(kName).locked);
 }
 

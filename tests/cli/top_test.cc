@@ -28,13 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kLease{120000};
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 // A tmux server of its own (its own socket), one session running COMMAND in
 // a 150x45 pane; killed on destruction.
 class Tmux {
@@ -102,7 +95,7 @@ std::vector<std::string> Words(const std::string& line) {
 // The screen's row for lock `name` split into words.
 std::vector<std::string> Row(const std::string& screen,
                              const std::string& name) {
-  for (const std::string& line : Lines(screen)) {
+  for (const std::string& line : SplitLines(screen)) {
     if (line.rfind(name + " ", 0) == 0) return Words(line);
   }
   return {};
@@ -124,7 +117,7 @@ std::string HeaderClock(const std::string& screen) {
 
 // The STATE word of the worker row for `target` ("HOST:PORT"), or "".
 std::string WorkerState(const std::string& screen, const std::string& target) {
-  for (const std::string& line : Lines(screen)) {
+  for (const std::string& line : SplitLines(screen)) {
     const std::vector<std::string> words = Words(line);
     if (words.size() >= 2 && words[0] == target) return words[1];
   }
@@ -201,7 +194,7 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
       [](const std::string& s) {
         std::vector<std::string> row = Row(s, "report:nightly");
         int up = 0;
-        for (const std::string& line : Lines(s)) {
+        for (const std::string& line : SplitLines(s)) {
           const std::vector<std::string> words = Words(line);
           up += words.size() >= 2 && words[0].starts_with("127.0.0.1:") &&
                 words[1] == "up";
@@ -239,7 +232,7 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
   EXPECT_TRUE(tmux.WaitFor(
       [](const std::string& s) {
         bool product_lock = false;
-        for (const std::string& line : Lines(s)) {
+        for (const std::string& line : SplitLines(s)) {
           product_lock = product_lock || line.rfind("product:", 0) == 0;
         }
         return Has(s, "/ filter: nightly") && !product_lock &&
@@ -271,7 +264,7 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
   tmux.Resize(100, 20);
   EXPECT_TRUE(tmux.WaitFor(
       [](const std::string& s) {
-        const std::vector<std::string> lines = Lines(s);
+        const std::vector<std::string> lines = SplitLines(s);
         return lines.size() == 20 && lines.back().rfind("s sort:", 0) == 0;
       },
       &screen, seconds(20)))

@@ -25,7 +25,7 @@ sys_seconds At(std::chrono::year_month_day date, int hour, int minute,
   return sys_days(date) + hours(hour) + minutes(minute) + seconds(second);
 }
 
-std::string ParseError(std::string_view text) {
+std::string CronParseError(std::string_view text) {
   try {
     CronSchedule::Parse(text);
   } catch (const ConfigError& e) {
@@ -101,43 +101,44 @@ TEST(CronTest, NormalizesSpaces) {
 }
 
 TEST(CronTest, RejectsWrongFieldCount) {
-  EXPECT_EQ(ParseError("0 3 * *"),
+  EXPECT_EQ(CronParseError("0 3 * *"),
             "invalid cron expression '0 3 * *': expected 5 fields (minute "
             "hour day-of-month month day-of-week) or a macro such as @daily, "
             "found 4 fields");
-  EXPECT_NE(ParseError("").find("found 0 fields"), std::string::npos);
-  EXPECT_NE(ParseError("0 0 0 * * *").find("found 6 fields"),
+  EXPECT_NE(CronParseError("").find("found 0 fields"), std::string::npos);
+  EXPECT_NE(CronParseError("0 0 0 * * *").find("found 6 fields"),
             std::string::npos);
 }
 
 TEST(CronTest, RejectsOutOfRangeAndGarbage) {
-  EXPECT_NE(ParseError("60 * * * *")
+  EXPECT_NE(CronParseError("60 * * * *")
                 .find("minute field '60': expected 0-59, found '60'"),
             std::string::npos);
-  EXPECT_NE(ParseError("0 24 * * *").find("hour field"), std::string::npos);
-  EXPECT_NE(ParseError("0 0 0 * *").find("day-of-month field"),
+  EXPECT_NE(CronParseError("0 24 * * *").find("hour field"), std::string::npos);
+  EXPECT_NE(CronParseError("0 0 0 * *").find("day-of-month field"),
             std::string::npos);
-  EXPECT_NE(ParseError("0 0 * 13 *").find("expected 1-12 or jan-dec"),
+  EXPECT_NE(CronParseError("0 0 * 13 *").find("expected 1-12 or jan-dec"),
             std::string::npos);
-  EXPECT_NE(ParseError("0 0 * * 8").find("expected 0-7 or sun-sat"),
+  EXPECT_NE(CronParseError("0 0 * * 8").find("expected 0-7 or sun-sat"),
             std::string::npos);
-  EXPECT_NE(ParseError("0 0 * * fri-mon").find("do not wrap"),
+  EXPECT_NE(CronParseError("0 0 * * fri-mon").find("do not wrap"),
             std::string::npos);
-  EXPECT_NE(ParseError("*/0 * * * *").find("expected a step from 1 to 59"),
+  EXPECT_NE(CronParseError("*/0 * * * *").find("expected a step from 1 to 59"),
             std::string::npos);
-  EXPECT_NE(ParseError("1,,2 * * * *").find("found an empty item"),
+  EXPECT_NE(CronParseError("1,,2 * * * *").find("found an empty item"),
             std::string::npos);
-  EXPECT_NE(ParseError("? * * * *").find("found '?'"), std::string::npos);
-  EXPECT_NE(ParseError("@reboot").find("found '@reboot'"), std::string::npos);
+  EXPECT_NE(CronParseError("? * * * *").find("found '?'"), std::string::npos);
+  EXPECT_NE(CronParseError("@reboot").find("found '@reboot'"),
+            std::string::npos);
 }
 
 TEST(CronTest, RejectsScheduleThatNeverFires) {
-  EXPECT_NE(ParseError("0 0 30 feb *").find("would never fire"),
+  EXPECT_NE(CronParseError("0 0 30 feb *").find("would never fire"),
             std::string::npos);
-  EXPECT_NE(ParseError("0 0 31 4,6,9,11 *").find("would never fire"),
+  EXPECT_NE(CronParseError("0 0 31 4,6,9,11 *").find("would never fire"),
             std::string::npos);
   // With a day-of-week as well, Mondays still fire.
-  EXPECT_EQ(ParseError("0 0 30 feb mon"), "<no error>");
+  EXPECT_EQ(CronParseError("0 0 30 feb mon"), "<no error>");
 }
 
 }  // namespace

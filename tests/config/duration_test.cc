@@ -13,7 +13,7 @@ using std::chrono::milliseconds;
 
 // The message of the ConfigError that ParseDuration(text) throws, or a note
 // that it threw nothing.
-std::string ParseError(std::string_view text) {
+std::string DurationParseError(std::string_view text) {
   try {
     ParseDuration(text);
   } catch (const ConfigError& e) {
@@ -57,53 +57,62 @@ TEST(ParseDurationTest, AcceptsMaximum) {
 }
 
 TEST(ParseDurationTest, RejectsEmpty) {
-  EXPECT_EQ(ParseError(""),
+  EXPECT_EQ(DurationParseError(""),
             "invalid duration '': expected a duration such as 500ms, 2s, "
             "1.5s, 1m or 1h (units ms, s, m, h), found an empty string");
 }
 
 TEST(ParseDurationTest, RejectsNegative) {
-  EXPECT_NE(ParseError("-1s").find("found a negative value"),
+  EXPECT_NE(DurationParseError("-1s").find("found a negative value"),
             std::string::npos);
-  EXPECT_NE(ParseError("-0").find("negative"), std::string::npos);
+  EXPECT_NE(DurationParseError("-0").find("negative"), std::string::npos);
 }
 
 TEST(ParseDurationTest, RejectsMissingUnit) {
-  EXPECT_EQ(ParseError("5"),
+  EXPECT_EQ(DurationParseError("5"),
             "invalid duration '5': expected a duration such as 500ms, 2s, "
             "1.5s, 1m or 1h (units ms, s, m, h), found no unit after '5'");
-  EXPECT_NE(ParseError("1.5").find("no unit after '1.5'"), std::string::npos);
-  EXPECT_NE(ParseError("0.0").find("no unit"), std::string::npos);
+  EXPECT_NE(DurationParseError("1.5").find("no unit after '1.5'"),
+            std::string::npos);
+  EXPECT_NE(DurationParseError("0.0").find("no unit"), std::string::npos);
 }
 
 TEST(ParseDurationTest, RejectsUnknownUnit) {
-  EXPECT_EQ(ParseError("5parsecs"),
+  EXPECT_EQ(DurationParseError("5parsecs"),
             "invalid duration '5parsecs': expected a duration such as 500ms, "
             "2s, 1.5s, 1m or 1h (units ms, s, m, h), found unknown unit "
             "'parsecs' after '5'");
-  EXPECT_NE(ParseError("5S").find("unknown unit 'S'"), std::string::npos);
-  EXPECT_NE(ParseError("5 s").find("unknown unit ' s'"), std::string::npos);
-  EXPECT_NE(ParseError("5us").find("unknown unit 'us'"), std::string::npos);
-  EXPECT_NE(ParseError("1m30s").find("unknown unit 'm30s'"), std::string::npos);
-  EXPECT_NE(ParseError("5s ").find("unknown unit 's '"), std::string::npos);
+  EXPECT_NE(DurationParseError("5S").find("unknown unit 'S'"),
+            std::string::npos);
+  EXPECT_NE(DurationParseError("5 s").find("unknown unit ' s'"),
+            std::string::npos);
+  EXPECT_NE(DurationParseError("5us").find("unknown unit 'us'"),
+            std::string::npos);
+  EXPECT_NE(DurationParseError("1m30s").find("unknown unit 'm30s'"),
+            std::string::npos);
+  EXPECT_NE(DurationParseError("5s ").find("unknown unit 's '"),
+            std::string::npos);
 }
 
 TEST(ParseDurationTest, RejectsGarbage) {
   for (const char* text : {"abc", "s", ".5s", "+5s", " 5s", "ms"}) {
-    EXPECT_NE(ParseError(text).find("which does not start with a digit"),
-              std::string::npos)
+    EXPECT_NE(
+        DurationParseError(text).find("which does not start with a digit"),
+        std::string::npos)
         << text;
   }
-  EXPECT_NE(ParseError("5.s").find("no digit after the decimal point"),
+  EXPECT_NE(DurationParseError("5.s").find("no digit after the decimal point"),
             std::string::npos);
-  EXPECT_NE(ParseError("1.2.3s").find("unknown unit '.3s'"), std::string::npos);
+  EXPECT_NE(DurationParseError("1.2.3s").find("unknown unit '.3s'"),
+            std::string::npos);
 }
 
 TEST(ParseDurationTest, RejectsSubMillisecondPrecision) {
   for (const char* text :
        {"1.5ms", "0.0001s", "1.0005s", "0.0000001h", "0.0000000001s"}) {
-    EXPECT_NE(ParseError(text).find("not a whole number of milliseconds"),
-              std::string::npos)
+    EXPECT_NE(
+        DurationParseError(text).find("not a whole number of milliseconds"),
+        std::string::npos)
         << text;
   }
 }
@@ -115,15 +124,15 @@ TEST(ParseDurationTest, RejectsOverflow) {
            "876000.001h", "876001h", "99999999999999999999999999999s",
            "9223372036854775807ms", "9223372036854775808ms",
            std::to_string(kMaxDuration.count() + 1) + "ms"}) {
-    EXPECT_NE(ParseError(text).find(expected_tail), std::string::npos)
-        << text << ": " << ParseError(text);
+    EXPECT_NE(DurationParseError(text).find(expected_tail), std::string::npos)
+        << text << ": " << DurationParseError(text);
   }
 }
 
 TEST(ParseDurationTest, QuotesUnprintableAndLongInput) {
-  EXPECT_NE(ParseError("5\x01").find("'5\\x01'"), std::string::npos);
+  EXPECT_NE(DurationParseError("5\x01").find("'5\\x01'"), std::string::npos);
   const std::string long_text(100, 'x');
-  const std::string message = ParseError(long_text);
+  const std::string message = DurationParseError(long_text);
   EXPECT_NE(message.find(std::string(40, 'x') + "...'"), std::string::npos);
   EXPECT_LT(message.size(), 250u);
 }

@@ -109,6 +109,10 @@ void RedisServer::Start() {
                                 dir_ + "/redis.log"};
   if (!options_.sentinel_config.empty()) {
     args.insert(args.begin() + 1, {dir_ + "/sentinel.conf", "--sentinel"});
+  } else {
+    // A replica's full sync starts at once (Redis 7 waits 5 s by default
+    // for more replicas to share a diskless transfer).
+    args.insert(args.end(), {"--repl-diskless-sync-delay", "0"});
   }
   if (options_.ipv6) {
     // After "--bind 127.0.0.1"; "-": only where the host has IPv6 loopback.

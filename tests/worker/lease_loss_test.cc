@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "counting_observer.h"
 #include "lockcore/lock_fixture.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/worker/builtin_handlers.h"
@@ -38,23 +39,7 @@ using testing::WaitUntil;
 // never been told (what handlers did before the token covered lease loss).
 constexpr milliseconds kTokenPatience{30000};
 
-// Counts OnJob calls by result name.
-class CountingObserver : public WorkerObserver {
- public:
-  void OnJob(JobSource, std::string_view, JobResult result,
-             Clock::Duration) noexcept override {
-    std::lock_guard lock(mu_);
-    ++counts_[JobResultName(result)];
-  }
-  int count(const std::string& result) {
-    std::lock_guard lock(mu_);
-    return counts_[result];
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-};
+using testing::CountingObserver;
 
 class RunnerLeaseLossTest : public testing::LockTest {
  protected:
@@ -138,8 +123,9 @@ TEST_F(RunnerLeaseLossTest,
   thief->ForceUnlock("res");
   Lease stolen = thief->Acquire("res");
 
-  EXPECT_TRUE(WaitUntil([&] { return observer_->count("lease_lost") == 1; },
-                        kTokenPatience + milliseconds(5000)));
+  EXPECT_TRUE(
+      WaitUntil([&] { return observer_->count(JobResult::kLeaseLost) == 1; },
+                kTokenPatience + milliseconds(5000)));
   EXPECT_TRUE(token_fired_.load());
   EXPECT_FALSE(Exists(done_key));  // not done: it stopped before its effect
 
@@ -157,9 +143,9 @@ TEST_F(RunnerLeaseLossTest,
   EXPECT_EQ(results,
             (std::vector<JobResult>{JobResult::kOk, JobResult::kDuplicate}));
   EXPECT_EQ(runs_.load(), 2);  // stopped once, then ran exactly once
-  EXPECT_EQ(observer_->count("lease_lost"), 1);
-  EXPECT_EQ(observer_->count("ok"), 1);
-  EXPECT_EQ(observer_->count("duplicate"), 1);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1);
+  EXPECT_EQ(observer_->count(JobResult::kOk), 1);
+  EXPECT_EQ(observer_->count(JobResult::kDuplicate), 1);
   EXPECT_EQ(redis_->Execute({"GET", done_key}).str, "ok");
   EXPECT_EQ(redis_->Execute({"LLEN", a->DeadLetterKey()}).integer, 0);
 }
@@ -194,15 +180,16 @@ TEST_F(RunnerLeaseLossTest, AFinishedRunWhoseMarkerIsRefusedIsNotMarkedDone) {
   ASSERT_TRUE(FencedResource(newer_redis, "res").Claim(held).accepted);
   claimed_ = true;
 
-  EXPECT_TRUE(WaitUntil([&] { return observer_->count("lease_lost") == 1; },
-                        kTokenPatience + milliseconds(5000)));
+  EXPECT_TRUE(
+      WaitUntil([&] { return observer_->count(JobResult::kLeaseLost) == 1; },
+                kTokenPatience + milliseconds(5000)));
   EXPECT_TRUE(token_fired_.load());
   EXPECT_FALSE(Exists(done_key));
   held.Release();  // the redelivery may run now
   run.join();
   EXPECT_EQ(result.load(), JobResult::kOk);
   EXPECT_EQ(runs_.load(), 2);
-  EXPECT_EQ(observer_->count("ok"), 1);
+  EXPECT_EQ(observer_->count(JobResult::kOk), 1);
   EXPECT_TRUE(Exists(done_key));
 }
 
@@ -228,7 +215,7 @@ TEST_F(RunnerLeaseLossTest, AFinishedRunWithNoNewerGrantStaysDone) {
   EXPECT_TRUE(token_fired_.load());
   EXPECT_EQ(result.load(), JobResult::kOk);
   EXPECT_EQ(runs_.load(), 1);
-  EXPECT_EQ(observer_->count("lease_lost"), 0);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 0);
   EXPECT_EQ(redis_->Execute({"GET", runner->DoneKey("res", "j3")}).str, "ok");
 }
 
@@ -251,8 +238,9 @@ TEST_F(RunnerLeaseLossTest, BuiltinSleepStopsWhenItsLeaseIsLost) {
   });
   ASSERT_TRUE(WaitUntil([&] { return started_.load(); }));
   redis_->Execute({"DEL", LockKey("res")});
-  EXPECT_TRUE(WaitUntil([&] { return observer_->count("lease_lost") == 1; },
-                        kTokenPatience));
+  EXPECT_TRUE(
+      WaitUntil([&] { return observer_->count(JobResult::kLeaseLost) == 1; },
+                kTokenPatience));
   // Its redelivery sleeps again (an hour): shutdown hands it back.
   EXPECT_TRUE(WaitUntil([&] { return runs_.load() == 2; }, kTokenPatience));
   run.request_stop();
@@ -282,7 +270,7 @@ TEST_F(RunnerLeaseLossTest, BuiltinPurchaseDoesNotStartOnALostLease) {
   run.join();
   EXPECT_TRUE(token_fired_.load());
   EXPECT_EQ(result.load(), JobResult::kOk);
-  EXPECT_EQ(observer_->count("lease_lost"), 1);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1);
   EXPECT_EQ(runs_.load(), 2);
   const StockAudit audit = AuditStock(*redis_, "lockfleet", "product:1");
   EXPECT_EQ(audit.stock, 4);  // sold exactly once
@@ -315,7 +303,7 @@ TEST_F(RunnerLeaseLossTest,
   EXPECT_TRUE(token_fired_.load());
   EXPECT_FALSE(first.result.has_value());  // try again
   EXPECT_GT(first.retry_after, milliseconds(0));
-  EXPECT_EQ(observer_->count("lease_lost"), 1);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1);
   const std::string history = runner->ScheduleHistoryKey(schedule);
   EXPECT_EQ(redis_->Execute({"LLEN", history}).integer, 0);
 

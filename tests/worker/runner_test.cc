@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "counting_observer.h"
 #include "lockcore/lock_fixture.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/worker/builtin_handlers.h"
@@ -20,23 +21,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Counts OnJob calls by result.
-class CountingObserver : public WorkerObserver {
- public:
-  void OnJob(JobSource, std::string_view, JobResult result,
-             Clock::Duration) noexcept override {
-    std::lock_guard lock(mu_);
-    ++counts_[result];
-  }
-  int count(JobResult result) {
-    std::lock_guard lock(mu_);
-    return counts_[result];
-  }
-
- private:
-  std::mutex mu_;
-  std::map<JobResult, int> counts_;
-};
+using testing::CountingObserver;
 
 Job Purchase(std::string id, std::string product, std::string buyer = "") {
   Job job{.id = std::move(id),
