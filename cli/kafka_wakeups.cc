@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "command.h"
+#include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 
 namespace lockfleet::cli {
@@ -115,6 +118,17 @@ std::shared_ptr<notifier::KafkaNotifier> StartOptionalKafka(
     }
     return nullptr;
   }
+}
+
+int FinishWithKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,
+                    int status, std::chrono::milliseconds budget) {
+  if (notifier != nullptr && !ShutDownKafka(std::move(notifier), budget)) {
+    PrintError("warning: the Kafka client did not shut down within " +
+               config::FormatDuration(budget) + "; exiting without it");
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
 }
 
 bool ShutDownKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,

@@ -54,6 +54,15 @@ std::shared_ptr<notifier::KafkaNotifier> StartOptionalKafka(
 bool ShutDownKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,
                    std::chrono::milliseconds budget);
 
+// The end of a tool that may have started Kafka: returns `status` after
+// ShutDownKafka(notifier, budget) — or, when that did not finish in time,
+// says so on stderr and ends the process with `status` at once (_exit: a
+// thread stuck inside librdkafka cannot be joined). A null notifier: just
+// `status`.
+int FinishWithKafka(std::shared_ptr<notifier::KafkaNotifier> notifier,
+                    int status,
+                    std::chrono::milliseconds budget = std::chrono::seconds(5));
+
 // Subscribes a LockClient to a notifier for its own lifetime, so that the
 // client is always unsubscribed before it is destroyed: declare it after
 // the client. A null notifier makes it a no-op.

@@ -150,17 +150,11 @@ int LockRun::Run() {
                          "continuing without unlock events", &bad_kafka);
   if (bad_kafka) return kExitUsage;
 
+  // A consumer thread stuck inside librdkafka (a broker that died
+  // mid-request) ends the process without it: the lock is released and
+  // COMMAND reaped, so nothing is left to clean up but that thread.
   const int status = RunClient(redis, kafka);
-  if (kafka != nullptr && !ShutDownKafka(std::move(kafka), kKafkaShutdown)) {
-    // Its consumer thread is stuck inside librdkafka (a broker that died
-    // mid-request); the lock is released and COMMAND reaped, so nothing is
-    // left to clean up but that thread, which cannot be stopped.
-    PrintError("warning: the Kafka client did not shut down within " +
-               config::FormatDuration(kKafkaShutdown) + "; exiting without it");
-    std::fflush(nullptr);
-    std::_Exit(status);
-  }
-  return status;
+  return FinishWithKafka(std::move(kafka), status, kKafkaShutdown);
 }
 
 int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,

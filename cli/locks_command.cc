@@ -233,13 +233,7 @@ int RunUnlock(const UnlockArgs& args) {
               << "\n";
     return kExitOk;
   });
-  if (kafka != nullptr &&
-      !ShutDownKafka(std::move(kafka), milliseconds(5000))) {
-    PrintError("warning: the Kafka client did not shut down in time");
-    std::fflush(nullptr);
-    std::_Exit(status);
-  }
-  return status;
+  return FinishWithKafka(std::move(kafka), status);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "demo_command.h"
 #include "git_describe.h"
 #include "jobs_command.h"
+#include "latch_command.h"
 #include "lock_command.h"
 #include "locks_command.h"
 #include "signals.h"
@@ -80,6 +81,7 @@ int Main(int argc, char** argv, SignalWatcher& signals,
   subcommands.push_back(AddLocksCommand(app, *formatter));
   subcommands.push_back(AddInspectCommand(app, *formatter));
   subcommands.push_back(AddUnlockCommand(app, *formatter));
+  subcommands.push_back(AddLatchCommand(app, *formatter));
   subcommands.push_back(AddTopCommand(app, *formatter));
   subcommands.push_back(AddBrokerCommand(app, *formatter));
   subcommands.push_back(AddConfigCommand(app, *formatter));

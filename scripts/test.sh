@@ -10,8 +10,7 @@
 #          (with scripts/sanitizers/: the C11-threads shim preloaded and
 #          tsan.supp, both for librdkafka)
 #        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
-#        build-release/ (Release, -O3, as packagers build): the libraries
-#          and the binary, warnings as errors, no tests
+#          but not tool (the bench, top and jobs tools' end-to-end tests)
 #   4. scripts/model-check.sh: spin checks the Promela model of the fair
 #      lock protocol (model/), and that it catches the re-introduced bugs
 #   5. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
@@ -58,9 +57,10 @@ fi
 failed=()
 start=$SECONDS
 
-# suite TITLE SANITIZER LABEL_REGEX: build one configuration and test it.
+# suite TITLE SANITIZER LABEL_REGEX [EXCLUDE_LABEL_REGEX]: build one
+# configuration and test it.
 suite() {
-  local title="$1" sanitize="$2" labels="$3" dir
+  local title="$1" sanitize="$2" labels="$3" exclude="${4:-}" dir
   local t0=$SECONDS
   dir="$(default_build_dir "$sanitize")"
   say "==== $title: build ($dir) ===="
@@ -70,7 +70,8 @@ suite() {
     return 0
   fi
   say "==== $title: test ===="
-  if ! run_ctest "$title" "$dir" -j "$LOCKFLEET_JOBS" -L "$labels"; then
+  if ! run_ctest "$title" "$dir" -j "$LOCKFLEET_JOBS" -L "$labels" \
+      ${exclude:+-LE "$exclude"}; then
     failed+=("$title (tests)")
   fi
   say "$title took $((SECONDS - t0)) s"
@@ -106,26 +107,9 @@ if [[ "$sanitizers" == true ]]; then
     failed=()
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-    suite asan address '^(unit|integration)$'
+    suite asan address '^(unit|integration)$' '^tool$'
     [[ ${#failed[@]} -eq 0 ]]
   ) || failed+=("asan")
-fi
-
-if [[ "$sanitizers" == true ]]; then
-  # The build packagers make: Release (-O3), which warns where
-  # RelWithDebInfo (-O2) does not. The libraries and the binary (what is
-  # installed), with warnings as errors; the tests ran in three builds
-  # already.
-  t0=$SECONDS
-  say "==== release: build (build-release, no tests) ===="
-  if bash "$LOCKFLEET_ROOT/scripts/build.sh" --type Release \
-      "$LOCKFLEET_ROOT/build-release" -- -DLOCKFLEET_BUILD_TESTS=OFF; then
-    echo "release: built, no tests (-O3, warnings as errors)" >>"$LOCKFLEET_SUMMARY_FILE"
-  else
-    echo "release: build failed" >>"$LOCKFLEET_SUMMARY_FILE"
-    failed+=("release (build)")
-  fi
-  say "release took $((SECONDS - t0)) s"
 fi
 
 if [[ "$fuzz" == true ]]; then

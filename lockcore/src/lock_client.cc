@@ -65,6 +65,22 @@ LockClientOptions Validate(LockClientOptions o) {
   return o;
 }
 
+const Reply& Element(const Reply& r, size_t i, const char* what) {
+  if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
+    throw Error(ErrorCode::kRedisProtocol,
+                std::string("unexpected reply from ") + what);
+  }
+  return r.elements[i];
+}
+
+}  // namespace
+
+// Redis failures a waiting acquisition rides out (see lock_client.h).
+bool IsOutage(ErrorCode code) {
+  return code == ErrorCode::kRedisUnavailable ||
+         code == ErrorCode::kRedisTimeout || code == ErrorCode::kRedisBusy;
+}
+
 void ValidateName(std::string_view name) {
   if (name.empty())
     throw Error(ErrorCode::kInvalidArgument, "lock name must not be empty");
@@ -81,22 +97,6 @@ void ValidateName(std::string_view name) {
                     std::to_string(kMaxLockNameBytes));
   }
 }
-
-// Redis failures a waiting acquisition rides out (see lock_client.h).
-bool IsOutage(ErrorCode code) {
-  return code == ErrorCode::kRedisUnavailable ||
-         code == ErrorCode::kRedisTimeout || code == ErrorCode::kRedisBusy;
-}
-
-const Reply& Element(const Reply& r, size_t i, const char* what) {
-  if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
-    throw Error(ErrorCode::kRedisProtocol,
-                std::string("unexpected reply from ") + what);
-  }
-  return r.elements[i];
-}
-
-}  // namespace
 
 LockCore::LockCore(std::shared_ptr<RedisClient> redis,
                    LockClientOptions options)
@@ -116,6 +116,10 @@ LockCore::~LockCore() { StopWatchdog(); }
 
 std::string LockCore::LockKey(std::string_view name) const {
   return options_.key_prefix + ":{" + std::string(name) + "}:lock";
+}
+
+std::string LockCore::LatchKey(std::string_view name) const {
+  return options_.key_prefix + ":{" + std::string(name) + "}:countdown";
 }
 
 std::string LockCore::FenceKey(std::string_view name) const {
@@ -1061,6 +1065,11 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   events_received_.fetch_add(1, std::memory_order_relaxed);
   if (event.client_id == options_.client_id) return;  // woken directly already
   try {
+    if (event.cause == UnlockCause::kOpened) {
+      // A latch opened elsewhere: its awaiters here ask Redis again.
+      latches_.WakeAll(event.lock, WakeCause::kEvent);
+      return;
+    }
     if (event.cause == UnlockCause::kForce) {
       // Someone says a grant this process may hold was force-unlocked. An
       // event is a hint (anyone who can write to the topic can send one):
@@ -1114,6 +1123,9 @@ LockStats LockCore::Stats() const {
   s.forced_checks = get(forced_checks_);
   s.outage_waits = get(outage_waits_);
   s.waiting = waiting_.load(std::memory_order_relaxed);
+  s.latch_parks = get(latch_parks_);
+  s.latches_opened = get(latches_opened_);
+  s.latch_waiting = latch_waiting_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -1156,12 +1168,9 @@ AcquireResult LockClient::TryAcquire(std::string_view name,
 AcquireResult LockClient::AcquireFor(std::string_view name,
                                      Clock::Duration timeout,
                                      const AcquireOptions& options) {
-  Clock::TimePoint now = core_->options().clock->Now();
-  Clock::TimePoint deadline =
-      timeout >= Clock::TimePoint::max() - now
-          ? Clock::TimePoint::max()
-          : now + std::max(timeout, Clock::Duration::zero());
-  return core_->AcquireUntil(name, deadline, true, options);
+  return core_->AcquireUntil(
+      name, internal::DeadlineAfter(core_->options().clock->Now(), timeout),
+      true, options);
 }
 
 AcquireResult LockClient::AcquireUntil(std::string_view name,
@@ -1188,6 +1197,11 @@ LockInfo LockClient::Inspect(std::string_view name) {
 ForceUnlockResult LockClient::ForceUnlock(std::string_view name,
                                           const ForceUnlockOptions& options) {
   return core_->ForceUnlock(name, options);
+}
+
+CountDownLatch LockClient::Latch(std::string_view name) {
+  internal::ValidateName(name);
+  return CountDownLatch(core_, std::string(name));
 }
 
 void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
@@ -1238,7 +1252,15 @@ const char* WakeCauseName(WakeCause cause) noexcept {
 }
 
 const char* UnlockCauseName(UnlockCause cause) noexcept {
-  return cause == UnlockCause::kForce ? "force" : "release";
+  switch (cause) {
+    case UnlockCause::kRelease:
+      return "release";
+    case UnlockCause::kForce:
+      return "force";
+    case UnlockCause::kOpened:
+      return "opened";
+  }
+  return "release";
 }
 
 }  // namespace lockfleet

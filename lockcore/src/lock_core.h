@@ -18,6 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "latch_board.h"
+#include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "spin_advisor.h"
 #include "wait_table.h"
@@ -32,6 +35,15 @@ inline int64_t ToNs(Clock::TimePoint t) {
 
 inline Clock::TimePoint FromNs(int64_t ns) {
   return Clock::TimePoint(std::chrono::nanoseconds(ns));
+}
+
+// `now + timeout`, without overflow (time_point::max() for a timeout that
+// long); a negative timeout counts as zero.
+inline Clock::TimePoint DeadlineAfter(Clock::TimePoint now,
+                                      Clock::Duration timeout) {
+  return timeout >= Clock::TimePoint::max() - now
+             ? Clock::TimePoint::max()
+             : now + std::max(timeout, Clock::Duration::zero());
 }
 
 // Until when a lease granted or renewed by a command sent at `sent` is ours
@@ -75,6 +87,13 @@ struct HeldLock {
   std::vector<LostCallback> on_lost;
 };
 
+// Throws Error(kInvalidArgument) for a name that cannot be a lock's (or a
+// latch's): empty, starting with '}', longer than kMaxLockNameBytes.
+void ValidateName(std::string_view name);
+
+// Redis failures a waiting call rides out (see lock_client.h, outage_grace).
+bool IsOutage(ErrorCode code);
+
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
   // Grants marked lost whose stop token and callbacks are still to run.
@@ -105,6 +124,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   static constexpr size_t kHooks = 2;
   void SetHook(std::function<void(std::string_view)> hook,
                Hook which = Hook::kAfterFailedAttempt);
+
+  // Countdown latches (latch.cc; the contracts are CountDownLatch's).
+  bool LatchTrySet(const std::string& name, int64_t count,
+                   const LatchOptions& options);
+  CountDownResult LatchCountDown(const std::string& name, std::string_view id);
+  int64_t LatchCount(const std::string& name);
+  AwaitStatus LatchAwait(const std::string& name, Clock::TimePoint deadline,
+                         const std::stop_token& stop);
 
   const LockClientOptions& options() const { return options_; }
   RedisClient& redis() { return *redis_; }
@@ -238,6 +265,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   ReleaseStatus ReleaseImpl(const std::shared_ptr<HeldLock>& held,
                             const std::string& hold_id);
   std::string LockKey(std::string_view name) const;
+  std::string LatchKey(std::string_view name) const;
   std::string FenceKey(std::string_view name) const;
   std::string NextRequestId();
   // A hand-off of `name` to the queued waiter `waiter_id` was seen (our own
@@ -296,6 +324,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   const LockClientOptions options_;
   const std::string instance_;  // random, per LockCore: see NextRequestId
   WaitTable waits_;
+  LatchBoard latches_;
   SpinAdvisor spin_;
 
   mutable std::mutex mu_;
@@ -349,13 +378,15 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       releases_not_owner_{0}, release_failures_{0}, wake_local_{0},
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
-      force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
-      replica_shortfalls_{0}, direct_grants_{0}, spins_{0}, wake_spin_{0};
+      latch_parks_{0}, latches_opened_{0}, force_unlocks_{0}, forced_checks_{0},
+      outage_waits_{0}, replica_shortfalls_{0}, direct_grants_{0}, spins_{0},
+      wake_spin_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).
   std::atomic<bool> reached_{false};
   std::atomic<int64_t> waiting_{0};
+  std::atomic<int64_t> latch_waiting_{0};
 };
 
 }  // namespace lockfleet::internal

@@ -333,4 +333,42 @@ return latch(reply, latch_ms)
   return script;
 }
 
+const Script& LatchSetScript() {
+  static const Script script(R"lua(#!lua
+local cur = redis.call('HMGET', KEYS[1], 'count', 'setter')
+if cur[1] then
+  if cur[2] == ARGV[3] then return {1, tonumber(ARGV[1])} end
+  return {0, tonumber(cur[1])}
+end
+redis.call('HSET', KEYS[1], 'count', ARGV[1], 'ttl', ARGV[2], 'setter', ARGV[3])
+return {1, tonumber(ARGV[1])}
+)lua");
+  return script;
+}
+
+const Script& LatchCountDownScript() {
+  static const Script script(R"lua(#!lua
+local cur = redis.call('HMGET', KEYS[1], 'count', 'ttl', 'opener')
+if not cur[1] then return {-1, 0} end
+local count = tonumber(cur[1])
+if count == 0 then
+  if cur[3] == ARGV[1] then return {1, 0} end
+  if redis.call('HEXISTS', KEYS[1], 'd:' .. ARGV[1]) == 1 then return {2, 0} end
+  return {3, 0}
+end
+if redis.call('HSETNX', KEYS[1], 'd:' .. ARGV[1], 1) == 0 then
+  return {2, count}
+end
+count = count - 1
+if count > 0 then
+  redis.call('HSET', KEYS[1], 'count', count)
+  return {2, count}
+end
+redis.call('HSET', KEYS[1], 'count', 0, 'opener', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], cur[2])
+return {1, 0}
+)lua");
+  return script;
+}
+
 }  // namespace lockfleet::internal

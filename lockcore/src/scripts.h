@@ -108,4 +108,24 @@ const Script& InspectScript();
 //    on. A retry returns the first reply.
 const Script& ForceUnlockScript();
 
+// Countdown latches (latch.cc). KEYS[1]: the latch hash "<prefix>:{name}:
+// countdown": count (remaining), ttl (ms the opened latch lives), setter
+// (the request id that set it), opener (the count-down id that opened it),
+// and one field "d:<id>" per count-down id counted. No expiry while it
+// counts; `ttl` after it opened.
+
+// ARGV: count, ttl ms, request id.
+// -> {1, count} set by this request (also on a retry of it) |
+//    {0, remaining} the latch exists already (counting, or open).
+const Script& LatchSetScript();
+
+// ARGV: count-down id.
+// -> {1, 0} this id opened the latch (also on a retry of it) |
+//    {2, remaining} counted, or this id was counted before (remaining 0:
+//    the latch opened since) | {3, 0} open already, this id not counted |
+//    {-1, 0} no latch.
+// Each id counts once, so a retry after a lost reply never counts twice
+// and the latch never opens early.
+const Script& LatchCountDownScript();
+
 }  // namespace lockfleet::internal

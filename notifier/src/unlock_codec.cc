@@ -188,6 +188,8 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
         e.cause = UnlockCause::kRelease;
       } else if (cause == "force") {
         e.cause = UnlockCause::kForce;
+      } else if (cause == "opened") {
+        e.cause = UnlockCause::kOpened;
       } else {
         return Fail(DecodeError::kBadField, "unknown cause '" + cause + "'");
       }

@@ -116,6 +116,12 @@ class KafkaLockTest : public ::testing::Test {
   // `holder_options` are added to the holder's options, `waiter_env` to the
   // waiter's environment; `waiter_kafka` replaces the waiter's
   // "--kafka BOOTSTRAP".
+  // A hand-off gap this short can only come from the unlock event: the
+  // waiter's own bounds are 30 s (the holder's TTL) and 60 s (its park
+  // cap). Generous for a loaded machine under ThreadSanitizer (a gap of
+  // 1.3 s was seen there); the latency itself is bench/'s to measure.
+  static constexpr milliseconds kEventWoke{10000};
+
   std::optional<milliseconds> HandOffGap(
       const std::string& bootstrap, const std::string& name,
       const std::vector<std::string>& holder_options = {},
@@ -272,7 +278,7 @@ TEST_F(KafkaLockTest, ReleaseWakesAWaiterInAnotherProcessThroughKafka) {
                "start): "
             << gap->count() << " ms" << std::endl;
   EXPECT_GE(gap->count(), 0);
-  EXPECT_LT(*gap, milliseconds(1000));
+  EXPECT_LT(*gap, kEventWoke);
 }
 
 TEST_F(KafkaLockTest, SignedEventsWakeAWaiterInAnotherProcess) {
@@ -287,7 +293,7 @@ TEST_F(KafkaLockTest, SignedEventsWakeAWaiterInAnotherProcess) {
       broker.bootstrap(), "signed-hand-off", {"--event-key-file", key_file},
       {"LOCKFLEET_EVENT_KEY=signed-hand-off-test-key"});
   ASSERT_TRUE(gap);
-  EXPECT_LT(*gap, milliseconds(1000));
+  EXPECT_LT(*gap, kEventWoke);
 }
 
 // Issue 14 item 6: with --config, Kafka comes from the deployment's file:
@@ -307,7 +313,7 @@ TEST_F(KafkaLockTest, ConfigGivesKafkaItsPropertiesAndTheEventKey) {
       broker.bootstrap(), "from-config", {"--event-key-file", key_file},
       {"TEAM_EVENT_KEY=config-hand-off-test-key"}, {"--config", config});
   ASSERT_TRUE(gap);
-  EXPECT_LT(*gap, milliseconds(1000));
+  EXPECT_LT(*gap, kEventWoke);
 
   // The config's kafka.properties reach librdkafka: a property it does not
   // know is a usage error naming the file and the property, and a secret
@@ -500,7 +506,7 @@ TEST_F(KafkaLockTest, BrokerCrashAndRestartOnTheSamePort) {
   ASSERT_TRUE(gap);
   std::cout << "Kafka hand-off gap after the broker restarted: " << gap->count()
             << " ms" << std::endl;
-  EXPECT_LT(*gap, milliseconds(1000));
+  EXPECT_LT(*gap, kEventWoke);
 }
 
 }  // namespace

@@ -170,6 +170,51 @@ TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
   EXPECT_FALSE(inspector->Inspect("claim").locked);
 }
 
+// Latches: a count-down whose reply was lost, retried, counts once — the
+// latch never opens early — and the one that opened it still learns so
+// (and tells the other processes); a set whose reply was lost is still
+// this call's.
+TEST_F(RetrySafety, CountDownWhoseReplyWasLostCountsOnce) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  ASSERT_TRUE(inspector->Latch("twice").TrySetCount(2));
+  proxy_->DropNextReply("{twice}:countdown");
+  const CountDownResult r = client->Latch("twice").CountDown();
+  EXPECT_EQ(proxy_->dropped(), 1);
+  EXPECT_EQ(r.status, CountDownStatus::kCounted);
+  EXPECT_EQ(r.remaining, 1);
+  EXPECT_EQ(inspector->Latch("twice").Count(), 1) << "counted twice";
+}
+
+TEST_F(RetrySafety, OpeningCountDownWhoseReplyWasLostStillOpensAndTells) {
+  LoopbackBus bus;
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto client = NewProxiedClient({.publisher = bus_ptr});
+  auto awaiter = NewClient({.park_cap = std::chrono::milliseconds(600000)});
+  const Subscription subscription = Subscribe(bus, awaiter.get());
+  ASSERT_TRUE(awaiter->Latch("last").TrySetCount(1));
+  auto awaited = std::async(std::launch::async, [&] {
+    return awaiter->Latch("last").AwaitFor(seconds(60));
+  });
+  // It found the latch counting and parks.
+  ASSERT_TRUE(WaitUntil([&] { return awaiter->stats().latch_parks >= 1; }));
+  proxy_->DropNextReply("{last}:countdown");
+  EXPECT_EQ(client->Latch("last").CountDown().status, CountDownStatus::kOpened);
+  EXPECT_EQ(proxy_->dropped(), 1);
+  // Only the event can wake it within the test (a 600 s park).
+  EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
+}
+
+TEST_F(RetrySafety, LatchSetWhoseReplyWasLostIsStillThisCalls) {
+  auto client = NewProxiedClient();
+  proxy_->DropNextReply("{set}:countdown");
+  EXPECT_TRUE(client->Latch("set").TrySetCount(3));
+  EXPECT_EQ(proxy_->dropped(), 1);
+  EXPECT_FALSE(client->Latch("set").TrySetCount(3)) << "another call";
+  EXPECT_EQ(client->Latch("set").Count(), 3);
+}
+
 // A waiting call whose acquire tries were granted on the server but lost
 // their replies, and that then gives up, gives those holds back: the lock
 // is free at once, not blocked for a whole lease by holds nobody renews.

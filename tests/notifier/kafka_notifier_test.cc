@@ -9,6 +9,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "kafka_process.h"
 #include "lockfleet/lockcore/error.h"
@@ -58,6 +59,32 @@ TEST_P(Wakeups, ReleaseInOneProcessWakesAWaiterInAnother) {
       WaitUntil([&] { return holder.notifier->stats().delivered >= 1; }));
   std::printf("cross-process hand-off through Kafka: %.2f ms\n",
               std::chrono::duration<double, std::milli>(handoff).count());
+}
+
+// A countdown latch opened in one process wakes every awaiter of two others
+// through one kOpened event (no park cap: only the event can wake them).
+TEST_P(Wakeups, ALatchOpenedInOneProcessWakesTheAwaitersOfTheOthers) {
+  Process opener(redis_->url(), bootstrap());
+  Process first(redis_->url(), bootstrap());
+  Process second(redis_->url(), bootstrap());
+  const std::string name = real() ? "latch:real" : "latch:embedded";
+  ASSERT_TRUE(opener.locks->Latch(name).TrySetCount(1));
+  std::vector<std::future<AwaitStatus>> awaited;
+  for (Process* p : {&first, &first, &second}) {
+    awaited.push_back(std::async(std::launch::async, [p, &name] {
+      return p->locks->Latch(name).AwaitFor(seconds(60));
+    }));
+  }
+  // Each awaiter has asked Redis (the count is 1) and parks.
+  for (auto& f : awaited)
+    ASSERT_EQ(f.wait_for(milliseconds(200)), std::future_status::timeout);
+  ASSERT_EQ(opener.locks->Latch(name).CountDown().status,
+            CountDownStatus::kOpened);
+  for (auto& f : awaited) {
+    ASSERT_EQ(f.wait_for(seconds(30)), std::future_status::ready);
+    EXPECT_EQ(f.get(), AwaitStatus::kOpened);
+  }
+  EXPECT_EQ(opener.locks->stats().events_published, 1u);
 }
 
 // An event is routed by its lock: one for a lock nobody waits on is decoded

@@ -40,6 +40,20 @@ TEST(UnlockCodec, DocumentedFieldNames) {
   EXPECT_EQ(j["cause"], "force");
 }
 
+TEST(UnlockCodec, EveryCauseRoundTrips) {
+  for (UnlockCause cause :
+       {UnlockCause::kRelease, UnlockCause::kForce, UnlockCause::kOpened}) {
+    UnlockEvent e = Sample();
+    e.cause = cause;
+    const std::string wire = EncodeUnlockEvent(e);
+    EXPECT_EQ(nlohmann::json::parse(wire)["cause"], UnlockCauseName(cause));
+    DecodeResult r = DecodeUnlockEvent(wire);
+    ASSERT_TRUE(r.event) << wire;
+    EXPECT_EQ(r.event->cause, cause);
+  }
+  EXPECT_EQ(std::string(UnlockCauseName(UnlockCause::kOpened)), "opened");
+}
+
 TEST(UnlockCodec, BinaryNamesTravelHexEncoded) {
   UnlockEvent e = Sample();
   e.lock = std::string("a\0\xff\xc0\x80{}", 7);

@@ -90,6 +90,7 @@
 #include <vector>
 
 #include "lockfleet/lockcore/clock.h"
+#include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/observer.h"
 #include "lockfleet/lockcore/redis_client.h"
@@ -263,7 +264,13 @@ struct LockStats {
   // back, renewals not counted as such, releases and hand-offs).
   uint64_t replica_shortfalls = 0;
   int64_t waiting = 0;  // threads currently in a timed/blocking acquire
+  // Countdown latches (latch.h).
+  uint64_t latch_parks = 0;     // parks of awaiters that found it not open
+  uint64_t latches_opened = 0;  // count-downs of this client that opened one
+  int64_t latch_waiting = 0;    // threads currently in an Await
 };
+
+struct AcquireAllResult;  // multi_lock.h
 
 class LockClient {
  public:
@@ -294,6 +301,19 @@ class LockClient {
   // triggered first.
   Lease Acquire(std::string_view name, const AcquireOptions& options = {});
 
+  // Multi-lock (multi_lock.h, which callers include): every lock of
+  // `names`, all-or-nothing, taken in sorted order and released together;
+  // one deadline for all. Throws Error(kInvalidArgument) for an empty list,
+  // more than kMaxMultiLockNames names, a duplicate name or a bad one.
+  AcquireAllResult TryAcquireAll(const std::vector<std::string>& names,
+                                 const AcquireOptions& options = {});
+  AcquireAllResult AcquireAllFor(const std::vector<std::string>& names,
+                                 Clock::Duration timeout,
+                                 const AcquireOptions& options = {});
+  AcquireAllResult AcquireAllUntil(const std::vector<std::string>& names,
+                                   Clock::TimePoint deadline,
+                                   const AcquireOptions& options = {});
+
   // A consistent snapshot of the lock's state in Redis (one script).
   LockInfo Inspect(std::string_view name);
 
@@ -307,8 +327,13 @@ class LockClient {
   ForceUnlockResult ForceUnlock(std::string_view name,
                                 const ForceUnlockOptions& options = {});
 
+  // The countdown latch `name` (see latch.h): a handle, nothing is sent.
+  // Throws Error(kInvalidArgument) for a name a lock could not have.
+  CountDownLatch Latch(std::string_view name);
+
   // Entry point for the notification transport: wakes at most one local
-  // waiter parked on event.lock. An event is a hint, never an authority: a
+  // waiter parked on event.lock (every awaiter of the latch event.lock, for
+  // a kOpened event). An event is a hint, never an authority: a
   // kForce event naming a grant this client holds makes it check the grant
   // with Redis at once (a renewal); only Redis's "not ours" marks the lease
   // lost. Events this client published itself are ignored (its waiters were

@@ -21,9 +21,11 @@ namespace lockfleet {
 enum class UnlockCause {
   kRelease,  // the owner released its last hold
   kForce,    // an administrator force-unlocked the lock
+  kOpened,   // the countdown latch `lock` opened (latch.h): every process
+             // wakes all its awaiters of it
 };
 
-// "release" / "force".
+// "release" / "force" / "opened".
 const char* UnlockCauseName(UnlockCause cause) noexcept;
 
 struct UnlockEvent {

@@ -1,0 +1,91 @@
+// Multi-lock: several locks taken all-or-nothing and released together
+// (LockClient::TryAcquireAll / AcquireAllFor / AcquireAllUntil).
+//
+// "Move stock from product A to product B" needs both locks; two jobs doing
+// A->B and B->A must not deadlock. The locks are taken one by one in one
+// canonical order — the names sorted by their bytes — whatever order the
+// caller gives, so two multi-locks over overlapping names never wait on
+// each other in a cycle. Each lock is an ordinary lock of the same name
+// (same keys, fair queue, fencing token, watchdog, unlock events): a single
+// `LockClient::Acquire("A")` elsewhere excludes a multi-lock over A and the
+// other way round. One deadline covers the whole call: when a lock is not
+// granted in time (or the stop token is triggered), the locks already taken
+// are released, in reverse order, before the call returns — it never
+// returns holding a strict subset.
+//
+//   AcquireAllResult r = locks.AcquireAllFor({"stock:B", "stock:A"}, 5s);
+//   if (!r) return;                      // r.blocked_on says which one
+//   r.lease.lease("stock:A").fence()     // each lock's own fencing token
+//   ...                                  // both released when r.lease ends
+//
+// While the call waits for the i-th lock it holds the ones before it, as
+// any lock-ordering scheme does: waiters on those wait behind it. Not one
+// atomic script (yet), even when every name shares a Redis Cluster slot.
+//
+// Thread-safety: a MultiLease is used by one thread at a time, like Lease.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/lock_client.h"
+
+namespace lockfleet {
+
+// The most names one multi-lock takes.
+inline constexpr size_t kMaxMultiLockNames = 256;
+
+// The leases of one multi-lock, in canonical (sorted) order. Releases them
+// all, in reverse order, on destruction or Release().
+class MultiLease {
+ public:
+  MultiLease() noexcept = default;
+  explicit MultiLease(std::vector<Lease> leases) noexcept
+      : leases_(std::move(leases)) {}
+  MultiLease(MultiLease&&) noexcept = default;
+  MultiLease& operator=(MultiLease&& other) noexcept;
+  MultiLease(const MultiLease&) = delete;
+  MultiLease& operator=(const MultiLease&) = delete;
+  ~MultiLease();
+
+  // Whether it holds its locks (all of them: never a subset).
+  bool held() const noexcept { return !leases_.empty(); }
+  explicit operator bool() const noexcept { return held(); }
+
+  const std::vector<Lease>& leases() const noexcept { return leases_; }
+  // The lease of `name`. Throws Error(kInvalidArgument) if it is not one of
+  // them.
+  const Lease& lease(std::string_view name) const;
+
+  // Whether any of its leases was lost (see Lease::lost): the set is no
+  // longer held as a whole.
+  bool lost() const noexcept;
+
+  // Releases every lease, in reverse order — each one even when an earlier
+  // release threw. Returns the first status that was not kReleased
+  // (kStillHeld, kNotHeld ...), else kReleased; kNotHeld when it held
+  // nothing. Then throws the first Error a release threw, if any (that
+  // lease frees when its lease runs out; see Lease::Release).
+  ReleaseStatus Release();
+
+ private:
+  std::vector<Lease> leases_;
+};
+
+struct AcquireAllResult {
+  AcquireStatus status = AcquireStatus::kTimedOut;
+  MultiLease lease;  // held() iff status == kAcquired
+  // When not acquired: the lock that was not granted in time, and its
+  // holder and remaining TTL as the last attempt saw them.
+  std::string blocked_on;
+  std::string holder;
+  std::chrono::milliseconds holder_ttl{0};
+
+  explicit operator bool() const { return status == AcquireStatus::kAcquired; }
+};
+
+}  // namespace lockfleet

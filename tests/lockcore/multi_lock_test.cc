@@ -1,0 +1,202 @@
+// Multi-lock against a real redis-server: all-or-nothing (never a strict
+// subset held after the call returns), released together, one deadline,
+// and two multi-locks over the same names in opposite orders never
+// deadlock — with every critical section checked for overlap.
+#include "lockfleet/lockcore/multi_lock.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lock_fixture.h"
+#include "lockfleet/lockcore/error.h"
+#include "support/wait_until.h"
+
+namespace lockfleet::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class MultiLock : public ConnectedLockTest {};
+
+TEST_F(MultiLock, TakesEveryLockAndReleasesThemTogether) {
+  auto client = Connected();
+  AcquireAllResult r =
+      client->AcquireAllFor({"stock:b", "stock:a", "stock:c"}, seconds(10));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r.lease.leases().size(), 3u);
+  // Canonical order, one owner, each its own grant.
+  EXPECT_EQ(r.lease.leases()[0].name(), "stock:a");
+  EXPECT_EQ(r.lease.leases()[2].name(), "stock:c");
+  for (const char* name : {"stock:a", "stock:b", "stock:c"}) {
+    LockInfo info = client->Inspect(name);
+    EXPECT_TRUE(info.locked) << name;
+    EXPECT_EQ(info.owner, r.lease.leases()[0].owner());
+    EXPECT_EQ(info.fence, r.lease.lease(name).fence());
+  }
+  EXPECT_FALSE(r.lease.lost());
+  EXPECT_THROW(r.lease.lease("stock:z"), Error);
+  // Each lock is an ordinary lock: a plain acquisition elsewhere is refused.
+  auto other = Connected();
+  EXPECT_FALSE(other->TryAcquire("stock:b"));
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(r.lease.held());
+  for (const char* name : {"stock:a", "stock:b", "stock:c"})
+    EXPECT_FALSE(client->Inspect(name).locked) << name;
+  // Destruction releases as well.
+  {
+    AcquireAllResult scoped = client->TryAcquireAll({"x", "y"});
+    ASSERT_TRUE(scoped);
+    EXPECT_TRUE(client->Inspect("y").locked);
+  }
+  EXPECT_FALSE(client->Inspect("x").locked);
+  EXPECT_FALSE(client->Inspect("y").locked);
+}
+
+TEST_F(MultiLock, OneLockNotGrantedInTimeGivesBackTheOthers) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireResult blocker = other->TryAcquire("m:2", {.owner = "blocker"});
+  ASSERT_TRUE(blocker);
+  AcquireAllResult r =
+      client->AcquireAllFor({"m:3", "m:1", "m:2"}, milliseconds(300));
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_FALSE(r.lease.held());
+  EXPECT_EQ(r.blocked_on, "m:2");
+  EXPECT_EQ(r.holder, "blocker");
+  // m:1 was taken first, then given back; m:3 never reached.
+  EXPECT_FALSE(client->Inspect("m:1").locked) << "a strict subset is held";
+  EXPECT_FALSE(client->Inspect("m:3").locked);
+  EXPECT_EQ(client->Inspect("m:2").owner, "blocker");
+  // TryAcquireAll: one attempt each, same outcome at once.
+  AcquireAllResult once = client->TryAcquireAll({"m:1", "m:2"});
+  EXPECT_FALSE(once);
+  EXPECT_FALSE(client->Inspect("m:1").locked);
+  // Once m:2 frees, the wait succeeds.
+  auto waited = std::async(std::launch::async, [&] {
+    return client->AcquireAllFor({"m:1", "m:2", "m:3"}, seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return !client->Inspect("m:2").queue.empty(); }));
+  EXPECT_TRUE(client->Inspect("m:1").locked) << "held while waiting for m:2";
+  ASSERT_EQ(blocker.lease.Release(), ReleaseStatus::kReleased);
+  AcquireAllResult got = waited.get();
+  ASSERT_TRUE(got);
+  EXPECT_GT(got.lease.lease("m:2").fence(), 0);
+}
+
+// A lock taken first whose (explicit) lease ran out while the call waited
+// for a later one is not returned as held: the call starts over and takes
+// it again (a new grant, a newer fence).
+TEST_F(MultiLock, ALockLostWhileWaitingForTheNextIsTakenAgain) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireResult blocker = other->TryAcquire("l:2", {.owner = "blocker"});
+  ASSERT_TRUE(blocker);
+  auto waited = std::async(std::launch::async, [&] {
+    return client->AcquireAllFor({"l:1", "l:2"}, seconds(60),
+                                 {.lease = milliseconds(2000)});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return !client->Inspect("l:2").queue.empty(); }));
+  const int64_t first = client->Inspect("l:1").fence;
+  ASSERT_GT(first, 0);
+  // l:1's 2 s lease runs out while the call waits for l:2.
+  ASSERT_TRUE(WaitUntil([&] { return !client->Inspect("l:1").locked; }));
+  ASSERT_EQ(blocker.lease.Release(), ReleaseStatus::kReleased);
+  AcquireAllResult r = waited.get();
+  ASSERT_TRUE(r);
+  EXPECT_GT(r.lease.lease("l:1").fence(), first)
+      << "returned the grant that had run out";
+}
+
+TEST_F(MultiLock, ACancelledWaitHoldsNothing) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireResult blocker = other->TryAcquire("c:2");
+  ASSERT_TRUE(blocker);
+  std::stop_source stop;
+  auto waited = std::async(std::launch::async, [&] {
+    return client->AcquireAllFor({"c:1", "c:2"}, seconds(60),
+                                 {.stop = stop.get_token()});
+  });
+  ASSERT_TRUE(WaitUntil([&] { return !client->Inspect("c:2").queue.empty(); }));
+  stop.request_stop();
+  AcquireAllResult r = waited.get();
+  EXPECT_EQ(r.status, AcquireStatus::kCancelled);
+  EXPECT_EQ(r.blocked_on, "c:2");
+  EXPECT_FALSE(client->Inspect("c:1").locked);
+}
+
+TEST_F(MultiLock, OppositeOrdersNeverDeadlockNorOverlap) {
+  // Four "processes", two threads each; half ask for {x, y, z}, half for
+  // {z, y, x}; every critical section marks each of its locks busy and
+  // checks nobody else had it.
+  constexpr int kRounds = 40;
+  std::vector<std::unique_ptr<LockClient>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(Connected());
+  std::map<std::string, std::atomic<int>> inside;
+  for (const char* n : {"x", "y", "z"}) inside[n] = 0;
+  std::atomic<int> overlaps{0};
+  std::atomic<int> done{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<std::string> names =
+          t % 2 ? std::vector<std::string>{"x", "y", "z"}
+                : std::vector<std::string>{"z", "y", "x"};
+      for (int i = 0; i < kRounds; ++i) {
+        AcquireAllResult r = clients[t % 4]->AcquireAllFor(names, seconds(60));
+        if (!r) {
+          failed.fetch_add(1);
+          continue;
+        }
+        for (const auto& n : names)
+          if (inside[n].fetch_add(1) != 0) overlaps.fetch_add(1);
+        std::this_thread::yield();
+        for (const auto& n : names) inside[n].fetch_sub(1);
+        r.lease.Release();
+        done.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(failed.load(), 0) << "a multi-lock waited 60 s: a deadlock?";
+  EXPECT_EQ(done.load(), 8 * kRounds);
+}
+
+TEST_F(MultiLock, BadListsAreRefused) {
+  auto client = Connected();
+  auto code =
+      [&](const std::vector<std::string>& names) -> std::optional<ErrorCode> {
+    try {
+      client->TryAcquireAll(names);
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(code({}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"a", "b", "a"}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"a", ""}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"a", "}b"}), ErrorCode::kInvalidArgument);
+  std::vector<std::string> many;
+  for (size_t i = 0; i <= kMaxMultiLockNames; ++i)
+    many.push_back("n" + std::to_string(i));
+  EXPECT_EQ(code(many), ErrorCode::kInvalidArgument);
+  // Refused before anything was taken.
+  EXPECT_FALSE(client->Inspect("a").locked);
+  many.pop_back();
+  EXPECT_EQ(code(many), std::nullopt) << "the limit itself is allowed";
+}
+
+}  // namespace
+}  // namespace lockfleet::testing
