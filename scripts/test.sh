@@ -4,13 +4,15 @@
 # Usage: scripts/test.sh [--sanitizers] [--fuzz] [--no-setup]
 #
 #   1. scripts/setup.sh (skipped with --no-setup)
-#   2. build/ (RelWithDebInfo): ctest labels unit, integration and chaos
+#   2. build/ (RelWithDebInfo): ctest labels unit, integration, tool and
+#      chaos
 #   3. with --sanitizers, or when CI=true:
-#        build-tsan/ (ThreadSanitizer):          labels unit, integration
+#        build-tsan/ (ThreadSanitizer):          labels unit, integration,
+#                                                tool
 #          (with scripts/sanitizers/: the C11-threads shim preloaded and
 #          tsan.supp, both for librdkafka)
 #        build-asan/ (AddressSanitizer + UBSan): labels unit, integration
-#          but not tool (the bench, top and jobs tools' end-to-end tests)
+#          (not tool: the bench, top and jobs tools' end-to-end tests)
 #   4. scripts/model-check.sh: spin checks the Promela model of the fair
 #      lock protocol (model/), and that it catches the re-introduced bugs
 #   5. with --fuzz, or when CI=true: scripts/fuzz.sh — build-fuzz/ (clang,
@@ -57,10 +59,9 @@ fi
 failed=()
 start=$SECONDS
 
-# suite TITLE SANITIZER LABEL_REGEX [EXCLUDE_LABEL_REGEX]: build one
-# configuration and test it.
+# suite TITLE SANITIZER LABEL_REGEX: build one configuration and test it.
 suite() {
-  local title="$1" sanitize="$2" labels="$3" exclude="${4:-}" dir
+  local title="$1" sanitize="$2" labels="$3" dir
   local t0=$SECONDS
   dir="$(default_build_dir "$sanitize")"
   say "==== $title: build ($dir) ===="
@@ -70,8 +71,7 @@ suite() {
     return 0
   fi
   say "==== $title: test ===="
-  if ! run_ctest "$title" "$dir" -j "$LOCKFLEET_JOBS" -L "$labels" \
-      ${exclude:+-LE "$exclude"}; then
+  if ! run_ctest "$title" "$dir" -j "$LOCKFLEET_JOBS" -L "$labels"; then
     failed+=("$title (tests)")
   fi
   say "$title took $((SECONDS - t0)) s"
@@ -84,7 +84,7 @@ if [[ ! -x "$kafka_local" ]] || ! command -v java >/dev/null; then
   echo "warning: real-broker tests skipped (no kafka-local or java)" >>"$LOCKFLEET_SUMMARY_FILE"
 fi
 
-suite default "" '^(unit|integration|chaos)$'
+suite default "" '^(unit|integration|tool|chaos)$'
 
 say "==== model: spin (model/) ===="
 t0=$SECONDS
@@ -100,14 +100,14 @@ if [[ "$sanitizers" == true ]]; then
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$LOCKFLEET_ROOT/scripts/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
     # shellcheck disable=SC2034  # read by run_ctest (lib.sh)
     CTEST_ENV=("LD_PRELOAD=$(default_build_dir thread)/libtsan-c11-threads.so${LD_PRELOAD:+:$LD_PRELOAD}")
-    suite tsan thread '^(unit|integration)$'
+    suite tsan thread '^(unit|integration|tool)$'
     [[ ${#failed[@]} -eq 0 ]]
   ) || failed+=("tsan")
   (
     failed=()
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-    suite asan address '^(unit|integration)$' '^tool$'
+    suite asan address '^(unit|integration)$'
     [[ ${#failed[@]} -eq 0 ]]
   ) || failed+=("asan")
 fi
