@@ -119,19 +119,11 @@ CountDownResult LockCore::LatchCountDown(const std::string& name,
   // Opened (or a retry of the count-down that opened it): wake this
   // process's awaiters, tell the others.
   latches_.WakeAll(name, WakeCause::kLocal);
-  if (options_.publisher) {
-    UnlockEvent event;
-    event.lock = name;
-    event.owner = down_id;
-    event.client_id = options_.client_id;
-    event.released_at_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    event.cause = UnlockCause::kOpened;
-    options_.publisher->Publish(event);
-    events_published_.fetch_add(1, std::memory_order_relaxed);
-  }
+  UnlockEvent event;
+  event.lock = name;
+  event.owner = down_id;
+  event.cause = UnlockCause::kOpened;
+  Publish(event);
   return result;
 }
 

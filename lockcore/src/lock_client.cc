@@ -905,13 +905,18 @@ void LockCore::Freed(const std::string& name, const std::string& owner,
   if (!options_.publisher) return;
   event.lock = name;
   event.owner = owner;
-  event.client_id = options_.client_id;
   event.fence = fence;
+  event.cause = cause;
+  Publish(event);
+}
+
+void LockCore::Publish(UnlockEvent& event) {
+  if (!options_.publisher) return;
+  event.client_id = options_.client_id;
   event.released_at_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count();
-  event.cause = cause;
   options_.publisher->Publish(event);
   events_published_.fetch_add(1, std::memory_order_relaxed);
 }

@@ -284,6 +284,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // {3, waiter, owner, fence} when handed on): wake and publish.
   void Freed(const std::string& name, const std::string& owner, int64_t fence,
              UnlockCause cause, const Reply& handoff, size_t handoff_at);
+  // Hands `event` to the publisher, if any, as this client's, stamped with
+  // the time now (client_id, released_at_ns), and counts it.
+  void Publish(UnlockEvent& event);
   // REQUIRES: mu_ held. Marks `held` lost (once) and queues its callbacks.
   void MarkLostLocked(const std::shared_ptr<HeldLock>& held, LostCalls* calls);
   // Hands callbacks to the watchdog thread: they never run on a caller's
