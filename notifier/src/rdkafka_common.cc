@@ -6,10 +6,19 @@ namespace lockfleet::notifier {
 namespace {
 
 void StderrLog(LogLevel level, std::string_view message) {
+  if (level == LogLevel::kDebug) return;
   static const char* kNames[] = {"debug", "info", "warning", "error"};
   std::fprintf(stderr, "lockfleet notifier [%s]: %.*s\n",
                kNames[static_cast<int>(level)],
                static_cast<int>(message.size()), message.data());
+}
+
+// kafka.properties go to every client of a process, so a consumer property
+// reaches the producers too and librdkafka notes that it ignores it there:
+// expected, not worth a warning on every start.
+bool IgnoredPropertyNote(RdKafka::Event& event) {
+  return event.fac() == "CONFWARN" &&
+         event.str().find("will be ignored by this") != std::string::npos;
 }
 
 }  // namespace
@@ -54,9 +63,17 @@ ClientEvent LogClientEvent(RdKafka::Event& event, RateLimitedLog& logs,
                            const LogSink& sink,
                            std::string_view transport_note) {
   if (event.type() == RdKafka::Event::EVENT_LOG) {
+    // librdkafka's own log lines: errors and warnings (a session timeout, a
+    // poll interval exceeded) rate-limited per facility; notices and the
+    // `debug` property's lines (opt-in) at debug level, unthrottled.
+    const std::string line = "rdkafka " + event.fac() + ": " + event.str();
     if (event.severity() <= RdKafka::Event::EVENT_SEVERITY_ERROR) {
-      logs.Log("rdkafka", LogLevel::kError, event.fac() + ": " + event.str(),
-               sink);
+      logs.Log("rdkafka", LogLevel::kError, line, sink);
+    } else if (event.severity() == RdKafka::Event::EVENT_SEVERITY_WARNING &&
+               !IgnoredPropertyNote(event)) {
+      logs.Log("rdkafka " + event.fac(), LogLevel::kWarning, line, sink);
+    } else {
+      sink(LogLevel::kDebug, line);
     }
     return ClientEvent::kOther;
   }

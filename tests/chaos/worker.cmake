@@ -18,7 +18,9 @@ foreach(scenario worker input)
   lockfleet_set_warnings(${target})
   gtest_discover_tests(${target}
     TEST_PREFIX ${scenario}_chaos.
-    PROPERTIES LABELS chaos TIMEOUT 120
+    # 300: a takeover may wait up to 2 minutes on the embedded broker's
+    # group coordinator (worker_chaos_test.cc); a pass takes ~15 s.
+    PROPERTIES LABELS chaos TIMEOUT 300
     DISCOVERY_TIMEOUT 60)
 endforeach()
 

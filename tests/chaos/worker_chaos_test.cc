@@ -167,9 +167,9 @@ class WorkerChaosTest : public WorkerFleet {
   }
 
   // Waits until worker `id` owns one of the slow locks; when it first did,
-  // or nullopt if it did not within kChaosLong.
+  // or nullopt if it did not within `bound`.
   std::optional<Clock::time_point> WaitForSlowLockOwnedBy(
-      const std::string& id) {
+      const std::string& id, std::chrono::milliseconds bound = kChaosLong) {
     std::optional<Clock::time_point> owned;
     WaitUntil(
         [&] {
@@ -181,7 +181,7 @@ class WorkerChaosTest : public WorkerFleet {
           }
           return false;
         },
-        kChaosLong);
+        bound);
     return owned;
   }
 
@@ -295,9 +295,15 @@ TEST_F(WorkerChaosTest, SigkillMidJobRedeliversAfterTheLeaseExpires) {
 
   CliProcess& standby = *workers[survivor];
   // Recovery: the standby holds a slow lock (redelivered, lease expired).
+  // Bounded at twice the usual wait: the embedded broker's group
+  // coordinator, killed-member edge cases included, has once kept the
+  // standby out of the group for about a minute on a loaded machine (the
+  // time is printed below; safety is checked whatever it is).
   const std::optional<Clock::time_point> recovered =
-      WaitForSlowLockOwnedBy(ids[survivor]);
-  ASSERT_TRUE(recovered) << standby.Stderr();
+      WaitForSlowLockOwnedBy(ids[survivor], 2 * kChaosLong);
+  ASSERT_TRUE(recovered) << "standby:\n"
+                         << standby.Stderr() << "\nkilled worker:\n"
+                         << workers[victim]->Stderr();
   ASSERT_TRUE(WaitForAllJobsDone()) << standby.Stderr();
   const Clock::time_point all_done = Clock::now();
   timeline.Stop();

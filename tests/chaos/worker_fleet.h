@@ -51,15 +51,20 @@ class WorkerFleet : public ::testing::Test {
                           const std::string& name = "fleet.yaml") {
     // Session timeout 3 s (heartbeat 500 ms): the embedded broker makes a
     // rebalance wait session.timeout - 1 s, and a crashed member is noticed
-    // after it (docs: lessons.md, "Kafka facts").
+    // after it (docs: lessons.md, "Kafka facts"). The workers log at debug
+    // level with librdkafka's group debugging on: a test prints a worker's
+    // stderr only when it fails, and then the group's story (joins,
+    // assignments, session timeouts) is what tells a slow rebalance from a
+    // worker bug.
     const std::string text =
         "redis:\n  url: " + server_.url() +
         "\nkafka:\n  bootstrap: " + broker_->bootstrap() +
         "\n  fetch_wait: 1ms\n  properties:\n"
         "    session.timeout.ms: 3000\n    heartbeat.interval.ms: 500\n"
+        "    debug: cgrp\n"
         "locks:\n  lease: " +
         lease + "\n" + worker_section +
-        "metrics:\n  listen: 127.0.0.1:0\nlogging:\n  level: info\n";
+        "metrics:\n  listen: 127.0.0.1:0\nlogging:\n  level: debug\n";
     const std::string path = dir_.File(name);
     std::ofstream(path) << text;
     return path;

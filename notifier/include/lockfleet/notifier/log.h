@@ -11,7 +11,7 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 
 // Where log lines go. May be called from any thread, including librdkafka's
 // own, so it must be thread-safe. Default (an empty sink): one line per call
-// on stderr.
+// on stderr, debug lines left out.
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 }  // namespace lockfleet::notifier
