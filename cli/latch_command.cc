@@ -99,6 +99,12 @@ int RunCount(const LatchArgs& args) {
 }
 
 int RunCountDown(const LatchArgs& args) {
+  if (args.id.empty()) {
+    throw UsageError(
+        "count-down needs --id: name the piece of work it reports (e.g. "
+        "--id shard-3); an id counts once, so a count-down that failed can "
+        "be run again");
+  }
   if (args.id.size() > kMaxCountDownIdBytes) {
     throw UsageError("--id is " + std::to_string(args.id.size()) +
                      " bytes; the limit is " +
@@ -219,14 +225,15 @@ Subcommand AddLatchCommand(CLI::App& parent, HelpFormatter& formatter) {
 
   CLI::App* down = app->add_subcommand(
       "count-down", "Count a latch down once (once per --id)");
-  formatter.SetSynopsis(down, "NAME [--id ID]");
+  formatter.SetSynopsis(down, "NAME --id ID");
   down->footer(ExitStatusFooter(
       "", "counted, or opened it",
       "nothing counted: no such latch, or it was open already"));
   auto down_args = AddCommon(*down, true);
   down->add_option("--id", down_args->id,
-                   "Count once per ID (a repeated report counts once). "
-                   "Default: a fresh id")
+                   "Required: the piece of work this reports; an ID counts "
+                   "once, so a failed count-down (exit 69: it may have "
+                   "counted) is run again with the same ID")
       ->type_name("ID");
   chosen.push_back({down, false, [down_args](const Context&) {
                       return RunCountDown(*down_args);

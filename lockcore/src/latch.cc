@@ -83,16 +83,22 @@ bool LockCore::LatchTrySet(const std::string& name, int64_t count,
 
 CountDownResult LockCore::LatchCountDown(const std::string& name,
                                          std::string_view id) {
+  // The caller names each count-down: after an error it may have counted,
+  // and only a repeat with the same id is sure to count once (a generated
+  // id would be lost with the error, and the repeat would count twice).
+  if (id.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "count-down id must not be empty (name the piece of work it "
+                "reports, e.g. \"shard-3\": a repeat with the same id "
+                "counts once)");
+  }
   if (id.size() > kMaxCountDownIdBytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "count-down id is " + std::to_string(id.size()) +
                     " bytes; the limit is " +
                     std::to_string(kMaxCountDownIdBytes));
   }
-  // A fresh id per call ('#' + a request id) when none is given: every try
-  // of this call sends the same, so a retry counts once.
-  const std::string down_id =
-      id.empty() ? "#" + NextRequestId() : std::string(id);
+  const std::string down_id(id);
   std::string shortfall;
   const Reply r =
       EvalRetryOnce(LatchCountDownScript(), {LatchKey(name)}, {down_id},
@@ -114,16 +120,18 @@ CountDownResult LockCore::LatchCountDown(const std::string& name,
       result.status = CountDownStatus::kNoLatch;
       return result;
   }
-  ThrowIfShortfall(shortfall, "latch count-down");
   latches_opened_.fetch_add(1, std::memory_order_relaxed);
   // Opened (or a retry of the count-down that opened it): wake this
-  // process's awaiters, tell the others.
+  // process's awaiters, tell the others — also when the replicas did not
+  // acknowledge it: a wake-up is only a hint (each awaiter asks Redis),
+  // and without it they would sleep out their parks.
   latches_.WakeAll(name, WakeCause::kLocal);
   UnlockEvent event;
   event.lock = name;
   event.owner = down_id;
   event.cause = UnlockCause::kOpened;
   Publish(event);
+  ThrowIfShortfall(shortfall, "latch count-down");
   return result;
 }
 

@@ -30,7 +30,7 @@ std::vector<std::string> CanonicalOrder(const std::vector<std::string>& names) {
     internal::ValidateName(sorted[i]);
     if (i > 0 && sorted[i] == sorted[i - 1]) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "multi-lock names the same lock twice");
+                  "multi-lock names lock \"" + sorted[i] + "\" twice");
     }
   }
   return sorted;

@@ -66,15 +66,15 @@ TEST_F(LatchCliTest, SetCountDownAndWait) {
   r = Latch({"count", "merge"});
   EXPECT_EQ(r.out, "1\n");
 
-  r = Latch({"count-down", "merge"});
+  r = Latch({"count-down", "merge", "--id", "shard-2"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("opened 'merge'; no Kafka"), std::string::npos) << r.out;
   r = Latch({"wait", "merge"});
   EXPECT_EQ(r.status, 0) << r.err;
-  r = Latch({"count-down", "merge"});
+  r = Latch({"count-down", "merge", "--id", "shard-3"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.out.find("was open already"), std::string::npos) << r.out;
-  r = Latch({"count-down", "nothing"});
+  r = Latch({"count-down", "nothing", "--id", "shard-1"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.out.find("no latch 'nothing'"), std::string::npos) << r.out;
 }
@@ -96,7 +96,7 @@ TEST_F(LatchCliTest, TheOpeningWakesWaitingProcessesThroughKafka) {
   // Both have asked Redis, found 1 left and park (for up to an hour).
   EXPECT_FALSE(waiting[0]->Wait(milliseconds(2000))) << waiting[0]->Stderr();
   const CliResult opened =
-      RunCli({"latch", "count-down", "go", "--config", config});
+      RunCli({"latch", "count-down", "go", "--id", "last", "--config", config});
   ASSERT_EQ(opened.status, 0) << opened.err;
   EXPECT_NE(opened.out.find("published the opened event"), std::string::npos)
       << opened.out;
@@ -127,6 +127,8 @@ TEST_F(LatchCliTest, BadArgumentsAreUsageErrors) {
            {"set", "", "1"},
            {"wait", "x", "--timeout", "-1s"},
            {"count-down", "x", "--id", std::string(257, 'i')},
+           {"count-down", "x"},
+           {"count-down", "x", "--id", ""},
            {"frobnicate", "x"},
        }) {
     const CliResult r = Latch(args);

@@ -52,16 +52,16 @@ TEST_F(LatchTest, CountsDownToOpenAndStaysOpen) {
   EXPECT_EQ(latch.Count(), 3);
   EXPECT_EQ(latch.AwaitFor(milliseconds(0)), AwaitStatus::kTimedOut);
 
-  CountDownResult r = latch.CountDown();
+  CountDownResult r = latch.CountDown("a");
   EXPECT_EQ(r.status, CountDownStatus::kCounted);
   EXPECT_EQ(r.remaining, 2);
-  EXPECT_EQ(latch.CountDown().remaining, 1);
-  r = latch.CountDown();
+  EXPECT_EQ(latch.CountDown("b").remaining, 1);
+  r = latch.CountDown("c");
   EXPECT_EQ(r.status, CountDownStatus::kOpened);
   EXPECT_EQ(r.remaining, 0);
   EXPECT_EQ(latch.Count(), 0);
   EXPECT_EQ(latch.AwaitFor(milliseconds(0)), AwaitStatus::kOpened);
-  EXPECT_EQ(latch.CountDown().status, CountDownStatus::kAlreadyOpen);
+  EXPECT_EQ(latch.CountDown("d").status, CountDownStatus::kAlreadyOpen);
   EXPECT_FALSE(latch.TrySetCount(1)) << "open, not expired: still set";
   // The open latch expires after its open_ttl (10 min by default).
   const int64_t ttl =
@@ -74,7 +74,7 @@ TEST_F(LatchTest, WhileCountingTheLatchDoesNotExpire) {
   auto client = Connected();
   CountDownLatch latch = client->Latch("counting");
   ASSERT_TRUE(latch.TrySetCount(2, {.open_ttl = kMinLatchOpenTtl}));
-  latch.CountDown();
+  latch.CountDown("first");
   EXPECT_EQ(redis_->Execute({"PTTL", "lockfleet:{counting}:countdown"}).integer,
             -1);
 }
@@ -100,7 +100,7 @@ TEST_F(LatchTest, AnIdCountsOnce) {
 TEST_F(LatchTest, AMissingLatchIsNotOpen) {
   auto client = Connected();
   CountDownLatch latch = client->Latch("later");
-  EXPECT_EQ(latch.CountDown().status, CountDownStatus::kNoLatch);
+  EXPECT_EQ(latch.CountDown("early").status, CountDownStatus::kNoLatch);
   EXPECT_EQ(latch.Count(), -1) << "a count-down created it";
   EXPECT_EQ(latch.AwaitFor(milliseconds(0)), AwaitStatus::kTimedOut);
   // An awaiter that came before the coordinator waits for it.
@@ -108,7 +108,7 @@ TEST_F(LatchTest, AMissingLatchIsNotOpen) {
   EXPECT_TRUE(StillWaiting(awaited, milliseconds(100)));
   ASSERT_TRUE(latch.TrySetCount(1));
   EXPECT_TRUE(StillWaiting(awaited, milliseconds(50)));
-  EXPECT_EQ(latch.CountDown().status, CountDownStatus::kOpened);
+  EXPECT_EQ(latch.CountDown("only").status, CountDownStatus::kOpened);
   EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
 }
 
@@ -116,7 +116,8 @@ TEST_F(LatchTest, AnOpenedLatchExpiresAndMayBeSetAgain) {
   auto client = Connected();
   CountDownLatch latch = client->Latch("daily");
   ASSERT_TRUE(latch.TrySetCount(1, {.open_ttl = kMinLatchOpenTtl}));
-  ASSERT_EQ(latch.CountDown().status, CountDownStatus::kOpened);
+  ASSERT_EQ(latch.CountDown("2026-11-28/only").status,
+            CountDownStatus::kOpened);
   const int64_t ttl =
       redis_->Execute({"PTTL", "lockfleet:{daily}:countdown"}).integer;
   EXPECT_GT(ttl, 50000);
@@ -126,7 +127,8 @@ TEST_F(LatchTest, AnOpenedLatchExpiresAndMayBeSetAgain) {
   EXPECT_TRUE(WaitUntil([&] { return latch.Count() == -1; }));
   ASSERT_TRUE(latch.TrySetCount(2)) << "a new round";
   EXPECT_EQ(latch.Count(), 2);
-  EXPECT_EQ(latch.CountDown().remaining, 1) << "ids of the last round gone";
+  EXPECT_EQ(latch.CountDown("2026-11-28/only").remaining, 1)
+      << "ids of the last round gone";
 }
 
 TEST_F(LatchTest, TheOpeningWakesEveryAwaiterOfEveryProcessAtOnce) {
@@ -140,7 +142,7 @@ TEST_F(LatchTest, TheOpeningWakesEveryAwaiterOfEveryProcessAtOnce) {
   std::vector<std::future<AwaitStatus>> awaited;
   for (LockClient* client : {a.get(), a.get(), b.get(), b.get(), c.get()})
     awaited.push_back(Await(client->Latch("go")));
-  ASSERT_EQ(on_b.CountDown().status, CountDownStatus::kCounted);
+  ASSERT_EQ(on_b.CountDown("first").status, CountDownStatus::kCounted);
   // Every awaiter has found it counting and parks (for up to 600 s).
   ASSERT_TRUE(WaitUntil([&] {
     return a->stats().latch_parks >= 2 && b->stats().latch_parks >= 2 &&
@@ -149,7 +151,7 @@ TEST_F(LatchTest, TheOpeningWakesEveryAwaiterOfEveryProcessAtOnce) {
   EXPECT_EQ(a->stats().latch_waiting, 2);
   for (auto& f : awaited) EXPECT_TRUE(StillWaiting(f, milliseconds(20)));
   const uint64_t published = b->stats().events_published;
-  ASSERT_EQ(on_b.CountDown().status, CountDownStatus::kOpened);
+  ASSERT_EQ(on_b.CountDown("second").status, CountDownStatus::kOpened);
   for (auto& f : awaited) {
     ASSERT_EQ(f.wait_for(seconds(30)), std::future_status::ready)
         << "an awaiter slept through the opening";
@@ -168,7 +170,7 @@ TEST_F(LatchTest, ALostEventCostsOneBoundedPark) {
   ASSERT_TRUE(opener->Latch("quiet").TrySetCount(1));
   auto awaited = Await(awaiter->Latch("quiet"));
   EXPECT_TRUE(StillWaiting(awaited, milliseconds(50)));
-  ASSERT_EQ(opener->Latch("quiet").CountDown().status,
+  ASSERT_EQ(opener->Latch("quiet").CountDown("only").status,
             CountDownStatus::kOpened);
   EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
 }
@@ -191,8 +193,8 @@ TEST_F(LatchTest, AForgedOpenedEventNeverOpensIt) {
   // A forged kOpened event for a lock name wakes no lock waiter either.
   AcquireResult held = client->TryAcquire("guarded", {.owner = "holder"});
   ASSERT_TRUE(held);
-  latch.CountDown();
-  EXPECT_EQ(latch.CountDown().status, CountDownStatus::kOpened);
+  latch.CountDown("first");
+  EXPECT_EQ(latch.CountDown("second").status, CountDownStatus::kOpened);
   EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
 }
 
@@ -267,6 +269,8 @@ TEST_F(LatchTest, BadInputIsRefused) {
               latch.CountDown(std::string(kMaxCountDownIdBytes + 1, 'x'));
             }),
             ErrorCode::kInvalidArgument);
+  // No id: a repeat after an error could not be told from a new report.
+  EXPECT_EQ(code([&] { latch.CountDown(""); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code([&] { client->Latch(""); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code([&] { client->Latch("}x"); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(latch.Count(), -1) << "nothing was written";

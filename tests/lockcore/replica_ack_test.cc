@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/observer.h"
 #include "lockfleet/lockcore/redis_client.h"
@@ -298,6 +299,34 @@ TEST_F(ReplicaAck, AClaimGivenBackWakesTheNextWaiter) {
 // leaves the key's TTL at 60 s on the master: a renewal that then wrote
 // nothing would have a WAIT that answers for this connection's older,
 // confirmed writes, and the lease would be extended for ever.
+// Latches with min_replicas: a set or count-down the replica did not
+// acknowledge throws kRedisReplicas (a failover could undo it: repeat it
+// with the same id, which counts once); an unacknowledged opening still
+// wakes this process's awaiters first — here one parked for up to 600 s,
+// which only that wake-up can end within the test.
+TEST_F(ReplicaAck, UnacknowledgedLatchChangesThrowAndAnOpeningStillWakes) {
+  const int replicas = static_cast<int>(ErrorCode::kRedisReplicas);
+  ASSERT_TRUE(Acked()->Latch("merge").TrySetCount(2));
+  auto brief = Acked({.park_cap = seconds(600)}, kBrief);
+  auto awaited = std::async(std::launch::async, [&] {
+    return brief->Latch("merge").AwaitFor(seconds(300));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return brief->stats().latch_parks >= 1; }));
+  PauseReplica();
+  EXPECT_EQ(CodeOf([&] { brief->Latch("merge").CountDown("shard-1"); }),
+            replicas);
+  EXPECT_EQ(CodeOf([&] { brief->Latch("other").TrySetCount(1); }), replicas);
+  CodeOf([&] { brief->Latch("merge").CountDown("shard-1"); });  // repeated
+  EXPECT_EQ(brief->Latch("merge").Count(), 1) << "a repeat counted twice";
+  EXPECT_EQ(awaited.wait_for(milliseconds(100)), std::future_status::timeout);
+  EXPECT_EQ(CodeOf([&] { brief->Latch("merge").CountDown("shard-2"); }),
+            replicas);
+  ASSERT_EQ(awaited.wait_for(seconds(60)), std::future_status::ready)
+      << "the awaiter slept through an unacknowledged opening";
+  EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
+  ResumeReplica();
+}
+
 TEST_F(ReplicaAck, AnUnconfirmedRenewalDoesNotExtendTheLease) {
   auto client = Acked({.default_lease = milliseconds(1500)}, seconds(1));
   auto brief = Acked({}, kBrief);

@@ -179,7 +179,7 @@ TEST_F(RetrySafety, CountDownWhoseReplyWasLostCountsOnce) {
   auto inspector = NewClient();
   ASSERT_TRUE(inspector->Latch("twice").TrySetCount(2));
   proxy_->DropNextReply("{twice}:countdown");
-  const CountDownResult r = client->Latch("twice").CountDown();
+  const CountDownResult r = client->Latch("twice").CountDown("shard-1");
   EXPECT_EQ(proxy_->dropped(), 1);
   EXPECT_EQ(r.status, CountDownStatus::kCounted);
   EXPECT_EQ(r.remaining, 1);
@@ -200,7 +200,8 @@ TEST_F(RetrySafety, OpeningCountDownWhoseReplyWasLostStillOpensAndTells) {
   // It found the latch counting and parks.
   ASSERT_TRUE(WaitUntil([&] { return awaiter->stats().latch_parks >= 1; }));
   proxy_->DropNextReply("{last}:countdown");
-  EXPECT_EQ(client->Latch("last").CountDown().status, CountDownStatus::kOpened);
+  EXPECT_EQ(client->Latch("last").CountDown("only").status,
+            CountDownStatus::kOpened);
   EXPECT_EQ(proxy_->dropped(), 1);
   // Only the event can wake it within the test (a 600 s park).
   EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);

@@ -78,7 +78,7 @@ TEST_P(Wakeups, ALatchOpenedInOneProcessWakesTheAwaitersOfTheOthers) {
   // Each awaiter has asked Redis (the count is 1) and parks.
   for (auto& f : awaited)
     ASSERT_EQ(f.wait_for(milliseconds(200)), std::future_status::timeout);
-  ASSERT_EQ(opener.locks->Latch(name).CountDown().status,
+  ASSERT_EQ(opener.locks->Latch(name).CountDown("only").status,
             CountDownStatus::kOpened);
   for (auto& f : awaited) {
     ASSERT_EQ(f.wait_for(seconds(30)), std::future_status::ready);

@@ -25,11 +25,11 @@
 //     than open_ttl after the opening (a process paused that long) finds
 //     no latch, and waits until its deadline: choose open_ttl well above
 //     the longest such absence, and give waits a timeout.
-//   - Each count-down has an id; an id counts once per round (from a set to
-//     the key's expiry). CountDown() without one uses a fresh id, so a
-//     retry after a lost reply (EvalRetryOnce) counts once; a caller's own
-//     ids ("shard-3") make a repeated report of the same piece of work
-//     count once too, and a CountDown that threw may be repeated with its
+//   - Each count-down has an id, named by the caller after the piece of
+//     work it reports ("shard-3"); an id counts once per round (from a set
+//     to the key's expiry). So a retry after a lost reply (EvalRetryOnce)
+//     counts once, a repeated report of the same piece of work counts once,
+//     and a CountDown that threw (it may have counted) is repeated with its
 //     id. When a latch name is reused round after round, put the round in
 //     the id ("2026-11-29/shard-3"): a late report of yesterday's shard 3
 //     must not count for today's.
@@ -84,7 +84,9 @@ inline constexpr size_t kMaxCountDownIdBytes = 256;
 enum class CountDownStatus {
   kCounted,      // counted, or this id was counted before (remaining 0:
                  // the latch has opened since)
-  kOpened,       // this count-down opened the latch
+  kOpened,       // this id opened the latch (also for a repeat of it:
+                 // not once-only — run one-time follow-up work after
+                 // Await, or under a lock, not on this status)
   kAlreadyOpen,  // the latch was open already: nothing counted
   kNoLatch,      // no such latch (never set, or expired after opening)
 };
@@ -116,13 +118,14 @@ class CountDownLatch {
   // failures (kRedisReplicas: set, but not acknowledged by the replicas).
   bool TrySetCount(int64_t count, const LatchOptions& options = {});
 
-  // Counts down once for `id` (empty: a fresh id). When the count reaches
-  // 0, the latch opens: this process's awaiters wake at once and, with a
-  // publisher, one kOpened event goes to the other processes. Throws
-  // Error(kInvalidArgument) for an id longer than kMaxCountDownIdBytes;
-  // Error for Redis failures (the count-down may then have counted: a
-  // retry with the same id counts at most once).
-  CountDownResult CountDown(std::string_view id = {});
+  // Counts down once for `id`. When the count reaches 0, the latch opens:
+  // this process's awaiters wake at once and, with a publisher, one kOpened
+  // event goes to the other processes (also when the opening then throws
+  // kRedisReplicas). Throws Error(kInvalidArgument) for an empty id or one
+  // longer than kMaxCountDownIdBytes; Error for Redis failures (the
+  // count-down may then have counted: repeat it with the same id, which
+  // counts at most once).
+  CountDownResult CountDown(std::string_view id);
 
   // The count left: 0 open, -1 no such latch. One round trip.
   int64_t Count();

@@ -62,7 +62,8 @@ class MultiLease {
   const Lease& lease(std::string_view name) const;
 
   // Whether any of its leases was lost (see Lease::lost): the set is no
-  // longer held as a whole.
+  // longer held as a whole. Unlike Lease::lost, not for another thread
+  // while this one may Release or move it.
   bool lost() const noexcept;
 
   // Releases every lease, in reverse order — each one even when an earlier
