@@ -263,11 +263,18 @@ LockCore::Attempt LockCore::TryOnce(
     bool* may_hold, bool spin_check) {
   Clock::TimePoint sent = options_.clock->Now();
   std::string shortfall;  // of replicas (min_replicas)
+  // The calling thread's own token (no AcquireOptions::owner) is used by
+  // this client alone: when it holds none of the lock here, a grant Redis
+  // has under that token is a hold a rollback revived (or one it gave up
+  // on), which the script replaces by a new grant (scripts.h, "fresh").
+  const std::string fresh =
+      options.owner.empty() && !HoldsHere(name, owner) ? "1" : "0";
   const Reply r =
       waiter_id.empty()
-          ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
-                          {owner, std::to_string(lease.count()), hold_id},
-                          deadline, may_hold, &shortfall)
+          ? EvalRetryOnce(
+                AcquireScript(), {LockKey(name), FenceKey(name)},
+                {owner, std::to_string(lease.count()), hold_id, fresh},
+                deadline, may_hold, &shortfall)
       : spin_check
           ? EvalRetryOnce(
                 SpinClaimScript(), {LockKey(name)},
@@ -277,7 +284,7 @@ LockCore::Attempt LockCore::TryOnce(
                 AcquireFairScript(), Keys(name),
                 {owner, std::to_string(lease.count()), hold_id, waiter_id,
                  std::to_string(options_.presence_window.count()),
-                 enqueue ? "1" : "0"},
+                 enqueue ? "1" : "0", fresh},
                 deadline, may_hold, &shortfall);
   if (spin_check) {
     spins_.fetch_add(1, std::memory_order_relaxed);
@@ -926,6 +933,13 @@ bool LockCore::SawHandOff(const std::string& name, const std::string& waiter_id,
                           int64_t fence, const std::string& next_owner) {
   return waits_.HandedOff(name, waiter_id, cause, grant, fence,
                           /*promote=*/!OwnedHere(next_owner));
+}
+
+bool LockCore::HoldsHere(const std::string& name, const std::string& owner) {
+  std::lock_guard lock(mu_);
+  const auto it = held_.find({name, owner});
+  return it != held_.end() && it->second->local_holds > 0 &&
+         !it->second->released && !Lost(*it->second);
 }
 
 bool LockCore::OwnedHere(const std::string& owner) const {

@@ -280,6 +280,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   const std::string& next_owner);
   // Whether `owner` is one of this client's default owner tokens.
   bool OwnedHere(const std::string& owner) const;
+  // Whether this client holds `name` as `owner` now (a live local hold).
+  bool HoldsHere(const std::string& name, const std::string& owner);
   // The lock was freed (`reply` from release/abandon/force-unlock: {1} or
   // {3, waiter, owner, fence} when handed on): wake and publish.
   void Freed(const std::string& name, const std::string& owner, int64_t fence,

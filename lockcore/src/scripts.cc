@@ -116,6 +116,21 @@ if not cur[1] then
   return {1, fence, 1}
 end
 if cur[1] == ARGV[1] and not cur[4] then
+  if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], hold) == 0 then
+    -- Ours, but the caller holds none of it: a rollback revived a hold its
+    -- client had released (or gave up on). A new grant replaces it, with a
+    -- new token: re-entering it would keep its old token and, with each
+    -- re-entry refreshing the lease, keep the lock held for ever.
+    -- The key keeps at least its time to live: were this a try of ours
+    -- that ran late, after a later call of ours got the lock, that call only
+    -- loses its lease (told at its next renewal or release), and no one
+    -- else gets the lock before that lease would have ended.
+    local fence, pttl = next_fence(), redis.call('PTTL', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', string.format('%d', fence), hold, 1)
+    redis.call('PEXPIRE', KEYS[1], math.max(pttl, lease))
+    return {1, fence, 1}
+  end
   local count = tonumber(cur[2])
   if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then  -- else: a retry
     count = redis.call('HINCRBY', KEYS[1], 'count', 1)
@@ -145,6 +160,16 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
     redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'at', string.format('%d', now_us()))
     redis.call('HDEL', KEYS[1], 'pending')
     redis.call('PEXPIRE', KEYS[1], lease)
+  elseif ARGV[7] == '1' and redis.call('HEXISTS', KEYS[1], hold) == 0 then
+    -- A revived hold the caller does not have: replaced by a new grant
+    -- with a new token, the key keeping its time to live (see
+    -- AcquireScript).
+    local fence, pttl = next_fence(), redis.call('PTTL', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
+    redis.call('PEXPIRE', KEYS[1], math.max(pttl, lease))
+    cur[3] = fence
+    count = 1
   else
     count = tonumber(cur[2])
     if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then

@@ -41,12 +41,16 @@
 
 namespace lockfleet::internal {
 
-// Barging acquire. KEYS 1-2. ARGV: owner, lease ms, hold id.
+// Barging acquire. KEYS 1-2. ARGV: owner, lease ms, hold id, fresh ("1":
+// the caller holds no hold of this owner token — a private token it has no
+// live hold of — so a grant already under the token is a revived one, which
+// a new grant with a new token replaces instead of re-entering it).
 // -> {1, fence, hold count} granted | {0, pttl ms, holder} contended.
 const Script& AcquireScript();
 
 // Fair acquire. KEYS 1-4. ARGV: owner, lease ms, hold id, waiter id,
-// presence ms, enqueue (1: queue up when refused, 0: try only).
+// presence ms, enqueue (1: queue up when refused, 0: try only), fresh (as
+// AcquireScript's).
 // Grants when the lock is ours (reentrant), a hand-off to this waiter is
 // pending (claim), or the lock is free and no live waiter is ahead. A waiter
 // granted through its owner token (reentrant) leaves the queue.

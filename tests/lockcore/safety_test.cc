@@ -245,6 +245,79 @@ TEST_F(Safety, ReentrantGrantThroughASharedOwnerLeavesNoPhantomQueueEntry) {
   EXPECT_EQ(redis_->Execute({"HEXISTS", keys[3], "w1"}).integer, 0);
 }
 
+// A failover to a replica that missed a release brings the hold back under
+// its owner's token (bench/failover.md, "revived"). A thread's own token is
+// this client's alone, and the client holds nothing of the lock: its next
+// acquisition must be a new grant with a new token. Re-entering the revived
+// hold would keep the old token (a regression, when another grant came in
+// between) and, each re-entry refreshing the lease, keep the lock held for
+// ever: the release of the re-entry leaves the revived hold behind.
+TEST_F(Safety, ARevivedHoldIsReplacedByANewGrantNotReentered) {
+  for (const bool fair : {false, true}) {
+    const std::string name = fair ? "revived-fair" : "revived";
+    auto client = NewClient({.fair = fair});
+    AcquireResult first = client->TryAcquire(name);
+    ASSERT_TRUE(first);
+    const int64_t old_fence = first.lease.fence();
+    // What a replica had before the release: the hash with the hold.
+    const Reply dump = redis_->Execute({"DUMP", LockKey(name)});
+    ASSERT_EQ(first.lease.Release(), ReleaseStatus::kReleased);
+    ASSERT_EQ(redis_->Execute({"EXISTS", LockKey(name)}).integer, 0);
+    // The rollback: the release is lost.
+    ASSERT_EQ(
+        redis_->Execute({"RESTORE", LockKey(name), "30000", dump.str}).str,
+        "OK");
+    AcquireResult again = client->TryAcquire(name);
+    ASSERT_TRUE(again) << fair;
+    EXPECT_GT(again.lease.fence(), old_fence)
+        << fair << ": re-entered the revived grant";
+    EXPECT_EQ(client->Inspect(name).hold_count, 1) << fair;
+    EXPECT_EQ(again.lease.Release(), ReleaseStatus::kReleased) << fair;
+    EXPECT_EQ(redis_->Execute({"EXISTS", LockKey(name)}).integer, 0)
+        << fair << ": still held after the last release";
+  }
+  // A token shared on purpose (AcquireOptions::owner) is re-entered, from
+  // any client, as before.
+  auto a = NewClient();
+  auto b = NewClient();
+  AcquireResult one = a->TryAcquire("shared", {.owner = "batch-7"});
+  AcquireResult two = b->TryAcquire("shared", {.owner = "batch-7"});
+  ASSERT_TRUE(one);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two.lease.fence(), one.lease.fence());
+  EXPECT_EQ(a->Inspect("shared").hold_count, 2);
+}
+
+// A replacement ("fresh", above) keeps the key's time to live: were the
+// try a late one of the same thread, arriving after a later call of that
+// thread got the lock with a longer lease, that call loses its lease (its
+// token changed) but no one else gets the lock before that lease ends.
+TEST_F(Safety, AReplacementKeepsTheKeysTimeToLive) {
+  const std::string lock = LockKey("late");
+  const std::string fence_key = internal::FenceCounterKey("lockfleet", lock);
+  std::vector<std::string> keys{lock, fence_key, "lockfleet:{late}:queue",
+                                "lockfleet:{late}:waiters"};
+  const Reply later = redis_->Eval(internal::AcquireScript(), {lock, fence_key},
+                                   {"O", "60000", "h2", "1"});
+  ASSERT_EQ(later.elements[0].integer, 1);
+  const Reply late = redis_->Eval(internal::AcquireScript(), {lock, fence_key},
+                                  {"O", "1000", "h1", "1"});
+  ASSERT_EQ(late.elements[0].integer, 1);
+  EXPECT_GT(late.elements[1].integer, later.elements[1].integer);
+  EXPECT_GT(redis_->Execute({"PTTL", lock}).integer, 50000);
+  const Reply fair = redis_->Eval(internal::AcquireFairScript(), keys,
+                                  {"O", "1000", "h3", "w3", "30000", "0", "1"});
+  ASSERT_EQ(fair.elements[0].integer, 1);
+  EXPECT_GT(fair.elements[1].integer, late.elements[1].integer);
+  EXPECT_GT(redis_->Execute({"PTTL", lock}).integer, 50000);
+  // A retry of that try (same hold id) re-enters: the same token.
+  const Reply retry =
+      redis_->Eval(internal::AcquireFairScript(), keys,
+                   {"O", "1000", "h3", "w3", "30000", "0", "1"});
+  EXPECT_EQ(retry.elements[1].integer, fair.elements[1].integer);
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "count"}).str, "1");
+}
+
 TEST_F(Safety, FencingTokensSurviveACounterRollback) {
   auto client = NewClient();
   AcquireResult before = client->TryAcquire("ledger");
