@@ -69,7 +69,21 @@
  *                               give back the call's hold (before it took
  *                               the hold id; with BUG_UNACKED_KEPT, (g)
  *                               fails)
+ *   MUT_FRESH_SHRINKS           a mutation: a "fresh" replacement sets the
+ *                               key's TTL to the caller's lease instead of
+ *                               max(PTTL, lease); with LATE_TRY and
+ *                               DISTINCT_OWNERS, (a) fails
+ *
+ * "fresh" (AcquireFairScript ARGV[7]): a client sends 1 when the call uses
+ * the thread's own owner token and the client holds nothing of the lock.
+ * Each client's token is its own with DISTINCT_OWNERS or LIVENESS, and a
+ * client makes one call at a time, so there every try sends 1 (FRESH_TOKENS);
+ * shared tokens (the default) stand for AcquireOptions::owner: 0.
  */
+
+#if defined(LIVENESS) || defined(DISTINCT_OWNERS)
+#define FRESH_TOKENS
+#endif
 
 #ifndef NC
 #define NC 2
@@ -114,6 +128,10 @@ byte r_stale;          /* hold fields nobody will give back (crash, failed
 byte r_leak;           /* ghost: bit c = one of the r_stale holds is a hold
                           of client c's call evicted from orphans_        */
 #endif
+byte r_kept;           /* ghost: the fence of the grant a "fresh"
+                          replacement replaced (0: none). The key keeps
+                          max(PTTL, lease), so it outlives the validity of
+                          a client still on that grant (see VALID_ON).   */
 /* KEYS[2] fence counter: never expires (INCR only).                      */
 byte r_ctr;
 /* KEYS[3] queue (list of waiter ids) and KEYS[4] waiters hash
@@ -166,6 +184,8 @@ byte op_fence;         /* (ghost after the force: its holders are excused
 #define HIDDEN hidden
 #endif
 HIDDEN byte i_, j_, v_, h_, n_, o_, f_, g_res, g_fence, u_;
+HIDDEN byte hk_;   /* acquire_fair(NC, ..): the client whose finished
+                      call's hold id the held-up try carries */
 HIDDEN byte map_[WMAX + 1], t_owner[WMAX + 1], t_lapsed[WMAX + 1],
             t_client[WMAX + 1];
 
@@ -244,7 +264,7 @@ inline add_hold(c) {
 
 inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
   r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_orph = 0;
-  r_stale = 0;
+  r_stale = 0; r_kept = 0;
 #ifdef BUG_HOLD_PER_TRY
   r_leak = 0;
 #endif
@@ -261,7 +281,7 @@ inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
    so the renaming changes no behaviour; it makes the state space finite
    without bounding the number of grants. */
 inline fence_used(v) {
-  u_ = (r_fence == v || op_fence == v);
+  u_ = (r_fence == v || op_fence == v || r_kept == v);
   j_ = 0;
   do
   :: j_ < NC -> u_ = u_ || cl_fence[j_] == v; j_++
@@ -281,6 +301,7 @@ inline compact_fences() {
      :: else ->
         if :: r_fence > v_ -> r_fence-- :: else -> skip fi;
         if :: op_fence > v_ -> op_fence-- :: else -> skip fi;
+        if :: r_kept > v_ -> r_kept-- :: else -> skip fi;
         j_ = 0;
         do
         :: j_ < NC -> if :: cl_fence[j_] > v_ -> cl_fence[j_]-- :: else -> skip fi; j_++
@@ -489,6 +510,31 @@ inline acquire_fair(c, o, w) {
         this claim alone, for r_owner == o && r_pending == w: a subset of
         this branch, which any waiter may already run at any time. */
      assert(r_pending == 0 || (r_holds == 0 && r_orph == 0 && r_stale == 0));
+#ifdef FRESH_TOKENS
+     /* fresh = 1 and the call's hold id is not in the lock (HEXISTS): a
+        hold the client does not have (revived by a rollback, given up on,
+        or added by a held-up try) — replaced by a new grant: DEL; INCR
+        fence; HSET owner count=1 fence h:<hold>; PEXPIRE max(PTTL, lease).
+        The hold id of a finished call (c == NC) is in the lock only as
+        that client's orphans_ record. */
+     if
+     :: r_pending == 0 &&
+        ((c < NC && ((r_holds >> c) & 1) == 0) ||
+         (c == NC && ((r_orph >> hk_) & 1) == 0)) ->
+#ifdef MUT_FRESH_SHRINKS
+        r_kept = 0;                    /* mutation: PEXPIRE lease */
+#else
+        r_kept = r_fence;
+#endif
+        new_fence(g_fence);
+        r_fence = g_fence; r_holds = 0; r_orph = 0; r_stale = 0;
+#ifdef BUG_HOLD_PER_TRY
+        r_leak = 0;
+#endif
+        printf("  AcquireFair(owner %d): fresh, a hold it does not have: replaced, fence %d\n", o, r_fence)
+     :: else -> skip
+     fi;
+#endif
      add_hold(c);
      if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
      r_pending = 0;
@@ -1109,7 +1155,7 @@ Release:
 /* The lock key may expire only when no client is inside its validity for
    that grant: validity is measured from before the send, Redis's TTL from
    the script's execution (the timing assumption of every lease lock). */
-#define VALID_ON(k) (cl_valid[k] && cl_fence[k] == r_fence)
+#define VALID_ON(k) (cl_valid[k] && (cl_fence[k] == r_fence || (r_kept != 0 && cl_fence[k] == r_kept)))
 #if NC == 1
 #define GRANT_VALID (VALID_ON(0))
 #elif NC == 2
@@ -1145,6 +1191,7 @@ inline late_run(k) {
   if
   :: late_st[k] == 1 -> acquire_fair(k, late_owner[k], late_wid[k])
   :: else ->
+     hk_ = k;
      acquire_fair(NC, late_owner[k], late_wid[k]);
 #ifdef CHECK_GIVEBACK
      /* (g): the call returned without the lock and gave its hold id back */

@@ -259,22 +259,16 @@ Reply LockCore::ReleaseHold(const std::string& name, const std::string& owner,
 LockCore::Attempt LockCore::TryOnce(
     const std::string& name, const std::string& owner, milliseconds lease,
     bool renew, const AcquireOptions& options, const std::string& waiter_id,
-    const std::string& hold_id, bool enqueue, Clock::TimePoint deadline,
-    bool* may_hold, bool spin_check) {
+    const std::string& hold_id, bool fresh, bool enqueue,
+    Clock::TimePoint deadline, bool* may_hold, bool spin_check) {
   Clock::TimePoint sent = options_.clock->Now();
   std::string shortfall;  // of replicas (min_replicas)
-  // The calling thread's own token (no AcquireOptions::owner) is used by
-  // this client alone: when it holds none of the lock here, a grant Redis
-  // has under that token is a hold a rollback revived (or one it gave up
-  // on), which the script replaces by a new grant (scripts.h, "fresh").
-  const std::string fresh =
-      options.owner.empty() && !HoldsHere(name, owner) ? "1" : "0";
   const Reply r =
       waiter_id.empty()
-          ? EvalRetryOnce(
-                AcquireScript(), {LockKey(name), FenceKey(name)},
-                {owner, std::to_string(lease.count()), hold_id, fresh},
-                deadline, may_hold, &shortfall)
+          ? EvalRetryOnce(AcquireScript(), {LockKey(name), FenceKey(name)},
+                          {owner, std::to_string(lease.count()), hold_id,
+                           fresh ? "1" : "0"},
+                          deadline, may_hold, &shortfall)
       : spin_check
           ? EvalRetryOnce(
                 SpinClaimScript(), {LockKey(name)},
@@ -284,7 +278,7 @@ LockCore::Attempt LockCore::TryOnce(
                 AcquireFairScript(), Keys(name),
                 {owner, std::to_string(lease.count()), hold_id, waiter_id,
                  std::to_string(options_.presence_window.count()),
-                 enqueue ? "1" : "0", fresh},
+                 enqueue ? "1" : "0", fresh ? "1" : "0"},
                 deadline, may_hold, &shortfall);
   if (spin_check) {
     spins_.fetch_add(1, std::memory_order_relaxed);
@@ -500,6 +494,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   // may have granted it unseen.
   const std::string hold_id = NextRequestId();
   bool may_hold = false;
+  // The calling thread's own token (no AcquireOptions::owner) is this
+  // client's alone: when the client holds none of the lock under it, a grant
+  // Redis has under that token is one a rollback revived (or one given up
+  // on), which the acquire scripts replace by a new grant (scripts.h,
+  // "fresh"). Decided once per call: the thread does nothing else meanwhile.
+  const bool fresh = options.owner.empty() && !HoldsHere(name, owner);
 
   AcquireResult result;
   bool contended = false;
@@ -535,8 +535,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   if (!wait) {
     Attempt a;
     try {
-      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, false,
-                  Clock::TimePoint::max(), &may_hold);
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, fresh,
+                  false, Clock::TimePoint::max(), &may_hold);
     } catch (const Error&) {
       if (may_hold) GiveBackLostHolds(name, owner, hold_id);
       throw;
@@ -603,8 +603,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     Attempt a;
     bool failed = false;
     try {
-      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, true,
-                  deadline, &may_hold);
+      a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, fresh,
+                  true, deadline, &may_hold);
       unused_wake = WakeCause::kNone;
       in_outage = false;
       backoff = milliseconds(0);
@@ -668,7 +668,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         name, &slot, bound, options.stop, &grant, plan, owner,
         [&] {
           return TryOnce(name, owner, lease, renew, options, waiter_id, hold_id,
-                         false, deadline, &may_hold, /*spin_check=*/true);
+                         fresh, false, deadline, &may_hold,
+                         /*spin_check=*/true);
         },
         &won);
     if (won.granted) {

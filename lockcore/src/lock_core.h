@@ -157,12 +157,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // sends the same, so a try that ran with its reply lost and a later try
   // are one hold, not two (the script adds a hold id once). When it throws,
   // `*may_hold` tells whether a try may have granted `hold_id` unseen.
+  // `fresh`: the acquire scripts' flag (scripts.h), decided once per call.
   // `spin_check` (fair only): the queue head's spin check instead, which
   // only claims a grant pending to `waiter_id` (SpinClaimScript).
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
-                  const std::string& hold_id, bool enqueue,
+                  const std::string& hold_id, bool fresh, bool enqueue,
                   Clock::TimePoint deadline, bool* may_hold,
                   bool spin_check = false);
   // Redis granted `hold_id` of `owner` with `fence`, by a command sent at

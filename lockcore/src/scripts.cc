@@ -35,6 +35,34 @@ local function next_fence()
   redis.call('SET', KEYS[2], string.format('%d', fence))
   return fence
 end
+-- A new grant of the lock (KEYS[1], absent or just deleted) to `owner` with
+-- the one hold `hold`, a new fencing token and `ttl_ms` to live. Returns the
+-- token.
+local function new_grant(owner, hold, ttl_ms)
+  local fence = next_fence()
+  redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
+  redis.call('PEXPIRE', KEYS[1], ttl_ms)
+  return fence
+end
+-- The lock is held under `owner`, the caller's token. With `fresh` ('1':
+-- the caller holds nothing of the lock, and the token is its alone) and the
+-- call's `hold` not in it, the grant is one the caller does not have — a
+-- rollback revived it, or it was given up on: a new grant with a new token
+-- replaces it. Re-entering it would keep its old token and, each re-entry
+-- refreshing the lease while the re-entry's release leaves the revived hold
+-- behind, keep the lock held for ever. The key keeps at least its time to
+-- live: were this a try of ours that ran late, after a later call of ours
+-- got the lock, that call only loses its lease (told at its next renewal or
+-- release), and no one else gets the lock before that lease would have
+-- ended. Returns the new token, or nil (not such a grant: re-enter it).
+local function replace_revived(fresh, owner, hold, lease)
+  if fresh ~= '1' or redis.call('HEXISTS', KEYS[1], hold) == 1 then
+    return nil
+  end
+  local ttl = math.max(redis.call('PTTL', KEYS[1]), lease)
+  redis.call('DEL', KEYS[1])
+  return new_grant(owner, hold, ttl)
+end
 -- Drops waiters at the head whose presence deadline passed (they died, or
 -- stopped waiting without saying so). Returns the first live waiter id.
 local function live_head(now)
@@ -70,13 +98,12 @@ local function hand_off(claim_ms, locals)
   local next_owner = string.match(info, '^%d+|(.*)$')
   redis.call('LPOP', KEYS[3])
   redis.call('HDEL', KEYS[4], head)
-  local fence = next_fence()
   local direct = locals and locals[head]
   if direct then
-    redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 1, 'fence', string.format('%d', fence), 'h:' .. direct[1], 1)
-    redis.call('PEXPIRE', KEYS[1], direct[2])
+    local fence = new_grant(next_owner, 'h:' .. direct[1], direct[2])
     return {4, head, next_owner, fence, direct[1]}
   end
+  local fence = next_fence()
   redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
@@ -110,27 +137,11 @@ const Script& AcquireScript() {
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local lease, hold = tonumber(ARGV[2]), 'h:' .. ARGV[3]
 if not cur[1] then
-  local fence = next_fence()
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', string.format('%d', fence), hold, 1)
-  redis.call('PEXPIRE', KEYS[1], lease)
-  return {1, fence, 1}
+  return {1, new_grant(ARGV[1], hold, lease), 1}
 end
 if cur[1] == ARGV[1] and not cur[4] then
-  if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], hold) == 0 then
-    -- Ours, but the caller holds none of it: a rollback revived a hold its
-    -- client had released (or gave up on). A new grant replaces it, with a
-    -- new token: re-entering it would keep its old token and, with each
-    -- re-entry refreshing the lease, keep the lock held for ever.
-    -- The key keeps at least its time to live: were this a try of ours
-    -- that ran late, after a later call of ours got the lock, that call only
-    -- loses its lease (told at its next renewal or release), and no one
-    -- else gets the lock before that lease would have ended.
-    local fence, pttl = next_fence(), redis.call('PTTL', KEYS[1])
-    redis.call('DEL', KEYS[1])
-    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'fence', string.format('%d', fence), hold, 1)
-    redis.call('PEXPIRE', KEYS[1], math.max(pttl, lease))
-    return {1, fence, 1}
-  end
+  local replaced = replace_revived(ARGV[4], ARGV[1], hold, lease)
+  if replaced then return {1, replaced, 1} end
   local count = tonumber(cur[2])
   if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then  -- else: a retry
     count = redis.call('HINCRBY', KEYS[1], 'count', 1)
@@ -160,23 +171,18 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
     redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'at', string.format('%d', now_us()))
     redis.call('HDEL', KEYS[1], 'pending')
     redis.call('PEXPIRE', KEYS[1], lease)
-  elseif ARGV[7] == '1' and redis.call('HEXISTS', KEYS[1], hold) == 0 then
-    -- A revived hold the caller does not have: replaced by a new grant
-    -- with a new token, the key keeping its time to live (see
-    -- AcquireScript).
-    local fence, pttl = next_fence(), redis.call('PTTL', KEYS[1])
-    redis.call('DEL', KEYS[1])
-    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
-    redis.call('PEXPIRE', KEYS[1], math.max(pttl, lease))
-    cur[3] = fence
-    count = 1
   else
-    count = tonumber(cur[2])
-    if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
-      count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+    local replaced = replace_revived(ARGV[7], owner, hold, lease)
+    if replaced then
+      cur[3], count = replaced, 1
+    else
+      count = tonumber(cur[2])
+      if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
+        count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+      end
+      -- Always a write, see "Replica acknowledgement" in scripts.h.
+      redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
     end
-    -- Always a write, see "Replica acknowledgement" in scripts.h.
-    redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
   end
   -- Granted through the owner token while queued under this waiter id (a
   -- hold shared by owner token came first): leave the queue, or a later
@@ -195,10 +201,7 @@ if not cur[1] then
       redis.call('LPOP', KEYS[3])
       redis.call('HDEL', KEYS[4], wid)
     end
-    local fence = next_fence()
-    redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
-    redis.call('PEXPIRE', KEYS[1], lease)
-    return {1, fence, 1}
+    return {1, new_grant(owner, hold, lease), 1}
   end
 end
 if ARGV[6] == '1' then
