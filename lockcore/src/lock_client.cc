@@ -974,6 +974,11 @@ bool LockCore::Abandon(const std::string& name, const std::string& waiter_id,
 
 void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
   Unschedule(held);
+  if (!held->expiry_key.empty()) {
+    auto it = permits_.find(held->owner);
+    if (it != permits_.end() && it->second == held) permits_.erase(it);
+    return;
+  }
   auto it = held_.find({held->name, held->owner});
   if (it != held_.end() && it->second == held) held_.erase(it);
 }
@@ -1090,6 +1095,13 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
       latches_.WakeAll(event.lock, WakeCause::kEvent);
       return;
     }
+    if (event.cause == UnlockCause::kPermits) {
+      // A semaphore handed permits to a waiter: only that one wakes (its
+      // claim asks Redis).
+      sem_waits_.HandedOff(event.lock, event.next_waiter, WakeCause::kEvent,
+                           {}, 0, /*promote=*/false);
+      return;
+    }
     if (event.cause == UnlockCause::kForce) {
       // Someone says a grant this process may hold was force-unlocked. An
       // event is a hint (anyone who can write to the topic can send one):
@@ -1146,6 +1158,10 @@ LockStats LockCore::Stats() const {
   s.latch_parks = get(latch_parks_);
   s.latches_opened = get(latches_opened_);
   s.latch_waiting = latch_waiting_.load(std::memory_order_relaxed);
+  s.permit_acquisitions = get(sem_acquisitions_);
+  s.permit_releases = get(sem_releases_);
+  s.permit_parks = get(sem_parks_);
+  s.permit_waiting = sem_waiting_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -1224,6 +1240,11 @@ CountDownLatch LockClient::Latch(std::string_view name) {
   return CountDownLatch(core_, std::string(name));
 }
 
+lockfleet::Semaphore LockClient::Semaphore(std::string_view name) {
+  internal::ValidateName(name);
+  return lockfleet::Semaphore(core_, std::string(name));
+}
+
 void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   core_->DeliverUnlockEvent(event);
 }
@@ -1279,6 +1300,8 @@ const char* UnlockCauseName(UnlockCause cause) noexcept {
       return "force";
     case UnlockCause::kOpened:
       return "opened";
+    case UnlockCause::kPermits:
+      return "permits";
   }
   return "release";
 }

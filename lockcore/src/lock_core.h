@@ -22,6 +22,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "spin_advisor.h"
 #include "wait_table.h"
 
@@ -61,6 +62,10 @@ struct HeldLock {
   std::string key;  // the lock hash's Redis key
   std::string owner;
   int64_t fence = 0;
+  // A semaphore's permit set instead of a lock's grant (semaphore.cc):
+  // owner is the set's id, fence its permit count, key the semaphore hash,
+  // and this its expiry set.
+  std::string expiry_key;
   std::chrono::milliseconds lease{0};
   bool renew = false;  // watchdog-renewed (no explicit lease)
 
@@ -132,6 +137,18 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   int64_t LatchCount(const std::string& name);
   AwaitStatus LatchAwait(const std::string& name, Clock::TimePoint deadline,
                          const std::stop_token& stop);
+
+  // Semaphores (semaphore.cc; the contracts are Semaphore's).
+  bool SemTrySet(const std::string& name, int64_t permits);
+  int64_t SemAdd(const std::string& name, int64_t delta);
+  SemaphoreInfo SemInspect(const std::string& name);
+  PermitResult SemAcquireUntil(const std::string& name, int64_t k,
+                               Clock::TimePoint deadline, bool wait,
+                               const PermitOptions& options);
+  // Gives back the set `permit_id` (held here as `held`, or null).
+  ReleaseStatus SemRelease(const std::string& name,
+                           const std::string& permit_id,
+                           const std::shared_ptr<HeldLock>& held);
 
   const LockClientOptions& options() const { return options_; }
   RedisClient& redis() { return *redis_; }
@@ -296,6 +313,17 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // thread (which may hold its own locks) and never in the middle of ours.
   void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
+  // Semaphores: the keys (semaphore hash, expiry, queue, waiters, and the
+  // reply latch of `request_id` if given).
+  std::vector<std::string> SemKeys(std::string_view name,
+                                   const std::string& request_id = "") const;
+  // A script handed permits to the waiters `handed` (a script's reply
+  // element): wakes those waiting here, publishes a kPermits event for each
+  // of the others.
+  void SemHanded(const std::string& name, const Reply& handed);
+  // A waiter leaves without permits (bounded by kGiveUpBudget): out of the
+  // queue, a set under its id given back. False if Redis did not answer.
+  bool SemAbandon(const std::string& name, const std::string& id) noexcept;
   // If this process holds `name` as `owner` with `fence`, marks it lost now
   // (our own force-unlock script deleted it): callbacks go to the watchdog
   // thread.
@@ -330,6 +358,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   const LockClientOptions options_;
   const std::string instance_;  // random, per LockCore: see NextRequestId
   WaitTable waits_;
+  WaitTable sem_waits_;  // semaphore waiters, by semaphore name
   LatchBoard latches_;
   SpinAdvisor spin_;
 
@@ -337,6 +366,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::condition_variable watchdog_cv_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<HeldLock>>
       held_;  // mu_
+  // The permit sets held, by id (ids are unique). mu_.
+  std::map<std::string, std::shared_ptr<HeldLock>> permits_;
   // The watchdog's timetable: every grant of held_ once, by the instant it
   // is due (Schedule). mu_.
   std::set<std::pair<Clock::TimePoint, std::shared_ptr<HeldLock>>> schedule_;
@@ -384,7 +415,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       releases_not_owner_{0}, release_failures_{0}, wake_local_{0},
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
-      latch_parks_{0}, latches_opened_{0}, force_unlocks_{0}, forced_checks_{0},
+      latch_parks_{0}, latches_opened_{0}, sem_acquisitions_{0},
+      sem_releases_{0}, sem_parks_{0}, force_unlocks_{0}, forced_checks_{0},
       outage_waits_{0}, replica_shortfalls_{0}, direct_grants_{0}, spins_{0},
       wake_spin_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
@@ -393,6 +425,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::atomic<bool> reached_{false};
   std::atomic<int64_t> waiting_{0};
   std::atomic<int64_t> latch_waiting_{0};
+  std::atomic<int64_t> sem_waiting_{0};
 };
 
 }  // namespace lockfleet::internal

@@ -121,9 +121,64 @@ local function latched()
 end
 )lua";
 
+// Shared by the semaphore's scripts (after kPrelude, whose live_head they
+// use: a waiter's entry is "<presence deadline>|<k>").
+constexpr const char* kSemPrelude = R"lua(
+-- Takes back the permit sets whose lease ended (at most 256 per call; the
+-- rest at the next).
+local function sem_expire(now)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 256)
+  if #gone == 0 then return end
+  local freed = 0
+  for _, id in ipairs(gone) do
+    freed = freed + tonumber(redis.call('HGET', KEYS[1], 'p:' .. id) or '0')
+    redis.call('HDEL', KEYS[1], 'p:' .. id)
+    redis.call('ZREM', KEYS[2], id)
+  end
+  redis.call('HINCRBY', KEYS[1], 'used', -freed)
+end
+-- Gives the set `id` back: its permits are free. False if it is not out.
+local function sem_give_back(id)
+  local k = redis.call('HGET', KEYS[1], 'p:' .. id)
+  if not k then return false end
+  redis.call('HDEL', KEYS[1], 'p:' .. id)
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HINCRBY', KEYS[1], 'used', -tonumber(k))
+  return true
+end
+-- Hands free permits to the queue's first live waiters while the head
+-- fits: each gets its set under its id, the claim window as its lease, and
+-- leaves the queue. Returns the ids handed to.
+local function sem_hand_off(now, claim_ms)
+  local handed = {}
+  local cur = redis.call('HMGET', KEYS[1], 'permits', 'used')
+  if not cur[1] then return handed end
+  local free = tonumber(cur[1]) - tonumber(cur[2] or '0')
+  while free > 0 do
+    local head = live_head(now)
+    if not head then break end
+    local k = tonumber(string.match(redis.call('HGET', KEYS[4], head), '|(%d+)$'))
+    if k > free then break end
+    redis.call('LPOP', KEYS[3])
+    redis.call('HDEL', KEYS[4], head)
+    if redis.call('HSETNX', KEYS[1], 'p:' .. head, k) == 1 then
+      redis.call('HINCRBY', KEYS[1], 'used', k)
+      free = free - k
+    end
+    redis.call('ZADD', KEYS[2], now + claim_ms, head)
+    table.insert(handed, head)
+  end
+  return handed
+end
+)lua";
+
 // `flags`: the script's shebang line (see scripts.h, "Script flags").
 std::string Source(const char* flags, const char* body) {
   return std::string(flags) + "\n" + kPrelude + body;
+}
+
+std::string SemSource(const char* flags, const char* body) {
+  return std::string(flags) + "\n" + kPrelude + kSemPrelude + body;
 }
 
 constexpr const char* kMayGrow = "#!lua";
@@ -396,6 +451,145 @@ redis.call('HSET', KEYS[1], 'count', 0, 'opener', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], cur[2])
 return {1, 0}
 )lua");
+  return script;
+}
+
+const Script& SemAcquireScript() {
+  static const Script script(SemSource(kMayGrow, R"lua(
+local id, k, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local cur = redis.call('HMGET', KEYS[1], 'permits', 'p:' .. id)
+if not cur[1] then return {-1, 0, 0, {}} end
+local now = now_ms()
+sem_expire(now)
+local handed = sem_hand_off(now, tonumber(ARGV[6]))
+local mine = redis.call('HGET', KEYS[1], 'p:' .. id)
+if mine then
+  -- Ours: the hand-off to us (just now, or earlier) claimed, or a retry of
+  -- a try whose reply was lost. Our lease from now; always a write (see
+  -- "Replica acknowledgement").
+  redis.call('ZADD', KEYS[2], now + lease, id)
+  if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
+  return {1, tonumber(mine), handed}
+end
+local permits = tonumber(cur[1])
+if k > permits then
+  if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
+  return {-2, permits, 0, handed}
+end
+local free = permits - tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
+local head = live_head(now)
+if k <= free and (not head or head == id) then
+  if head then
+    redis.call('LPOP', KEYS[3])
+    redis.call('HDEL', KEYS[4], id)
+  end
+  redis.call('HSET', KEYS[1], 'p:' .. id, k)
+  redis.call('HINCRBY', KEYS[1], 'used', k)
+  redis.call('ZADD', KEYS[2], now + lease, id)
+  return {1, k, handed}
+end
+if ARGV[5] == '1' then
+  local presence = tonumber(ARGV[4])
+  if redis.call('HSET', KEYS[4], id, (now + presence) .. '|' .. k) == 1 then
+    redis.call('RPUSH', KEYS[3], id)
+  end
+  local keep = presence * 2
+  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
+  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local wait = first[2] and math.max(0, tonumber(first[2]) - now) or -1
+return {0, math.max(0, free), wait, handed}
+)lua"));
+  return script;
+}
+
+const Script& SemReleaseScript() {
+  static const Script script(SemSource(kShrinks, R"lua(
+local first = latched()
+if first then return first end
+local now = now_ms()
+sem_expire(now)
+local status = sem_give_back(ARGV[1]) and 1 or 0
+return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
+)lua"));
+  return script;
+}
+
+const Script& SemAbandonScript() {
+  static const Script script(SemSource(kShrinks, R"lua(
+local first = latched()
+if first then return first end
+local id = ARGV[1]
+if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
+local now = now_ms()
+sem_expire(now)
+local status = sem_give_back(id) and 1 or 0
+return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
+)lua"));
+  return script;
+}
+
+const Script& SemRenewScript() {
+  static const Script script(SemSource(kShrinks, R"lua(
+local now = now_ms()
+local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
+if ends <= now or redis.call('HEXISTS', KEYS[1], 'p:' .. ARGV[1]) == 0 then
+  return 0
+end
+local lease = tonumber(ARGV[2])
+if lease > 0 then  -- always a write, see "Replica acknowledgement"
+  redis.call('ZADD', KEYS[2], math.max(ends + 1, now + lease), ARGV[1])
+end
+return 1
+)lua"));
+  return script;
+}
+
+const Script& SemSetScript() {
+  static const Script script(R"lua(#!lua
+local cur = redis.call('HMGET', KEYS[1], 'permits', 'setter')
+if cur[1] then
+  return {cur[2] == ARGV[2] and 1 or 0, tonumber(cur[1])}
+end
+redis.call('HSET', KEYS[1], 'permits', ARGV[1], 'used', 0, 'setter', ARGV[2])
+return {1, tonumber(ARGV[1])}
+)lua");
+  return script;
+}
+
+const Script& SemAddScript() {
+  static const Script script(SemSource(kMayGrow, R"lua(
+local first = latched()
+if first then return first end
+local permits = tonumber(redis.call('HGET', KEYS[1], 'permits') or '0')
+local after = permits + tonumber(ARGV[1])
+if after < 0 or after > tonumber(ARGV[4]) then
+  return latch({0, permits}, tonumber(ARGV[3]))
+end
+redis.call('HSET', KEYS[1], 'permits', after)
+redis.call('HSETNX', KEYS[1], 'used', 0)
+local now = now_ms()
+sem_expire(now)
+return latch({1, after, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
+)lua"));
+  return script;
+}
+
+const Script& SemInspectScript() {
+  static const Script script(SemSource(kReadOnly, R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'permits', 'used')
+if not cur[1] then return {-1, 0, 0, 0} end
+local now = now_ms()
+-- Sets whose lease ended count as free (the next change takes them back).
+local ended = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+local gone = 0
+for _, id in ipairs(ended) do
+  gone = gone + tonumber(redis.call('HGET', KEYS[1], 'p:' .. id) or '0')
+end
+return {tonumber(cur[1]), tonumber(cur[2] or '0') - gone,
+        redis.call('ZCARD', KEYS[2]) - #ended, redis.call('LLEN', KEYS[3])}
+)lua"));
   return script;
 }
 

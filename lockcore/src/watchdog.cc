@@ -79,11 +79,13 @@ void LockCore::StopWatchdog() {
     deferred_calls_.clear();
     for (const auto& [at, held] : schedule_) held->scheduled_at.reset();
     schedule_.clear();
-    for (const auto& [key, held] : held_) {
-      if (held->released || held->lost.exchange(true)) continue;
+    auto lose = [&](const std::shared_ptr<HeldLock>& held) {
+      if (held->released || held->lost.exchange(true)) return;
       leases_lost_.fetch_add(1, std::memory_order_relaxed);
       left.push_back(held);
-    }
+    };
+    for (const auto& [key, held] : held_) lose(held);
+    for (const auto& [id, held] : permits_) lose(held);
   }
   for (const auto& held : left) held->lost_source.request_stop();
 }
@@ -202,10 +204,17 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   calls.reserve(due.size());
   for (const auto& held : due) {
     // Lease 0 for an explicit lease: a check that does not extend it.
+    const std::string lease =
+        std::to_string(held->renew ? held->lease.count() : 0);
+    if (!held->expiry_key.empty()) {  // a semaphore's permit set
+      calls.push_back({&SemRenewScript(),
+                       {held->key, held->expiry_key},
+                       {held->owner, lease}});
+      continue;
+    }
     calls.push_back({&RenewScript(),
                      {held->key},
-                     {held->owner, std::to_string(held->fence),
-                      std::to_string(held->renew ? held->lease.count() : 0)}});
+                     {held->owner, std::to_string(held->fence), lease}});
   }
   const Clock::TimePoint sent = options_.clock->Now();
   std::vector<Reply> replies;

@@ -190,6 +190,8 @@ DecodeResult DecodeUnlockEvent(std::string_view value) noexcept {
         e.cause = UnlockCause::kForce;
       } else if (cause == "opened") {
         e.cause = UnlockCause::kOpened;
+      } else if (cause == "permits") {
+        e.cause = UnlockCause::kPermits;
       } else {
         return Fail(DecodeError::kBadField, "unknown cause '" + cause + "'");
       }

@@ -42,7 +42,8 @@ TEST(UnlockCodec, DocumentedFieldNames) {
 
 TEST(UnlockCodec, EveryCauseRoundTrips) {
   for (UnlockCause cause :
-       {UnlockCause::kRelease, UnlockCause::kForce, UnlockCause::kOpened}) {
+       {UnlockCause::kRelease, UnlockCause::kForce, UnlockCause::kOpened,
+        UnlockCause::kPermits}) {
     UnlockEvent e = Sample();
     e.cause = cause;
     const std::string wire = EncodeUnlockEvent(e);
@@ -52,6 +53,7 @@ TEST(UnlockCodec, EveryCauseRoundTrips) {
     EXPECT_EQ(r.event->cause, cause);
   }
   EXPECT_EQ(std::string(UnlockCauseName(UnlockCause::kOpened)), "opened");
+  EXPECT_EQ(std::string(UnlockCauseName(UnlockCause::kPermits)), "permits");
 }
 
 TEST(UnlockCodec, BinaryNamesTravelHexEncoded) {

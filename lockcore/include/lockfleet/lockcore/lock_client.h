@@ -268,9 +268,15 @@ struct LockStats {
   uint64_t latch_parks = 0;     // parks of awaiters that found it not open
   uint64_t latches_opened = 0;  // count-downs of this client that opened one
   int64_t latch_waiting = 0;    // threads currently in an Await
+  // Semaphores (semaphore.h).
+  uint64_t permit_acquisitions = 0;  // permit sets granted
+  uint64_t permit_releases = 0;      // ... given back (kReleased)
+  uint64_t permit_parks = 0;         // parks of refused semaphore waiters
+  int64_t permit_waiting = 0;        // threads currently waiting for permits
 };
 
 struct AcquireAllResult;  // multi_lock.h
+class Semaphore;          // semaphore.h
 
 class LockClient {
  public:
@@ -331,9 +337,15 @@ class LockClient {
   // Throws Error(kInvalidArgument) for a name a lock could not have.
   CountDownLatch Latch(std::string_view name);
 
+  // The semaphore `name` (semaphore.h, which callers include): a handle,
+  // nothing is sent. Throws Error(kInvalidArgument) for a name a lock could
+  // not have.
+  lockfleet::Semaphore Semaphore(std::string_view name);
+
   // Entry point for the notification transport: wakes at most one local
   // waiter parked on event.lock (every awaiter of the latch event.lock, for
-  // a kOpened event). An event is a hint, never an authority: a
+  // a kOpened event; the named grantee of the semaphore event.lock, for a
+  // kPermits event). An event is a hint, never an authority: a
   // kForce event naming a grant this client holds makes it check the grant
   // with Redis at once (a renewal); only Redis's "not ours" marks the lease
   // lost. Events this client published itself are ignored (its waiters were

@@ -23,9 +23,11 @@ enum class UnlockCause {
   kForce,    // an administrator force-unlocked the lock
   kOpened,   // the countdown latch `lock` opened (latch.h): every process
              // wakes all its awaiters of it
+  kPermits,  // the semaphore `lock` handed permits to the queued waiter
+             // `next_waiter` (semaphore.h): only that waiter wakes
 };
 
-// "release" / "force" / "opened".
+// "release" / "force" / "opened" / "permits".
 const char* UnlockCauseName(UnlockCause cause) noexcept;
 
 struct UnlockEvent {

@@ -1,0 +1,491 @@
+// Semaphores with expiring permits: LockCore's part (the scripts are in
+// scripts.cc, the contracts in semaphore.h).
+#include "lockfleet/lockcore/semaphore.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "lock_core.h"
+#include "lockfleet/lockcore/error.h"
+#include "scripts.h"
+
+namespace lockfleet {
+namespace internal {
+namespace {
+
+using std::chrono::milliseconds;
+
+const Reply& Elem(const Reply& r, size_t i, const char* what) {
+  if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
+    throw Error(ErrorCode::kRedisProtocol,
+                std::string("unexpected reply from ") + what);
+  }
+  return r.elements[i];
+}
+
+long long Int(const Reply& r, size_t i, const char* what) {
+  const Reply& e = Elem(r, i, what);
+  if (e.type != Reply::Type::kInteger) {
+    throw Error(ErrorCode::kRedisProtocol,
+                std::string("unexpected reply from ") + what);
+  }
+  return e.integer;
+}
+
+void CheckPermits(int64_t permits, int64_t low, const char* what) {
+  if (permits < low || permits > kMaxSemaphorePermits) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(what) + " must be " + std::to_string(low) + ".." +
+                    std::to_string(kMaxSemaphorePermits) + ", not " +
+                    std::to_string(permits));
+  }
+}
+
+void ThrowIfShortfall(const std::string& shortfall, const std::string& what) {
+  if (!shortfall.empty()) {
+    throw Error(ErrorCode::kRedisReplicas,
+                what + " not acknowledged by the replicas: " + shortfall);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> LockCore::SemKeys(
+    std::string_view name, const std::string& request_id) const {
+  const std::string tag = options_.key_prefix + ":{" + std::string(name) + "}:";
+  std::vector<std::string> keys = {tag + "semaphore", tag + "semaphore:expiry",
+                                   tag + "semaphore:queue",
+                                   tag + "semaphore:waiters"};
+  if (!request_id.empty()) keys.push_back(tag + "latch:" + request_id);
+  return keys;
+}
+
+void LockCore::SemHanded(const std::string& name, const Reply& handed) {
+  if (handed.type != Reply::Type::kArray) return;
+  for (const Reply& waiter : handed.elements) {
+    if (waiter.type != Reply::Type::kString) continue;
+    // Ours: woken directly, no event. Another process's: only it wakes.
+    if (sem_waits_.HandedOff(name, waiter.str, WakeCause::kLocal, {}, 0,
+                             /*promote=*/false)) {
+      continue;
+    }
+    UnlockEvent event;
+    event.lock = name;
+    event.cause = UnlockCause::kPermits;
+    event.next_waiter = waiter.str;
+    Publish(event);
+  }
+}
+
+bool LockCore::SemTrySet(const std::string& name, int64_t permits) {
+  ValidateName(name);
+  CheckPermits(permits, 0, "semaphore permits");
+  std::string shortfall;
+  const std::string request = NextRequestId();
+  const Reply r = EvalRetryOnce(SemSetScript(), SemKeys(name),
+                                {std::to_string(permits), request},
+                                Clock::TimePoint::max(), nullptr, &shortfall);
+  const bool set = Int(r, 0, "semaphore set") == 1;
+  if (set) ThrowIfShortfall(shortfall, "semaphore '" + name + "' set");
+  return set;
+}
+
+int64_t LockCore::SemAdd(const std::string& name, int64_t delta) {
+  ValidateName(name);
+  if (delta < -kMaxSemaphorePermits || delta > kMaxSemaphorePermits) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "semaphore permits to add must be -" +
+                    std::to_string(kMaxSemaphorePermits) + ".." +
+                    std::to_string(kMaxSemaphorePermits));
+  }
+  std::string shortfall;
+  const std::string request = NextRequestId();
+  const Reply r = EvalRetryOnce(
+      SemAddScript(), SemKeys(name, request),
+      {std::to_string(delta), std::to_string(options_.claim_window.count()),
+       std::to_string(options_.retry_latch.count()),
+       std::to_string(kMaxSemaphorePermits)},
+      Clock::TimePoint::max(), nullptr, &shortfall);
+  const int64_t permits = Int(r, 1, "semaphore add");
+  if (Int(r, 0, "semaphore add") != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "semaphore '" + name + "' has " + std::to_string(permits) +
+                    " permits: adding " + std::to_string(delta) +
+                    " would leave it outside 0.." +
+                    std::to_string(kMaxSemaphorePermits));
+  }
+  SemHanded(name, Elem(r, 2, "semaphore add"));
+  ThrowIfShortfall(shortfall, "semaphore '" + name + "' add");
+  return permits;
+}
+
+SemaphoreInfo LockCore::SemInspect(const std::string& name) {
+  ValidateName(name);
+  const Reply r = EvalRetryOnce(SemInspectScript(), SemKeys(name), {});
+  SemaphoreInfo info;
+  const int64_t permits = Int(r, 0, "semaphore inspect");
+  if (permits < 0) return info;
+  info.exists = true;
+  info.permits = permits;
+  info.used = Int(r, 1, "semaphore inspect");
+  info.available = std::max<int64_t>(0, permits - info.used);
+  info.holders = Int(r, 2, "semaphore inspect");
+  info.waiters = Int(r, 3, "semaphore inspect");
+  return info;
+}
+
+bool LockCore::SemAbandon(const std::string& name,
+                          const std::string& id) noexcept {
+  try {
+    const std::string request = NextRequestId();
+    const Reply r =
+        EvalRetryOnce(SemAbandonScript(), SemKeys(name, request),
+                      {id, std::to_string(options_.claim_window.count()),
+                       std::to_string(options_.retry_latch.count())},
+                      options_.clock->Now() + kGiveUpBudget);
+    SemHanded(name, Elem(r, 1, "semaphore abandon"));
+    return true;
+  } catch (...) {
+    // Redis unreachable or slow (counted): the queue entry lapses after
+    // presence_window, a set handed to us after claim_window, one a lost
+    // reply granted after its lease.
+    return false;
+  }
+}
+
+PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
+                                       Clock::TimePoint deadline, bool wait,
+                                       const PermitOptions& options) {
+  ValidateName(name);
+  CheckPermits(k, 1, "permits to acquire");
+  if (options.lease && *options.lease <= milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument, "lease must be positive");
+  }
+  const milliseconds lease = options.lease.value_or(options_.default_lease);
+  const bool renew = !options.lease.has_value();
+  if (wait && deadline != Clock::TimePoint::max() &&
+      deadline <= options_.clock->Now()) {
+    wait = false;  // one try: it never queues
+  }
+  // The call's id: its place in the queue and its permit set's id. Every
+  // try sends it, so a try whose reply was lost and a later one are one
+  // set, not two.
+  const std::string id = NextRequestId();
+  PermitResult result;
+
+  // Listen first: the slot is registered before the first attempt.
+  WaitTable::Slot slot;
+  slot.waiter_id = id;
+  if (wait) sem_waits_.Register(name, &slot);
+  if (wait) sem_waiting_.fetch_add(1, std::memory_order_relaxed);
+  // Whether Redis may have our set or our queue entry: on a way out without
+  // permits, the call leaves (SemAbandon).
+  bool touched = false;
+  struct Leave {
+    LockCore* core;
+    const std::string& name;
+    const std::string& id;
+    const bool wait;
+    const bool& touched;
+    WaitTable::Slot* slot;
+    const PermitResult& result;
+    ~Leave() {
+      const bool acquired = result.status == AcquireStatus::kAcquired;
+      if (!acquired && touched) core->SemAbandon(name, id);
+      if (!wait) return;
+      core->sem_waits_.Unregister(name, slot);
+      core->sem_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } leave{this, name, id, wait, touched, &slot, result};
+
+  const std::vector<std::string> keys = SemKeys(name);
+  const std::vector<std::string> args = {
+      id,
+      std::to_string(k),
+      std::to_string(lease.count()),
+      std::to_string(options_.presence_window.count()),
+      wait ? "1" : "0",
+      std::to_string(options_.claim_window.count())};
+  bool in_outage = false;
+  Clock::TimePoint outage_since;
+  milliseconds backoff(0);
+  for (;;) {
+    bool failed = false;
+    int64_t wait_hint = -1;
+    try {
+      ++result.attempts;
+      const Clock::TimePoint sent = options_.clock->Now();
+      std::string shortfall;
+      bool may_have_run = false;
+      Reply r;
+      try {
+        r = EvalRetryOnce(SemAcquireScript(), keys, args, deadline,
+                          &may_have_run, &shortfall);
+      } catch (const Error&) {
+        if (may_have_run) touched = true;
+        throw;
+      }
+      touched = wait || touched;
+      if (!reached_.load(std::memory_order_relaxed))
+        reached_.store(true, std::memory_order_relaxed);
+      in_outage = false;
+      const long long status = Int(r, 0, "semaphore acquire");
+      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"));
+      if (status == -1) {
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            "semaphore '" + name + "' does not exist (set its permits first)");
+      }
+      if (status == -2) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "semaphore '" + name + "' has " +
+                        std::to_string(Int(r, 1, "semaphore acquire")) +
+                        " permits; " + std::to_string(k) + " asked for");
+      }
+      if (status == 1) {
+        touched = true;  // a set is ours: given back if we do not keep it
+        ThrowIfShortfall(shortfall,
+                         "permits of semaphore '" + name + "' granted but");
+        auto held = std::make_shared<HeldLock>();
+        held->name = name;
+        held->key = keys[0];
+        held->expiry_key = keys[1];
+        held->owner = id;
+        held->fence = Int(r, 1, "semaphore acquire");
+        held->lease = lease;
+        held->renew = renew;
+        held->local_holds = 1;
+        held->valid_until_ns.store(ValidUntilNs(sent, lease));
+        if (renew) held->next_check = sent + lease / 3;
+        if (options.on_lost) held->on_lost.push_back(options.on_lost);
+        {
+          std::lock_guard lock(mu_);
+          permits_[id] = held;
+          Schedule(held);
+        }
+        sem_acquisitions_.fetch_add(1, std::memory_order_relaxed);
+        result.status = AcquireStatus::kAcquired;
+        result.permits = Permits(shared_from_this(), std::move(held));
+        result.last_error.clear();
+        return result;
+      }
+      result.available = Int(r, 1, "semaphore acquire");
+      wait_hint = Int(r, 2, "semaphore acquire");
+    } catch (const Error& e) {
+      if (!wait || !IsOutage(e.code()) ||
+          !reached_.load(std::memory_order_relaxed)) {
+        throw;
+      }
+      result.last_error = e.what();
+      const Clock::TimePoint now = options_.clock->Now();
+      if (!in_outage) {
+        in_outage = true;
+        outage_since = now;
+      }
+      if (now >= deadline) {
+        result.status = AcquireStatus::kTimedOut;
+        return result;
+      }
+      if (now - outage_since >= options_.outage_grace) throw;
+      outage_waits_.fetch_add(1, std::memory_order_relaxed);
+      failed = true;
+    }
+    if (!wait) {
+      result.status = AcquireStatus::kTimedOut;
+      return result;
+    }
+    RunHook(name);
+    if (options.stop.stop_requested()) {
+      result.status = AcquireStatus::kCancelled;
+      return result;
+    }
+    const Clock::TimePoint now = options_.clock->Now();
+    if (now >= deadline) {
+      result.status = AcquireStatus::kTimedOut;
+      return result;
+    }
+    // Bounded: the remaining wait, the cap, our presence's refresh, and the
+    // earliest set's lease end (+1 ms: surely ended on the server) — a
+    // holder that died gives its permits back then, and no event says so.
+    Clock::Duration bound = std::min<Clock::Duration>(
+        {deadline - now, Clock::Duration(options_.park_cap),
+         Clock::Duration(options_.presence_window / 3)});
+    if (failed) {
+      backoff = std::clamp(backoff * 2, milliseconds(50), milliseconds(1000));
+      bound = std::min<Clock::Duration>(bound, backoff);
+    } else {
+      sem_parks_.fetch_add(1, std::memory_order_relaxed);
+      if (wait_hint >= 0)
+        bound = std::min<Clock::Duration>(bound, milliseconds(wait_hint + 1));
+    }
+    switch (sem_waits_.Park(&slot, bound, options.stop)) {
+      case WakeCause::kLocal:
+        wake_local_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case WakeCause::kEvent:
+        wake_event_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case WakeCause::kCancelled:
+        result.status = AcquireStatus::kCancelled;
+        return result;
+      default:
+        wake_bound_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+ReleaseStatus LockCore::SemRelease(const std::string& name,
+                                   const std::string& permit_id,
+                                   const std::shared_ptr<HeldLock>& held) {
+  {
+    std::lock_guard lock(mu_);
+    std::shared_ptr<HeldLock> mine = held;
+    if (!mine) {
+      auto it = permits_.find(permit_id);
+      if (it != permits_.end() && it->second->name == name) mine = it->second;
+    }
+    if (mine) {
+      mine->released = true;  // the watchdog ignores it from now on
+      Forget(mine);
+    }
+  }
+  const std::string request = NextRequestId();
+  Reply r;
+  try {
+    std::string shortfall;
+    r = EvalRetryOnce(SemReleaseScript(), SemKeys(name, request),
+                      {permit_id, std::to_string(options_.claim_window.count()),
+                       std::to_string(options_.retry_latch.count())},
+                      Clock::TimePoint::max(), nullptr, &shortfall);
+  } catch (const Error&) {
+    release_failures_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  SemHanded(name, Elem(r, 1, "semaphore release"));
+  if (Int(r, 0, "semaphore release") == 1) {
+    sem_releases_.fetch_add(1, std::memory_order_relaxed);
+    return ReleaseStatus::kReleased;
+  }
+  releases_not_held_.fetch_add(1, std::memory_order_relaxed);
+  return ReleaseStatus::kNotHeld;
+}
+
+}  // namespace internal
+
+// Semaphore.
+
+Semaphore::Semaphore(std::shared_ptr<internal::LockCore> core, std::string name)
+    : core_(std::move(core)), name_(std::move(name)) {}
+
+bool Semaphore::TrySetPermits(int64_t permits) {
+  return core_->SemTrySet(name_, permits);
+}
+
+int64_t Semaphore::AddPermits(int64_t delta) {
+  return core_->SemAdd(name_, delta);
+}
+
+SemaphoreInfo Semaphore::Inspect() { return core_->SemInspect(name_); }
+
+PermitResult Semaphore::TryAcquire(int64_t permits,
+                                   const PermitOptions& options) {
+  return core_->SemAcquireUntil(name_, permits, Clock::TimePoint::max(), false,
+                                options);
+}
+
+PermitResult Semaphore::AcquireFor(int64_t permits, Clock::Duration timeout,
+                                   const PermitOptions& options) {
+  return AcquireUntil(
+      permits, internal::DeadlineAfter(core_->options().clock->Now(), timeout),
+      options);
+}
+
+PermitResult Semaphore::AcquireUntil(int64_t permits, Clock::TimePoint deadline,
+                                     const PermitOptions& options) {
+  return core_->SemAcquireUntil(name_, permits, deadline, true, options);
+}
+
+Permits Semaphore::Acquire(int64_t permits, const PermitOptions& options) {
+  PermitResult r = AcquireUntil(permits, Clock::TimePoint::max(), options);
+  if (!r) {
+    throw Error(ErrorCode::kCancelled,
+                "waiting for permits of semaphore '" + name_ + "' cancelled");
+  }
+  return std::move(r.permits);
+}
+
+ReleaseStatus Semaphore::Release(std::string_view permit_id) {
+  if (permit_id.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "permit id must not be empty");
+  }
+  return core_->SemRelease(name_, std::string(permit_id), nullptr);
+}
+
+// Permits.
+
+namespace {
+const std::string kNone;
+}
+
+Permits::Permits() noexcept = default;
+
+Permits::Permits(std::shared_ptr<internal::LockCore> core,
+                 std::shared_ptr<internal::HeldLock> held) noexcept
+    : core_(std::move(core)), held_(std::move(held)) {}
+
+Permits::~Permits() {
+  if (!held()) return;
+  try {
+    Release();
+  } catch (...) {  // counted; the permits come back when the lease ends
+  }
+}
+
+Permits::Permits(Permits&& other) noexcept = default;
+
+Permits& Permits::operator=(Permits&& other) noexcept {
+  if (this == &other) return *this;
+  if (held()) {
+    try {
+      Release();
+    } catch (...) {
+    }
+  }
+  core_ = std::move(other.core_);
+  held_ = std::move(other.held_);
+  return *this;
+}
+
+const std::string& Permits::name() const {
+  return held() ? held_->name : kNone;
+}
+const std::string& Permits::id() const { return held() ? held_->owner : kNone; }
+int64_t Permits::count() const { return held() ? held_->fence : 0; }
+
+bool Permits::lost() const noexcept { return !held() || core_->Lost(*held_); }
+
+std::stop_token Permits::stop_token() const {
+  if (held()) return held_->lost_source.get_token();
+  std::stop_source stopped;
+  stopped.request_stop();
+  return stopped.get_token();
+}
+
+Clock::TimePoint Permits::valid_until() const {
+  if (!held()) return Clock::TimePoint::min();
+  return internal::FromNs(held_->valid_until_ns.load());
+}
+
+ReleaseStatus Permits::Release() {
+  if (!held()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "Release() on a Permits that holds nothing");
+  }
+  std::shared_ptr<internal::LockCore> core = std::move(core_);
+  std::shared_ptr<internal::HeldLock> held = std::move(held_);
+  return core->SemRelease(held->name, held->owner, held);
+}
+
+}  // namespace lockfleet
