@@ -1098,8 +1098,8 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
     if (event.cause == UnlockCause::kPermits) {
       // A semaphore handed permits to a waiter: only that one wakes (its
       // claim asks Redis).
-      sem_waits_.HandedOff(event.lock, event.next_waiter, WakeCause::kEvent,
-                           {}, 0, /*promote=*/false);
+      sem_waits_.HandedOff(event.lock, event.next_waiter, WakeCause::kEvent, {},
+                           0, /*promote=*/false);
       return;
     }
     if (event.cause == UnlockCause::kForce) {
