@@ -103,12 +103,17 @@ worker:
     # fields, UTC). `catch_up`: how many occurrences run when a worker finds
     # several due at once or one overdue (after a suspend or clock step): the
     # latest N, the rest skipped; 0 skips them all. 0..1000. Default: 1.
+    # `limit`: a concurrency limit across the fleet, held after the lock
+    # while the job runs: `take` (default 1) of the semaphore `name`'s
+    # `permits` (1..1000000); a crashed worker's permits come back when
+    # their lease ends. Kafka jobs give the same as "limit": {...}.
     schedules:
       - name: nightly-report
         lock: report:nightly
         cron: "0 3 * * *"
         handler: sleep
         payload: {ms: 100}
+        limit: {name: partner-api, permits: 3}
       - name: heartbeat
         every: 1m
         catch_up: 1

@@ -41,6 +41,42 @@ std::string CheckLockName(std::string_view text) {
   return "";
 }
 
+std::string CheckSemaphoreName(std::string_view text) {
+  if (std::string problem = CheckLockName(text); !problem.empty())
+    return problem;
+  return text.front() == '}' ? "it starts with '}'" : "";
+}
+
+constexpr int kMaxLimitPermits = 1'000'000;
+
+LimitConfig ReadLimit(Context& context, const Value& value) {
+  LimitConfig limit;
+  MapReader map(context, value,
+                "a limit: a mapping with name, permits and optionally take");
+  if (std::optional<Value> name =
+          map.Require("name", "the name of the limit's semaphore")) {
+    auto parse = Checked("a semaphore name", CheckSemaphoreName);
+    if (auto parsed = parse(context, *name)) limit.name = *parsed;
+  }
+  if (std::optional<Value> permits =
+          map.Require("permits", "how many runs at once (1..1000000)")) {
+    if (auto parsed = ParseInt(context, *permits, 1, kMaxLimitPermits))
+      limit.permits = *parsed;
+  }
+  if (std::optional<Value> take = map.Get("take")) {
+    if (auto parsed = ParseInt(context, *take, 1, kMaxLimitPermits)) {
+      limit.take = *parsed;
+      if (limit.take > limit.permits) {
+        context.Error(*take, "take " + std::to_string(limit.take) +
+                                 " is more than the limit's " +
+                                 std::to_string(limit.permits) + " permits");
+      }
+    }
+  }
+  map.Finish();
+  return limit;
+}
+
 Settings ReadSettings(Context& context, const Value& value,
                       std::string_view expected) {
   Settings out;
@@ -99,6 +135,9 @@ ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
                   "as 1h) or 'cron' (such as \"0 3 * * *\")");
   }
   map.Read("catch_up", schedule.catch_up, Int(0, kMaxCatchUp));
+  if (std::optional<Value> limit = map.Get("limit")) {
+    schedule.limit = ReadLimit(context, *limit);
+  }
   if (std::optional<Value> handler =
           map.Require("handler", "the name of the handler that runs the job")) {
     auto parse = Checked("a handler name", CheckNonEmpty);

@@ -66,6 +66,9 @@ struct HeldLock {
   // owner is the set's id, fence its permit count, key the semaphore hash,
   // and this its expiry set.
   std::string expiry_key;
+  // A permit set whose acquisition may have a try still to run late (a lost
+  // reply): its release leaves a tombstone this long (scripts.h).
+  int64_t gone_ms = 0;
   std::chrono::milliseconds lease{0};
   bool renew = false;  // watchdog-renewed (no explicit lease)
 
@@ -95,6 +98,10 @@ struct HeldLock {
 // Throws Error(kInvalidArgument) for a name that cannot be a lock's (or a
 // latch's): empty, starting with '}', longer than kMaxLockNameBytes.
 void ValidateName(std::string_view name);
+
+// Throws Error(kInvalidArgument) unless low <= permits <=
+// kMaxSemaphorePermits; `what` names the value.
+void CheckPermits(int64_t permits, int64_t low, const char* what);
 
 // Redis failures a waiting call rides out (see lock_client.h, outage_grace).
 bool IsOutage(ErrorCode code);
@@ -140,7 +147,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   // Semaphores (semaphore.cc; the contracts are Semaphore's).
   bool SemTrySet(const std::string& name, int64_t permits);
-  int64_t SemAdd(const std::string& name, int64_t delta);
+  // AddPermits (`add`) or SetPermits: the permits after.
+  int64_t SemChange(const std::string& name, int64_t n, bool add);
   SemaphoreInfo SemInspect(const std::string& name);
   PermitResult SemAcquireUntil(const std::string& name, int64_t k,
                                Clock::TimePoint deadline, bool wait,
@@ -313,17 +321,26 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // thread (which may hold its own locks) and never in the middle of ours.
   void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
-  // Semaphores: the keys (semaphore hash, expiry, queue, waiters, and the
-  // reply latch of `request_id` if given).
+  // Semaphores: the keys (semaphore hash, expiry, queue, waiters), then the
+  // reply latch of `request_id` and the tombstone of the call `gone_id`,
+  // each if given (scripts.h).
   std::vector<std::string> SemKeys(std::string_view name,
-                                   const std::string& request_id = "") const;
+                                   const std::string& request_id = "",
+                                   const std::string& gone_id = "") const;
   // A script handed permits to the waiters `handed` (a script's reply
-  // element): wakes those waiting here, publishes a kPermits event for each
-  // of the others.
-  void SemHanded(const std::string& name, const Reply& handed);
+  // element): wakes those waiting here (but `self`, the call that ran it),
+  // publishes a kPermits event for each of the others.
+  void SemHanded(const std::string& name, const Reply& handed,
+                 const std::string& self = "");
+  // `shortfall` (EvalRetryOnce's) of a semaphore change, or, if the change
+  // was `retried` and replicas are wanted, why it is not known to be
+  // acknowledged.
+  std::string SemShortfall(const std::string& shortfall, bool retried) const;
   // A waiter leaves without permits (bounded by kGiveUpBudget): out of the
-  // queue, a set under its id given back. False if Redis did not answer.
-  bool SemAbandon(const std::string& name, const std::string& id) noexcept;
+  // queue, a set under its id given back, a tombstone for `gone_ms` (0:
+  // none). False if Redis did not answer.
+  bool SemAbandon(const std::string& name, const std::string& id,
+                  int64_t gone_ms) noexcept;
   // If this process holds `name` as `owner` with `fence`, marks it lost now
   // (our own force-unlock script deleted it): callbacks go to the watchdog
   // thread.

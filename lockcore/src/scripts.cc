@@ -146,29 +146,50 @@ local function sem_give_back(id)
   redis.call('HINCRBY', KEYS[1], 'used', -tonumber(k))
   return true
 end
+-- The set `id`'s permit count if it is out and its lease has not ended;
+-- nil if not (an ended one is taken back here, whatever sem_expire left).
+local function sem_live(id, now)
+  local k = redis.call('HGET', KEYS[1], 'p:' .. id)
+  if not k then return nil end
+  if tonumber(redis.call('ZSCORE', KEYS[2], id) or '0') > now then
+    return tonumber(k)
+  end
+  sem_give_back(id)
+  return nil
+end
 -- Hands free permits to the queue's first live waiters while the head
 -- fits: each gets its set under its id, the claim window as its lease, and
--- leaves the queue. Returns the ids handed to.
+-- leaves the queue. A head that needs more than the semaphore has (its
+-- permits were lowered) is dropped, and woken too: its next try is
+-- refused. Returns the ids to wake.
 local function sem_hand_off(now, claim_ms)
   local handed = {}
   local cur = redis.call('HMGET', KEYS[1], 'permits', 'used')
   if not cur[1] then return handed end
-  local free = tonumber(cur[1]) - tonumber(cur[2] or '0')
-  while free > 0 do
+  local permits = tonumber(cur[1])
+  local free = permits - tonumber(cur[2] or '0')
+  while true do
     local head = live_head(now)
     if not head then break end
     local k = tonumber(string.match(redis.call('HGET', KEYS[4], head), '|(%d+)$'))
-    if k > free then break end
+    if k <= permits and k > free then break end
     redis.call('LPOP', KEYS[3])
     redis.call('HDEL', KEYS[4], head)
-    if redis.call('HSETNX', KEYS[1], 'p:' .. head, k) == 1 then
-      redis.call('HINCRBY', KEYS[1], 'used', k)
-      free = free - k
+    if k <= permits then
+      if redis.call('HSETNX', KEYS[1], 'p:' .. head, k) == 1 then
+        redis.call('HINCRBY', KEYS[1], 'used', k)
+        free = free - k
+      end
+      redis.call('ZADD', KEYS[2], now + claim_ms, head)
     end
-    redis.call('ZADD', KEYS[2], now + claim_ms, head)
     table.insert(handed, head)
   end
   return handed
+end
+-- The call `id` has ended (released or given up) and a try of it may still
+-- run late: leave a tombstone (KEYS[6]) that the acquire script refuses.
+local function sem_bury(ms)
+  if tonumber(ms) > 0 then redis.call('SET', KEYS[6], 1, 'PX', ms) end
 end
 )lua";
 
@@ -457,21 +478,23 @@ return {1, 0}
 const Script& SemAcquireScript() {
   static const Script script(SemSource(kMayGrow, R"lua(
 local id, k, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local cur = redis.call('HMGET', KEYS[1], 'permits', 'p:' .. id)
-if not cur[1] then return {-1, 0, 0, {}} end
+if redis.call('EXISTS', KEYS[5]) == 1 then return {-3, 0, 0, {}} end
+local permits = redis.call('HGET', KEYS[1], 'permits')
+if not permits then return {-1, 0, 0, {}} end
+permits = tonumber(permits)
 local now = now_ms()
 sem_expire(now)
 local handed = sem_hand_off(now, tonumber(ARGV[6]))
-local mine = redis.call('HGET', KEYS[1], 'p:' .. id)
+local mine = sem_live(id, now)
 if mine then
   -- Ours: the hand-off to us (just now, or earlier) claimed, or a retry of
-  -- a try whose reply was lost. Our lease from now; always a write (see
-  -- "Replica acknowledgement").
-  redis.call('ZADD', KEYS[2], now + lease, id)
+  -- a try whose reply was lost. Our lease from now; always a write, also
+  -- for a retry in the same millisecond (see "Replica acknowledgement").
+  local ends = tonumber(redis.call('ZSCORE', KEYS[2], id))
+  redis.call('ZADD', KEYS[2], math.max(ends + 1, now + lease), id)
   if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
-  return {1, tonumber(mine), handed}
+  return {1, mine, handed}
 end
-local permits = tonumber(cur[1])
 if k > permits then
   if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
   return {-2, permits, 0, handed}
@@ -510,7 +533,12 @@ local first = latched()
 if first then return first end
 local now = now_ms()
 sem_expire(now)
-local status = sem_give_back(ARGV[1]) and 1 or 0
+local status = 0
+if sem_live(ARGV[1], now) then
+  sem_give_back(ARGV[1])
+  status = 1
+end
+sem_bury(ARGV[4])
 return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
 )lua"));
   return script;
@@ -525,6 +553,7 @@ if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) 
 local now = now_ms()
 sem_expire(now)
 local status = sem_give_back(id) and 1 or 0
+sem_bury(ARGV[4])
 return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
 )lua"));
   return script;
@@ -563,7 +592,8 @@ const Script& SemAddScript() {
 local first = latched()
 if first then return first end
 local permits = tonumber(redis.call('HGET', KEYS[1], 'permits') or '0')
-local after = permits + tonumber(ARGV[1])
+local after = tonumber(ARGV[1])
+if ARGV[5] == 'add' then after = permits + after end
 if after < 0 or after > tonumber(ARGV[4]) then
   return latch({0, permits}, tonumber(ARGV[3]))
 end

@@ -139,7 +139,11 @@ const Script& LatchCountDownScript();
 // (sorted set: permit id -> end of its lease, server ms). [3] queue (list of
 // waiter ids, FIFO) [4] waiters (hash: waiter id -> "<presence deadline
 // ms>|<k>"), both expiring 2 presence windows after the last refresh. [5]
-// the reply latch of one request, where a script needs one.
+// the reply latch of one request, where a script needs one. [6] (release,
+// abandon) or [5] (acquire): the tombstone "...:semaphore:gone:<id>" of a
+// call that ended while a try of it may still run late (a lost reply): the
+// acquire script refuses to act for it, so such a try creates no set
+// nobody holds and queues no waiter that is gone.
 // A waiter's id is its permit set's id: a hand-off creates the set under it.
 // Every script but the read-only one first takes back the sets whose lease
 // ended (expiry <= now), then hands free permits to the queue's head
@@ -147,23 +151,24 @@ const Script& LatchCountDownScript();
 // blocks those behind it), and returns the ids it handed to, for the caller
 // to wake ("handed" below: an array of waiter ids).
 
-// KEYS 1-4. ARGV: permit id, k, lease ms, presence ms, enqueue ("1": queue
+// KEYS 1-5. ARGV: permit id, k, lease ms, presence ms, enqueue ("1": queue
 // up when refused), claim ms.
 // -> {1, k, handed} granted (or: the hand-off to this id claimed, or a
 //    retry that finds its set; the lease set to now + lease either way) |
 //    {0, free, wait ms, handed} refused (wait: until the earliest set's
 //    lease ends; -1 none) | {-1, 0, 0, {}} no semaphore |
 //    {-2, permits, 0, handed} k is above the semaphore's permits (refused;
-//    the waiter leaves the queue).
+//    the waiter leaves the queue) | {-3, 0, 0, {}} the call has ended (a
+//    tombstone): nothing done.
 const Script& SemAcquireScript();
 
-// KEYS 1-5. ARGV: permit id, claim ms, latch ms.
+// KEYS 1-6. ARGV: permit id, claim ms, latch ms, tombstone ms (0: none).
 // -> {1, handed} released | {0, handed} no such set (expired, released).
 // A retry returns the first reply.
 const Script& SemReleaseScript();
 
-// A waiter leaves without permits. KEYS 1-5. ARGV: permit id, claim ms,
-// latch ms. Leaves the queue, gives back a set under its id (a hand-off it
+// A waiter leaves without permits. KEYS 1-6. ARGV: permit id, claim ms,
+// latch ms, tombstone ms (0: none). Leaves the queue, gives back a set under its id (a hand-off it
 // did not claim, or a try whose reply was lost), and hands what that frees
 // (or what its place blocked) on. -> {1 gave a set back | 0, handed}.
 const Script& SemAbandonScript();
@@ -172,13 +177,14 @@ const Script& SemAbandonScript();
 // and its lease not ended (extended to now + lease) | 0 gone.
 const Script& SemRenewScript();
 
-// KEYS 1-5. ARGV: permits, request id.
+// KEYS 1-4. ARGV: permits, request id.
 // -> {1, permits} set by this request (also on a retry) | {0, permits} the
 //    semaphore exists.
 const Script& SemSetScript();
 
-// KEYS 1-5. ARGV: delta, claim ms, latch ms, max permits.
-// -> {1, permits, handed} | {0, permits} refused (out of 0..max).
+// KEYS 1-5. ARGV: n, claim ms, latch ms, max permits, "add" (permits + n)
+// or "set" (n). Makes the semaphore if it does not exist (with 0 + n).
+// -> {1, permits after, handed} | {0, permits} refused (out of 0..max).
 // A retry returns the first reply.
 const Script& SemAddScript();
 

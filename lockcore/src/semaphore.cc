@@ -34,6 +34,8 @@ long long Int(const Reply& r, size_t i, const char* what) {
   return e.integer;
 }
 
+}  // namespace
+
 void CheckPermits(int64_t permits, int64_t low, const char* what) {
   if (permits < low || permits > kMaxSemaphorePermits) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -42,6 +44,8 @@ void CheckPermits(int64_t permits, int64_t low, const char* what) {
                     std::to_string(permits));
   }
 }
+
+namespace {
 
 void ThrowIfShortfall(const std::string& shortfall, const std::string& what) {
   if (!shortfall.empty()) {
@@ -52,20 +56,33 @@ void ThrowIfShortfall(const std::string& shortfall, const std::string& what) {
 
 }  // namespace
 
-std::vector<std::string> LockCore::SemKeys(
-    std::string_view name, const std::string& request_id) const {
+std::string LockCore::SemShortfall(const std::string& shortfall,
+                                   bool retried) const {
+  // A retry that found the first try's work done (its own setting, a
+  // latched reply) wrote nothing, so its WAIT does not answer for the first
+  // try's writes (see scripts.h, "Replica acknowledgement").
+  if (!shortfall.empty() || !retried || !ReplicaWanted()) return shortfall;
+  return "a retry after a lost reply, whose WAIT does not cover the first "
+         "try's writes";
+}
+
+std::vector<std::string> LockCore::SemKeys(std::string_view name,
+                                           const std::string& request_id,
+                                           const std::string& gone_id) const {
   const std::string tag = options_.key_prefix + ":{" + std::string(name) + "}:";
   std::vector<std::string> keys = {tag + "semaphore", tag + "semaphore:expiry",
                                    tag + "semaphore:queue",
                                    tag + "semaphore:waiters"};
   if (!request_id.empty()) keys.push_back(tag + "latch:" + request_id);
+  if (!gone_id.empty()) keys.push_back(tag + "semaphore:gone:" + gone_id);
   return keys;
 }
 
-void LockCore::SemHanded(const std::string& name, const Reply& handed) {
+void LockCore::SemHanded(const std::string& name, const Reply& handed,
+                         const std::string& self) {
   if (handed.type != Reply::Type::kArray) return;
   for (const Reply& waiter : handed.elements) {
-    if (waiter.type != Reply::Type::kString) continue;
+    if (waiter.type != Reply::Type::kString || waiter.str == self) continue;
     // Ours: woken directly, no event. Another process's: only it wakes.
     if (sem_waits_.HandedOff(name, waiter.str, WakeCause::kLocal, {}, 0,
                              /*promote=*/false)) {
@@ -83,41 +100,46 @@ bool LockCore::SemTrySet(const std::string& name, int64_t permits) {
   ValidateName(name);
   CheckPermits(permits, 0, "semaphore permits");
   std::string shortfall;
+  bool retried = false;
   const std::string request = NextRequestId();
   const Reply r = EvalRetryOnce(SemSetScript(), SemKeys(name),
                                 {std::to_string(permits), request},
-                                Clock::TimePoint::max(), nullptr, &shortfall);
+                                Clock::TimePoint::max(), &retried, &shortfall);
   const bool set = Int(r, 0, "semaphore set") == 1;
-  if (set) ThrowIfShortfall(shortfall, "semaphore '" + name + "' set");
+  if (set)
+    ThrowIfShortfall(SemShortfall(shortfall, retried),
+                     "semaphore '" + name + "' set");
   return set;
 }
 
-int64_t LockCore::SemAdd(const std::string& name, int64_t delta) {
+int64_t LockCore::SemChange(const std::string& name, int64_t n, bool add) {
   ValidateName(name);
-  if (delta < -kMaxSemaphorePermits || delta > kMaxSemaphorePermits) {
+  if (n < -kMaxSemaphorePermits || n > kMaxSemaphorePermits) {
     throw Error(ErrorCode::kInvalidArgument,
-                "semaphore permits to add must be -" +
-                    std::to_string(kMaxSemaphorePermits) + ".." +
+                std::string("semaphore permits to ") + (add ? "add" : "set") +
+                    " must be -" + std::to_string(kMaxSemaphorePermits) + ".." +
                     std::to_string(kMaxSemaphorePermits));
   }
   std::string shortfall;
+  bool retried = false;
   const std::string request = NextRequestId();
   const Reply r = EvalRetryOnce(
       SemAddScript(), SemKeys(name, request),
-      {std::to_string(delta), std::to_string(options_.claim_window.count()),
+      {std::to_string(n), std::to_string(options_.claim_window.count()),
        std::to_string(options_.retry_latch.count()),
-       std::to_string(kMaxSemaphorePermits)},
-      Clock::TimePoint::max(), nullptr, &shortfall);
-  const int64_t permits = Int(r, 1, "semaphore add");
-  if (Int(r, 0, "semaphore add") != 1) {
+       std::to_string(kMaxSemaphorePermits), add ? "add" : "set"},
+      Clock::TimePoint::max(), &retried, &shortfall);
+  const int64_t permits = Int(r, 1, "semaphore change");
+  if (Int(r, 0, "semaphore change") != 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 "semaphore '" + name + "' has " + std::to_string(permits) +
-                    " permits: adding " + std::to_string(delta) +
-                    " would leave it outside 0.." +
+                    " permits: " + (add ? "adding " : "setting ") +
+                    std::to_string(n) + " would leave it outside 0.." +
                     std::to_string(kMaxSemaphorePermits));
   }
-  SemHanded(name, Elem(r, 2, "semaphore add"));
-  ThrowIfShortfall(shortfall, "semaphore '" + name + "' add");
+  SemHanded(name, Elem(r, 2, "semaphore change"));
+  ThrowIfShortfall(SemShortfall(shortfall, retried),
+                   "semaphore '" + name + "' change");
   return permits;
 }
 
@@ -136,16 +158,16 @@ SemaphoreInfo LockCore::SemInspect(const std::string& name) {
   return info;
 }
 
-bool LockCore::SemAbandon(const std::string& name,
-                          const std::string& id) noexcept {
+bool LockCore::SemAbandon(const std::string& name, const std::string& id,
+                          int64_t gone_ms) noexcept {
   try {
     const std::string request = NextRequestId();
-    const Reply r =
-        EvalRetryOnce(SemAbandonScript(), SemKeys(name, request),
-                      {id, std::to_string(options_.claim_window.count()),
-                       std::to_string(options_.retry_latch.count())},
-                      options_.clock->Now() + kGiveUpBudget);
-    SemHanded(name, Elem(r, 1, "semaphore abandon"));
+    const Reply r = EvalRetryOnce(
+        SemAbandonScript(), SemKeys(name, request, id),
+        {id, std::to_string(options_.claim_window.count()),
+         std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
+        options_.clock->Now() + kGiveUpBudget);
+    SemHanded(name, Elem(r, 1, "semaphore abandon"), id);
     return true;
   } catch (...) {
     // Redis unreachable or slow (counted): the queue entry lapses after
@@ -183,24 +205,32 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
   // Whether Redis may have our set or our queue entry: on a way out without
   // permits, the call leaves (SemAbandon).
   bool touched = false;
+  // Whether a try may have run with its reply lost — and so may still run
+  // late, after the call ended: its end then leaves a tombstone for as long
+  // as a late try could create a set (its lease) or reach the server.
+  bool unsure = false;
+  const int64_t gone_ms = lease.count() + options_.retry_latch.count();
   struct Leave {
     LockCore* core;
     const std::string& name;
     const std::string& id;
     const bool wait;
     const bool& touched;
+    const bool& unsure;
+    const int64_t gone_ms;
     WaitTable::Slot* slot;
     const PermitResult& result;
     ~Leave() {
       const bool acquired = result.status == AcquireStatus::kAcquired;
-      if (!acquired && touched) core->SemAbandon(name, id);
+      if (!acquired && touched)
+        core->SemAbandon(name, id, unsure ? gone_ms : 0);
       if (!wait) return;
       core->sem_waits_.Unregister(name, slot);
       core->sem_waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
-  } leave{this, name, id, wait, touched, &slot, result};
+  } leave{this, name, id, wait, touched, unsure, gone_ms, &slot, result};
 
-  const std::vector<std::string> keys = SemKeys(name);
+  const std::vector<std::string> keys = SemKeys(name, "", id);
   const std::vector<std::string> args = {
       id,
       std::to_string(k),
@@ -224,15 +254,20 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
         r = EvalRetryOnce(SemAcquireScript(), keys, args, deadline,
                           &may_have_run, &shortfall);
       } catch (const Error&) {
-        if (may_have_run) touched = true;
+        if (may_have_run) touched = unsure = true;
         throw;
       }
+      if (may_have_run) unsure = true;  // the retry answered; the first may run
       touched = wait || touched;
       if (!reached_.load(std::memory_order_relaxed))
         reached_.store(true, std::memory_order_relaxed);
       in_outage = false;
       const long long status = Int(r, 0, "semaphore acquire");
-      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"));
+      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"), id);
+      if (status == -3) {
+        throw Error(ErrorCode::kInternal,
+                    "semaphore '" + name + "': this acquisition has ended");
+      }
       if (status == -1) {
         throw Error(
             ErrorCode::kInvalidArgument,
@@ -257,11 +292,19 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
         held->lease = lease;
         held->renew = renew;
         held->local_holds = 1;
+        held->gone_ms = unsure ? gone_ms : 0;
         held->valid_until_ns.store(ValidUntilNs(sent, lease));
         if (renew) held->next_check = sent + lease / 3;
         if (options.on_lost) held->on_lost.push_back(options.on_lost);
         {
           std::lock_guard lock(mu_);
+          if (stopping_) {
+            // The LockClient is gone: nothing would renew the set or tell
+            // its holder when it ends. Given back (Leave).
+            throw Error(
+                ErrorCode::kInvalidArgument,
+                "semaphore '" + name + "': its LockClient has been destroyed");
+          }
           permits_[id] = held;
           Schedule(held);
         }
@@ -339,26 +382,39 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
 ReleaseStatus LockCore::SemRelease(const std::string& name,
                                    const std::string& permit_id,
                                    const std::shared_ptr<HeldLock>& held) {
+  // A late try of the set's acquisition must not bring it back: with one
+  // possible (a lost reply), or not knowing (a release by id), a tombstone.
+  int64_t gone_ms =
+      held ? held->gone_ms
+           : options_.default_lease.count() + options_.retry_latch.count();
+  LostCalls lost_calls;
   {
     std::lock_guard lock(mu_);
-    std::shared_ptr<HeldLock> mine = held;
-    if (!mine) {
-      auto it = permits_.find(permit_id);
-      if (it != permits_.end() && it->second->name == name) mine = it->second;
-    }
-    if (mine) {
-      mine->released = true;  // the watchdog ignores it from now on
+    if (held) {
+      held->released = true;  // the watchdog ignores it from now on
+      Forget(held);
+    } else if (auto it = permits_.find(permit_id);
+               it != permits_.end() && it->second->name == name) {
+      // Released by id while a Permits of this client holds it: that holder
+      // has lost it (stop token, on_lost), as another client's release by
+      // id is learnt at its next renewal.
+      std::shared_ptr<HeldLock> mine = it->second;
+      gone_ms = std::max<int64_t>(
+          gone_ms, mine->lease.count() + options_.retry_latch.count());
+      MarkLostLocked(mine, &lost_calls);
       Forget(mine);
     }
   }
+  DeferCallbacks(std::move(lost_calls));
   const std::string request = NextRequestId();
   Reply r;
   try {
     std::string shortfall;
-    r = EvalRetryOnce(SemReleaseScript(), SemKeys(name, request),
-                      {permit_id, std::to_string(options_.claim_window.count()),
-                       std::to_string(options_.retry_latch.count())},
-                      Clock::TimePoint::max(), nullptr, &shortfall);
+    r = EvalRetryOnce(
+        SemReleaseScript(), SemKeys(name, request, permit_id),
+        {permit_id, std::to_string(options_.claim_window.count()),
+         std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
+        Clock::TimePoint::max(), nullptr, &shortfall);
   } catch (const Error&) {
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
@@ -384,7 +440,12 @@ bool Semaphore::TrySetPermits(int64_t permits) {
 }
 
 int64_t Semaphore::AddPermits(int64_t delta) {
-  return core_->SemAdd(name_, delta);
+  return core_->SemChange(name_, delta, /*add=*/true);
+}
+
+void Semaphore::SetPermits(int64_t permits) {
+  internal::CheckPermits(permits, 0, "semaphore permits");
+  core_->SemChange(name_, permits, /*add=*/false);
 }
 
 SemaphoreInfo Semaphore::Inspect() { return core_->SemInspect(name_); }

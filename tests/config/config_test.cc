@@ -70,7 +70,7 @@ worker:
   sources:
     kafka_jobs: {enabled: true, group: g}
     schedules:
-      - {name: a, lock: "report:a", every: 1h, catch_up: 3, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}}
+      - {name: a, lock: "report:a", every: 1h, catch_up: 3, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}, limit: {name: partner-api, permits: 3, take: 2}}
       - {name: b, cron: "@daily", handler: h2}
   handlers:
     inventory.purchase: {stock_prefix: stock, limit: 3}
@@ -123,8 +123,12 @@ logging: {level: debug, format: json}
                             {"s", {Scalar::Type::kString, "7"}},
                             {"t", {Scalar::Type::kString, "text"}}};
   EXPECT_EQ(a.payload, payload);
+  ASSERT_TRUE(a.limit.has_value());
+  EXPECT_EQ(*a.limit,
+            (LimitConfig{.name = "partner-api", .permits = 3, .take = 2}));
   const ScheduleConfig& b = config.worker.sources.schedules[1];
   EXPECT_EQ(b.lock, "b") << "the lock defaults to the name";
+  EXPECT_FALSE(b.limit.has_value());
   EXPECT_FALSE(b.every.has_value());
   ASSERT_TRUE(b.cron.has_value());
   EXPECT_EQ(*b.cron, CronSchedule::Parse("0 0 * * *"));
@@ -543,6 +547,37 @@ TEST(ConfigErrorTest, CatchUpIsACountFrom0To1000) {
       "integer from 0 to 1000, found 'all'",
       "c.yaml:9:52: worker.sources.schedules[3].catch_up: expected an "
       "integer from 0 to 1000, found '1.5'",
+  };
+  EXPECT_EQ(lines, expected);
+}
+
+TEST(ConfigErrorTest, ALimitNamesASemaphoreAndItsPermits) {
+  const std::vector<std::string> lines =
+      ErrorLines(std::string(kMinimal) + R"(worker:
+  sources:
+    schedules:
+      - {name: a, every: 1h, handler: h, limit: {name: p, permits: 3}}
+      - {name: b, every: 1h, handler: h, limit: {permits: 0}}
+      - {name: c, every: 1h, handler: h, limit: {name: "}p", permits: 1000001}}
+      - {name: d, every: 1h, handler: h, limit: {name: p, permits: 2, take: 3}}
+      - {name: e, every: 1h, handler: h, limit: {name: p, permits: 2, taek: 1}}
+      - {name: f, every: 1h, handler: h, limit: 3}
+)");
+  const std::vector<std::string> expected = {
+      "c.yaml:7:42: worker.sources.schedules[1].limit.name: missing required "
+      "key; expected the name of the limit's semaphore",
+      "c.yaml:7:59: worker.sources.schedules[1].limit.permits: expected an "
+      "integer from 1 to 1000000, found '0'",
+      "c.yaml:8:56: worker.sources.schedules[2].limit.name: expected a "
+      "semaphore name, found '}p' (it starts with '}')",
+      "c.yaml:8:71: worker.sources.schedules[2].limit.permits: expected an "
+      "integer from 1 to 1000000, found '1000001'",
+      "c.yaml:9:77: worker.sources.schedules[3].limit.take: take 3 is more "
+      "than the limit's 2 permits",
+      "c.yaml:10:71: worker.sources.schedules[4].limit.taek: unknown key; "
+      "did you mean 'take'?",
+      "c.yaml:11:49: worker.sources.schedules[5].limit: expected a limit: a "
+      "mapping with name, permits and optionally take, found '3'",
   };
   EXPECT_EQ(lines, expected);
 }

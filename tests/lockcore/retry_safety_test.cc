@@ -26,6 +26,7 @@
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "scripts.h"
 #include "support/fake_clock.h"
 #include "support/loopback_bus.h"
@@ -214,6 +215,67 @@ TEST_F(RetrySafety, LatchSetWhoseReplyWasLostIsStillThisCalls) {
   EXPECT_EQ(proxy_->dropped(), 1);
   EXPECT_FALSE(client->Latch("set").TrySetCount(3)) << "another call";
   EXPECT_EQ(client->Latch("set").Count(), 3);
+}
+
+// Semaphores: an acquisition, a release and an AddPermits whose replies
+// were lost are each one change; a try that runs after its call gave up
+// creates no permit set nobody holds.
+TEST_F(RetrySafety, PermitAcquireWhoseReplyWasLostIsOneSet) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  inspector->Semaphore("sem-a").SetPermits(3);
+  proxy_->DropNextReply(LoadedSha(internal::SemAcquireScript()));
+  PermitResult got =
+      client->Semaphore("sem-a").TryAcquire(2, {.lease = seconds(60)});
+  EXPECT_EQ(proxy_->dropped(), 1);
+  ASSERT_TRUE(got);
+  SemaphoreInfo info = inspector->Semaphore("sem-a").Inspect();
+  EXPECT_EQ(info.used, 2) << "the retry granted a second set";
+  EXPECT_EQ(info.holders, 1);
+  // Its release leaves a tombstone (a try of it may still run late).
+  EXPECT_EQ(got.permits.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(inspector->Semaphore("sem-a").Inspect().used, 0);
+}
+
+TEST_F(RetrySafety, PermitReleaseAndAddWhoseRepliesWereLostActOnce) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  inspector->Semaphore("sem-r").SetPermits(1);
+  PermitResult got =
+      client->Semaphore("sem-r").TryAcquire(1, {.lease = seconds(60)});
+  ASSERT_TRUE(got);
+  proxy_->DropNextReply(LoadedSha(internal::SemReleaseScript()));
+  EXPECT_EQ(got.permits.Release(), ReleaseStatus::kReleased)
+      << "the retry returns the first try's answer";
+  EXPECT_EQ(proxy_->dropped(), 1);
+  proxy_->DropNextReply(LoadedSha(internal::SemAddScript()));
+  EXPECT_EQ(client->Semaphore("sem-r").AddPermits(2), 3);
+  EXPECT_EQ(proxy_->dropped(), 2);
+  EXPECT_EQ(inspector->Semaphore("sem-r").Inspect().permits, 3)
+      << "added twice";
+}
+
+TEST_F(RetrySafety, PermitTryThatRunsAfterItsGiveUpCreatesNoSet) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  inspector->Semaphore("sem-late").SetPermits(2);
+  const std::string sha = LoadedSha(internal::SemAcquireScript());
+  // Both tries held back 3 s: each times out (1 s), the call gives up and
+  // its give-back (not delayed) runs before either.
+  proxy_->DelayNextRequest(sha, seconds(3));
+  proxy_->DelayNextRequest(sha, seconds(3));
+  try {
+    client->Semaphore("sem-late").TryAcquire(1, {.lease = seconds(60)});
+    ADD_FAILURE() << "the delayed tries did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisTimeout) << e.what();
+  }
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 2; }));
+  // The late tries ran: the tombstone refused them.
+  const SemaphoreInfo info = inspector->Semaphore("sem-late").Inspect();
+  EXPECT_EQ(info.used, 0) << "a set nobody holds, for its whole lease";
+  EXPECT_EQ(info.waiters, 0);
+  EXPECT_TRUE(inspector->Semaphore("sem-late").TryAcquire(2));
 }
 
 // A waiting call whose acquire tries were granted on the server but lost

@@ -88,6 +88,13 @@ TEST_F(SemaphoreTest, SetsTakesAndGivesBackPermits) {
   EXPECT_EQ(s.AddPermits(2), 5);
   EXPECT_EQ(s.Inspect().available, 4);
   EXPECT_EQ(s.AddPermits(-1), 4);
+  s.SetPermits(6);
+  s.SetPermits(6);  // idempotent: each process may set its config's number
+  EXPECT_EQ(s.Inspect().permits, 6);
+  s.SetPermits(4);
+  EXPECT_EQ(s.Inspect().permits, 4);
+  client->Semaphore("made-by-set").SetPermits(2);
+  EXPECT_EQ(client->Semaphore("made-by-set").Inspect().permits, 2);
   EXPECT_EQ(client->stats().permit_acquisitions, 2u);
   EXPECT_EQ(client->stats().permit_releases, 1u);
   // A Permits object gives its set back when it goes.
@@ -120,6 +127,7 @@ TEST_F(SemaphoreTest, BadArgumentsAreRefused) {
   EXPECT_EQ(code([&] { s.TryAcquire(1, {.lease = milliseconds(0)}); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code([&] { s.AddPermits(-3); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code([&] { s.SetPermits(-1); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.Inspect().permits, 2) << "a refused change changes nothing";
   EXPECT_EQ(code([&] { s.Release(""); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.Release("no-such-id"), ReleaseStatus::kNotHeld);
@@ -262,6 +270,52 @@ TEST_F(SemaphoreTest, ASetTakenAwayIsToldAsLost) {
   EXPECT_TRUE(token.stop_requested());
   EXPECT_TRUE(held.permits.lost());
   EXPECT_EQ(held.permits.Release(), ReleaseStatus::kNotHeld);
+}
+
+TEST_F(SemaphoreTest, ASetReleasedByIdInItsOwnClientIsToldAsLost) {
+  auto a = Connected();
+  Semaphore s = a->Semaphore("own");
+  ASSERT_TRUE(s.TrySetPermits(1));
+  std::atomic<int> lost{0};
+  PermitResult held = s.TryAcquire(
+      1, {.on_lost = [&](const std::string&, int64_t) { ++lost; }});
+  ASSERT_TRUE(held);
+  EXPECT_EQ(s.Release(held.permits.id()), ReleaseStatus::kReleased);
+  EXPECT_TRUE(held.permits.lost()) << "at once, not at its lease's end";
+  EXPECT_TRUE(held.permits.stop_token().stop_requested());
+  EXPECT_TRUE(WaitUntil([&] { return lost.load() == 1; }));
+  EXPECT_EQ(held.permits.Release(), ReleaseStatus::kNotHeld);
+  EXPECT_EQ(s.Inspect().used, 0);
+}
+
+TEST_F(SemaphoreTest, AHandleOutlivingItsClientGetsNothing) {
+  auto a = Connected();
+  Semaphore s = a->Semaphore("gone");
+  ASSERT_TRUE(s.TrySetPermits(1));
+  subscribed_.clear();
+  bus_.Unsubscribe(a.get());
+  a.reset();
+  EXPECT_THROW(s.TryAcquire(1), Error);
+  EXPECT_EQ(NewClient()->Semaphore("gone").Inspect().used, 0)
+      << "the set granted after the client went was given back";
+}
+
+TEST_F(SemaphoreTest, LoweringPermitsDropsAWaiterThatCanNoLongerFit) {
+  auto a = Connected();
+  auto b = Connected();
+  Semaphore s = a->Semaphore("drop");
+  ASSERT_TRUE(s.TrySetPermits(3));
+  PermitResult held = s.TryAcquire(1);
+  ASSERT_TRUE(held);
+  auto big = Queue(*b, *a, "drop", 3, 1);
+  auto small = Queue(*b, *a, "drop", 1, 2);
+  // 1 free of 2, the head needs 3: it is dropped (and woken: its try is
+  // refused), the next one served by the same change (no bound: park cap
+  // and presence are long).
+  EXPECT_EQ(s.AddPermits(-1), 2);
+  EXPECT_TRUE(small.get());
+  EXPECT_THROW(big.get(), Error);
+  EXPECT_EQ(b->stats().wakeups_bound, 0u);
 }
 
 TEST_F(SemaphoreTest, AForgedEventWakesButGrantsNothing) {

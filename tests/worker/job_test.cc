@@ -66,6 +66,34 @@ TEST(JobTest, EncodeRoundTrips) {
   EXPECT_EQ(ParseJob(EncodeJob(job)), job);
 }
 
+TEST(JobTest, ALimitIsParsedCheckedAndEncoded) {
+  Job job = ParseJob(
+      R"({"id":"a","lock":"l","type":"t","limit":{"name":"api","permits":3}})");
+  ASSERT_TRUE(job.limit.has_value());
+  EXPECT_EQ(*job.limit,
+            (config::LimitConfig{.name = "api", .permits = 3, .take = 1}));
+  job.limit->take = 2;
+  EXPECT_EQ(ParseJob(EncodeJob(job)), job);
+  const std::string head = R"({"id":"a","lock":"l","type":"t","limit":)";
+  EXPECT_EQ(ParseError(head + "3}"),
+            "field 'limit': expected an object, found number");
+  EXPECT_EQ(ParseError(head + R"({"permits":3}})"),
+            "field 'limit.name': missing");
+  EXPECT_EQ(ParseError(head + R"({"name":"}x","permits":3}})"),
+            "field 'limit.name': must not start with '}'");
+  EXPECT_EQ(ParseError(head + R"({"name":"x"}})"),
+            "field 'limit.permits': missing");
+  EXPECT_EQ(ParseError(head + R"({"name":"x","permits":0}})"),
+            "field 'limit.permits': expected an integer 1..1000000, found 0");
+  EXPECT_EQ(ParseError(head + R"({"name":"x","permits":"3"}})"),
+            "field 'limit.permits': expected an integer 1..1000000, found "
+            "\"3\"");
+  EXPECT_EQ(ParseError(head + R"({"name":"x","permits":2,"take":3}})"),
+            "field 'limit.take': 3 is more than the limit's 2 permits");
+  job.limit->take = 5;
+  EXPECT_THROW(EncodeJob(job), JobError);
+}
+
 TEST(JobTest, EncodeRefusesWhatParseWouldRefuse) {
   EXPECT_THROW(EncodeJob(Job{.id = "", .lock = "l", .type = "t"}), JobError);
   EXPECT_THROW(EncodeJob(Job{.id = "a", .lock = "l", .type = ""}), JobError);

@@ -13,6 +13,7 @@
 #include "counting_observer.h"
 #include "lockcore/lock_fixture.h"
 #include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "support/loopback_bus.h"
 
@@ -355,6 +356,62 @@ TEST_F(RunnerTest, AHugeMalformedRecordIsDeadLetteredClipped) {
   EXPECT_NE(letter.find("... (2097153 bytes in all)"), std::string::npos);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_LT(logged[0].size(), 2048u);
+}
+
+// Jobs on different locks that share a limit of 2: at most 2 handlers run
+// at once across 4 workers of 3 threads each, and every job runs.
+TEST_F(RunnerTest, ALimitCapsHowManyJobsRunAtOnceAcrossWorkers) {
+  std::atomic<int> running{0}, most{0};
+  handlers_->Register(
+      "busy", {.run = [&](JobContext&) {
+        const int now = ++running;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(milliseconds(20));
+        --running;
+        return JobResult::kOk;
+      }});
+  constexpr int kJobs = 48, kWorkers = 4, kThreadsPerWorker = 3;
+  std::vector<std::shared_ptr<JobRunner>> runners;
+  for (int w = 0; w < kWorkers; ++w) runners.push_back(NewRunner());
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWorkers * kThreadsPerWorker; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i; (i = next++) < kJobs;) {
+        Job job{.id = "j" + std::to_string(i),
+                .lock = "order:" + std::to_string(i),
+                .type = "busy",
+                .limit = config::LimitConfig{.name = "partner", .permits = 2}};
+        runners[t % kWorkers]->Run(job, JobSource::kKafka, {});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_LE(most.load(), 2);
+  EXPECT_EQ(most.load(), 2) << "the limit lets 2 run at once, not fewer";
+  EXPECT_EQ(observer_->count(JobResult::kOk), kJobs);
+  const SemaphoreInfo info = LockClient(redis_).Semaphore("partner").Inspect();
+  EXPECT_EQ(info.permits, 2) << "set from the job's limit";
+  EXPECT_EQ(info.used, 0) << "every permit given back";
+}
+
+TEST_F(RunnerTest, ALimitWaitTimeoutIsReportedAndDeadLettered) {
+  LockClient holder(NewRedis());
+  Semaphore partner = holder.Semaphore("partner");
+  partner.SetPermits(1);
+  PermitResult held = partner.TryAcquire(1);
+  ASSERT_TRUE(held);
+  auto runner = NewRunner({.lock_wait = milliseconds(50)});
+  Job job{.id = "t1",
+          .lock = "free",
+          .type = "sleep",
+          .limit = config::LimitConfig{.name = "partner", .permits = 1}};
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kTimeout);
+  EXPECT_EQ(DeadLetters(), 1);
+  EXPECT_FALSE(LockClient(redis_).Inspect("free").locked)
+      << "the lock is given back with the job";
 }
 
 TEST_F(RunnerTest, LockWaitTimeoutIsReportedAndDeadLettered) {

@@ -96,6 +96,51 @@ const Scalar* Find(const Settings& settings, std::string_view key) {
                  ", found '" + found.text + "'");
 }
 
+constexpr int64_t kMaxLimitPermits = 1'000'000;
+
+int64_t LimitInt(const json& limit, const char* field, int64_t low,
+                 std::optional<int64_t> fallback) {
+  const auto it = limit.find(field);
+  if (it == limit.end()) {
+    if (fallback) return *fallback;
+    throw JobError(std::string("field 'limit.") + field + "': missing");
+  }
+  if (!it->is_number_integer() || it->get<int64_t>() < low ||
+      it->get<int64_t>() > kMaxLimitPermits) {
+    throw JobError(std::string("field 'limit.") + field +
+                   "': expected an integer " + std::to_string(low) + ".." +
+                   std::to_string(kMaxLimitPermits) + ", found " + it->dump());
+  }
+  return it->get<int64_t>();
+}
+
+config::LimitConfig ParseLimit(const json& limit) {
+  if (!limit.is_object()) {
+    throw JobError(std::string("field 'limit': expected an object, found ") +
+                   limit.type_name());
+  }
+  config::LimitConfig out;
+  try {
+    out.name = RequireString(limit, "name", kMaxLockBytes);
+  } catch (const JobError& e) {  // "field 'name': ..." -> 'limit.name'
+    std::string message = e.what();
+    message.replace(0, std::string("field 'name'").size(),
+                    "field 'limit.name'");
+    throw JobError(message);
+  }
+  if (out.name.front() == '}') {
+    throw JobError("field 'limit.name': must not start with '}'");
+  }
+  out.permits = static_cast<int>(LimitInt(limit, "permits", 1, std::nullopt));
+  out.take = static_cast<int>(LimitInt(limit, "take", 1, 1));
+  if (out.take > out.permits) {
+    throw JobError("field 'limit.take': " + std::to_string(out.take) +
+                   " is more than the limit's " + std::to_string(out.permits) +
+                   " permits");
+  }
+  return out;
+}
+
 }  // namespace
 
 Job ParseJob(std::string_view text) {
@@ -119,6 +164,9 @@ Job ParseJob(std::string_view text) {
       job.payload[key] = ToScalar(key, value);
     }
   }
+  if (const auto limit = record.find("limit"); limit != record.end()) {
+    job.limit = ParseLimit(*limit);
+  }
   return job;
 }
 
@@ -139,6 +187,12 @@ std::string EncodeJob(const Job& job) {
                  {"lock", job.lock},
                  {"type", job.type},
                  {"payload", std::move(payload)}};
+  if (job.limit) {
+    record["limit"] = {{"name", job.limit->name},
+                       {"permits", job.limit->permits},
+                       {"take", job.limit->take}};
+    ParseLimit(record["limit"]);  // nothing unparseable is produced
+  }
   // Replace invalid UTF-8 rather than throw: ids come from callers.
   return record.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -238,6 +238,51 @@ const Settings& JobRunner::SettingsFor(std::string_view handler) const {
                                                        : configured->second;
 }
 
+PermitResult JobRunner::TakeLimit(const config::LimitConfig& limit,
+                                  std::stop_token stop) {
+  Semaphore semaphore = locks_->Semaphore(limit.name);
+  bool set = false;
+  {
+    std::lock_guard lock(limits_mu_);
+    auto [it, added] = limits_set_.try_emplace(limit.name, limit.permits);
+    set = added || it->second != limit.permits;
+    it->second = limit.permits;
+  }
+  if (set) {
+    try {
+      semaphore.SetPermits(limit.permits);
+    } catch (...) {
+      std::lock_guard lock(limits_mu_);
+      limits_set_.erase(limit.name);  // set again next time
+      throw;
+    }
+  }
+  const PermitOptions options{.stop = stop};
+  if (options_.lock_wait)
+    return semaphore.AcquireFor(limit.take, *options_.lock_wait, options);
+  return semaphore.AcquireUntil(limit.take, Clock::TimePoint::max(), options);
+}
+
+void JobRunner::GiveBack(Permits& permits, const std::string& what) {
+  if (!permits.held()) return;
+  const bool lost = permits.lost();
+  try {
+    permits.Release();
+  } catch (const std::exception& e) {  // they come back when the lease ends
+    if (options_.log) {
+      options_.log(LogLevel::kWarning,
+                   what + ": giving its permits back failed: " + e.what());
+    }
+    return;
+  }
+  if (lost && options_.log) {
+    options_.log(LogLevel::kWarning,
+                 what +
+                     ": its permits were lost while it ran (the limit "
+                     "may have been exceeded meanwhile)");
+  }
+}
+
 JobResult JobRunner::Run(const Job& job, JobSource source,
                          std::stop_token stop) {
   const Clock::TimePoint started = SteadyClock()->Now();
@@ -271,17 +316,23 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
   // lease_lost and run again from the top (acquire, done marker, handler),
   // as a redelivery would, without waiting for the group to redeliver it (a
   // record not marked done would hold up its partition's commits).
-  const auto lease_lost = [&](const Lease& lost, std::string_view what) {
+  const auto lease_lost = [&](const std::string& lost, std::string_view what) {
     ++leases_lost;
     Report(source, job.type, JobResult::kLeaseLost, started);
     if (options_.log) {
       options_.log(LogLevel::kWarning,
-                   "job " + job.id + " (" + job.type + "): lease on lock '" +
-                       job.lock + "' (fence " + std::to_string(lost.fence()) +
-                       ") lost while it ran; " + std::string(what) +
+                   "job " + job.id + " (" + job.type + "): " + lost +
+                       " lost while it ran; " + std::string(what) +
                        ": not marked done, running it again under a new "
                        "hold");
     }
+  };
+  const auto lease_of = [&](const Lease& lease) {
+    return "lease on lock '" + job.lock + "' (fence " +
+           std::to_string(lease.fence()) + ")";
+  };
+  const auto permits_of = [&] {
+    return "permits of limit '" + job.limit->name + "'";
   };
   while (attempt < options_.max_attempts) {
     if ((attempt > 0 || redis_outages > 0 || leases_lost > 0) &&
@@ -290,6 +341,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
     }
     HoldJournal::Entry journaled;  // declared first: ends after the lease
     Lease lease;
+    Permits permits;  // after the lease: given back before it
     JobResult result = JobResult::kOk;
     try {
       AcquireOptions acquire{.stop = stop};
@@ -314,9 +366,27 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
               .integer == 1) {
         return finish(JobResult::kDuplicate);
       }
+      if (job.limit) {
+        PermitResult got = TakeLimit(*job.limit, stop);
+        if (got.status == AcquireStatus::kCancelled) {
+          return finish(JobResult::kCancelled);
+        }
+        if (!got) {
+          return give_up(JobResult::kTimeout,
+                         "limit '" + job.limit->name + "' (" +
+                             std::to_string(job.limit->take) + " of " +
+                             std::to_string(job.limit->permits) +
+                             " permits) not acquired within " +
+                             std::to_string(options_.lock_wait->count()) +
+                             " ms");
+        }
+        permits = std::move(got.permits);
+      }
       FencedResource resource(redis_, job.lock, options_.key_prefix);
-      // The handler's token: shutdown's, or the loss of the job's lease.
-      const internal::AnyStop handler_stop({stop, lease.stop_token()});
+      // The handler's token: shutdown's, or the loss of the job's lease or
+      // permits.
+      const internal::AnyStop handler_stop(
+          {stop, lease.stop_token(), PermitsToken(permits)});
       JobContext context{.job = job,
                          .source = source,
                          .lease = lease,
@@ -333,6 +403,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                                JobResultName(result) +
                                " (only ok, rejected or duplicate are allowed)");
       }
+      GiveBack(permits, "job " + job.id);
       // It finished, but its lease is gone: the done marker goes through
       // the fence, so the job counts as done only if no newer grant has
       // written to the resource since (its fenced effect, if any, then stands
@@ -352,7 +423,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
           return finish(JobResult::kCancelled);  // shutting down: handed back
         }
         if (!accepted) {
-          lease_lost(lease, "a newer grant wrote to its resource");
+          lease_lost(lease_of(lease), "a newer grant wrote to its resource");
           continue;
         }
         try {
@@ -370,7 +441,13 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
       // was: a refused fenced write, say) did not finish: not its fault, so
       // it costs no attempt.
       if (lease.held() && lease.lost()) {
-        lease_lost(lease, "the handler stopped (" + Describe(error) + ")");
+        lease_lost(lease_of(lease),
+                   "the handler stopped (" + Describe(error) + ")");
+        continue;
+      }
+      if (permits.held() && permits.lost()) {
+        lease_lost(permits_of(),
+                   "the handler stopped (" + Describe(error) + ")");
         continue;
       }
       last_error = Describe(error);
@@ -493,11 +570,31 @@ OccurrenceResult JobRunner::RunOccurrence(
     if (!claimed.reply.is_nil() && std::stoll(claimed.reply.str) >= due_ms) {
       return finish(JobResult::kDuplicate);
     }
+    Permits permits;
+    if (schedule.limit) {
+      PermitResult got = TakeLimit(*schedule.limit, stop);
+      if (got.status == AcquireStatus::kCancelled) {
+        return finish(JobResult::kCancelled);
+      }
+      if (!got) {
+        if (options_.log) {
+          options_.log(LogLevel::kWarning,
+                       "schedule " + schedule.name + ": limit '" +
+                           schedule.limit->name +
+                           "' busy; trying again (lock released)");
+        }
+        lease.Release();
+        out.retry_after = milliseconds(1000);
+        return out;
+      }
+      permits = std::move(got.permits);
+    }
     // The occurrence is this job's identity: one id per firing.
     const Job job{.id = schedule.name + "@" + std::to_string(due_ms),
                   .lock = schedule.lock,
                   .type = schedule.handler,
-                  .payload = schedule.payload};
+                  .payload = schedule.payload,
+                  .limit = schedule.limit};
     const std::string done_key = DoneKey(job.lock, job.id);
     // A run whose lease was lost is not recorded (its record would be
     // refused anyway once a newer grant claimed the resource): counted as
@@ -517,8 +614,9 @@ OccurrenceResult JobRunner::RunOccurrence(
       out.retry_after = milliseconds(1000);  // as after an error: no spin
       return out;
     };
-    // The handler's token: shutdown's, or the loss of the lease.
-    const internal::AnyStop handler_stop({stop, lease.stop_token()});
+    // The handler's token: shutdown's, or the loss of the lease or permits.
+    const internal::AnyStop handler_stop(
+        {stop, lease.stop_token(), PermitsToken(permits)});
     JobContext context{.job = job,
                        .source = JobSource::kSchedule,
                        .lease = lease,
@@ -537,7 +635,7 @@ OccurrenceResult JobRunner::RunOccurrence(
       if (stop.stop_requested()) {
         return finish(JobResult::kCancelled);  // not recorded: retried
       }
-      if (lease.lost()) {
+      if (lease.lost() || (permits.held() && permits.lost())) {
         return lease_lost("the handler stopped (" + Describe(thrown) + ")");
       }
       error = Describe(thrown);
@@ -548,6 +646,7 @@ OccurrenceResult JobRunner::RunOccurrence(
                                            " failed: " + error);
       }
     }
+    GiveBack(permits, "schedule " + schedule.name);
     const auto took =
         duration_cast<milliseconds>(SteadyClock()->Now() - started);
     const std::string entry = std::to_string(due_ms) + " " +

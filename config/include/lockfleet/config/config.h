@@ -219,6 +219,18 @@ struct Scalar {
 // Settings by name. Values are scalars only (no nested maps or lists).
 using Settings = std::map<std::string, Scalar>;
 
+// A job's concurrency limit (`limit:` of a schedule, "limit" of a Kafka
+// job): while it runs, the job holds `take` permits of the semaphore `name`,
+// which has `permits` permits (lockcore's Semaphore: permits expire with
+// their holder, so a crashed worker's come back when its lease ends).
+struct LimitConfig {
+  std::string name;  // the semaphore: 1..1024 bytes, not starting with '}'
+  int permits = 1;   // how many such runs at once, fleet-wide: 1..1000000
+  int take = 1;      // permits one run holds: 1..permits. Default: 1
+
+  bool operator==(const LimitConfig&) const = default;
+};
+
 // One entry of `worker.sources.schedules:` — a job the worker fleet runs
 // on a timetable, under a lock so that one worker runs each firing.
 struct ScheduleConfig {
@@ -237,6 +249,8 @@ struct ScheduleConfig {
   // `catch_up` of them, oldest first; the others are skipped. 0: none, wait
   // for the next occurrence. 0..1000. Default: 1 (only the latest).
   int catch_up = 1;
+  // Held while it runs, after the lock. Default: none.
+  std::optional<LimitConfig> limit;
 
   bool operator==(const ScheduleConfig&) const = default;
 };

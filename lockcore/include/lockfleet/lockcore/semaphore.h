@@ -181,6 +181,12 @@ class Semaphore {
   // reply returns the first reply instead of adding again.
   int64_t AddPermits(int64_t delta);
 
+  // Sets the semaphore's permits to `permits` (making it if it does not
+  // exist): as AddPermits with the difference, but idempotent — every
+  // process of a fleet may set the number its config says. Throws
+  // Error(kInvalidArgument) outside 0..kMaxSemaphorePermits.
+  void SetPermits(int64_t permits);
+
   // A snapshot (one script, read-only).
   SemaphoreInfo Inspect();
 

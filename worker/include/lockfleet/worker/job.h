@@ -17,6 +17,10 @@
 //   type     required string, 1..128 bytes: a registered handler's name.
 //   payload  optional object of scalars (string, number, boolean); nested
 //            objects and arrays are refused. Default: {}.
+//   limit    optional object {"name": "partner-api", "permits": 3, "take": 1}:
+//            a concurrency limit held after the lock while it runs (see
+//            config::LimitConfig; name 1..1024 bytes, permits 1..1000000,
+//            take 1..permits, default 1). Default: none.
 // Unknown top-level fields are ignored (newer producers may add some).
 #pragma once
 
@@ -40,6 +44,7 @@ struct Job {
   std::string lock;
   std::string type;
   Settings payload;
+  std::optional<config::LimitConfig> limit;
 
   bool operator==(const Job&) const = default;
 };

@@ -3,11 +3,15 @@
 // A Kafka job (Run):
 //   1. acquire the job's lock (waiting up to `lock_wait`; cancellable);
 //   2. if the job's done marker exists, it already ran: kDuplicate;
-//   3. run the handler; on an exception release the lock, back off and
-//      go to 1, up to max_attempts in all;
-//   4. set the done marker (it lives dedup_ttl), release the lock.
-// The handler's stop token fires on shutdown or when the job's lease is lost
-// (handler.h, "Stopping"). A run whose lease was lost is reported as
+//   3. with a `limit`, take its permits (Semaphore; waiting up to
+//      `lock_wait` as well), after the lock — every job takes the two in
+//      that order, so jobs never wait on each other in a cycle;
+//   4. run the handler, then give the permits back; on an exception release
+//      the lock, back off and go to 1, up to max_attempts in all;
+//   5. set the done marker (it lives dedup_ttl), release the lock.
+// The handler's stop token fires on shutdown or when the job's lease (or its
+// permit set) is lost (handler.h, "Stopping"); a run whose permits were lost
+// is handled as one whose lease was. A run whose lease was lost is reported as
 // kLeaseLost and, unless its done marker written through the fence is
 // accepted (handler.h, "The fencing rule"), is not marked done: the job goes
 // back to 1 (a redelivery in this process, costing no attempt; a record not
@@ -47,6 +51,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -55,6 +60,7 @@
 #include "lockfleet/config/config.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/worker/handler.h"
 #include "lockfleet/worker/hold_journal.h"
 #include "lockfleet/worker/job.h"
@@ -167,11 +173,27 @@ class JobRunner {
   bool Backoff(int attempt, std::stop_token stop);
   // Records `lease` in options_.journal (if any) until the Entry ends.
   HoldJournal::Entry Journal(std::string_view lock, const Lease& lease);
+  // Takes `limit`'s permits, waiting up to lock_wait (none: until `stop`);
+  // sets the semaphore's permits to limit.permits the first time this
+  // runner uses the name (and whenever a job names another number).
+  PermitResult TakeLimit(const config::LimitConfig& limit,
+                         std::stop_token stop);
+  // Gives `permits` back, if held; logs a failure, and that they were lost
+  // while the handler ran (`what`: the job, for the log).
+  void GiveBack(Permits& permits, const std::string& what);
+  // What a run's handler stops on: shutdown, the lease's loss, and the
+  // loss of the permits if it holds any.
+  static std::stop_token PermitsToken(const Permits& permits) {
+    return permits.held() ? permits.stop_token() : std::stop_token();
+  }
 
   std::shared_ptr<LockClient> locks_;
   std::shared_ptr<RedisClient> redis_;
   std::shared_ptr<const HandlerRegistry> handlers_;
   RunnerOptions options_;
+  std::mutex limits_mu_;
+  // The permits this runner last set per limit name. limits_mu_.
+  std::map<std::string, int> limits_set_;
 };
 
 }  // namespace lockfleet::worker
