@@ -85,7 +85,9 @@ Exit status:
            event key, or a bad --config file (each error names
            FILE:LINE:COL)
   69       Redis unreachable, timed out or refused authentication, or
-           fewer replicas than --min-replicas confirmed the lock
+           fewer replicas than --min-replicas confirmed the lock (several
+           NAMEs: the locks already taken are given back; one Redis cannot
+           be reached to give back stays held until its lease runs out)
   75       lock not acquired within --wait; the message names the holder
            (several NAMEs: the lock not granted, and its holder; none of
            the locks is left held)
@@ -153,7 +155,8 @@ std::vector<std::string> RepeatedLockNames(
 }
 
 // Checks the NAMEs and COMMAND. Without "--" every word is taken for a
-// NAME, so several words then most likely are NAME and COMMAND run together.
+// NAME, so several words then most likely are NAME and COMMAND run together:
+// only the first is shown, since COMMAND's arguments may hold a password.
 void ValidateLockNames(const LockArgs& args, const Context& context) {
   if (args.name_option->count() == 0 || args.names.empty()) {
     throw UsageError(context.has_trailing_args
@@ -161,6 +164,13 @@ void ValidateLockNames(const LockArgs& args, const Context& context) {
                          : "missing lock NAME and '-- COMMAND'");
   }
   const std::vector<std::string>& names = args.names;
+  if (!context.has_trailing_args && names.size() > 1) {
+    const size_t more = names.size() - 1;
+    throw UsageError("missing '-- COMMAND' after lock NAME " +
+                     Quoted(names[0]) + " and " + std::to_string(more) +
+                     (more == 1 ? " more word" : " more words") +
+                     ": put '--' between the NAME(s) and COMMAND");
+  }
   for (size_t i = 0; i < names.size(); ++i) {
     if (!names[i].empty()) continue;
     throw UsageError(names.size() == 1
@@ -170,13 +180,8 @@ void ValidateLockNames(const LockArgs& args, const Context& context) {
                                " is empty: lock names must not be empty");
   }
   if (!context.has_trailing_args) {
-    if (names.size() == 1) {
-      throw UsageError("missing '-- COMMAND' after lock NAME " +
-                       Quoted(names[0]));
-    }
-    throw UsageError("missing '-- COMMAND' after lock NAMEs " +
-                     QuotedList(names, 4) +
-                     ": put '--' between the NAME(s) and COMMAND");
+    throw UsageError("missing '-- COMMAND' after lock NAME " +
+                     Quoted(names[0]));
   }
   if (names.size() > kMaxMultiLockNames) {
     throw UsageError(std::to_string(names.size()) + " lock NAMEs: at most " +
@@ -289,8 +294,9 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
           ->type_name("URL");
   args->wait_option =
       app->add_option("--wait", args->wait,
-                      "How long to wait for the lock, e.g. 500ms, 2s, 1.5m, 1h;"
-                      " 0 tries once. Default: the config's locks.wait, else "
+                      "How long to wait for the lock (several NAMEs: for all "
+                      "of them), e.g. 500ms, 2s, 1.5m, 1h; 0 tries once. "
+                      "Default: the config's locks.wait, else "
                       "wait without limit")
           ->type_name("DURATION");
   args->lease_option =

@@ -1,10 +1,10 @@
 #include "lock_held.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "command.h"
-#include "lockfleet/lockcore/error.h"
 
 namespace lockfleet::cli {
 
@@ -12,7 +12,7 @@ std::vector<LeaseRelease> ReleaseOrWarn(MultiLease& held) {
   std::vector<LeaseRelease> each;
   try {
     held.Release(&each);
-  } catch (const Error&) {  // `each` says which release failed, and why
+  } catch (const std::exception&) {  // `each` says which failed, and why
   }
   std::vector<LeaseRelease> not_ours;
   for (LeaseRelease& released : each) {
@@ -72,14 +72,19 @@ std::string LocksNoun(const std::vector<std::string>& names) {
                            : "locks " + QuotedList(names);
 }
 
+std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences) {
+  std::string out = grants.size() == 1 ? "lock " : "locks ";
+  for (size_t i = 0; i < grants.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += Quoted(grants[i].name);
+    if (fences) out += " (fence " + std::to_string(grants[i].fence) + ")";
+  }
+  return out;
+}
+
 std::string DescribeLost(const std::vector<LockGrant>& lost,
                          const std::vector<std::string>& names, bool fences) {
-  std::string out = lost.size() == 1 ? "lock " : "locks ";
-  for (size_t i = 0; i < lost.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += Quoted(lost[i].name);
-    if (fences) out += " (fence " + std::to_string(lost[i].fence) + ")";
-  }
+  std::string out = DescribeGrants(lost, fences);
   if (names.size() > 1) out += " of " + QuotedList(names);
   return out;
 }

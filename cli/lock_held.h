@@ -26,10 +26,11 @@ namespace lockfleet::cli {
 // `lease` as a multi-lease of one.
 MultiLease OneLease(Lease lease);
 
-// Releases every lease of `held`, newest first. A Redis failure is reported
-// on stderr as a warning naming the lock, which then frees by itself when
-// its lease runs out. Returns the releases that found their lock no longer
-// ours (kNotHeld, kNotOwner): lost.
+// Releases every lease of `held`, newest first, each even when another's
+// release failed. A failure (Redis) is reported on stderr as a warning
+// naming the lock, which then frees by itself when its lease runs out. Returns
+// the releases that found their lock no longer ours (kNotHeld, kNotOwner):
+// lost.
 std::vector<LeaseRelease> ReleaseOrWarn(MultiLease& held);
 
 // COMMAND's variables ("KEY=value") for `held`, the locks of `names` (as
@@ -52,9 +53,12 @@ struct LockGrant {
   bool lost = false;
 };
 
-// "lock 'B' (fence 7)" or "locks 'A' (fence 6), 'B' (fence 7)" for `lost`;
-// when `names` (all the locks) are several, then " of 'A', 'B', 'C'".
-// Without `fences`, no fences.
+// "lock 'B' (fence 7)" or "locks 'A' (fence 6), 'B' (fence 7)"; without
+// `fences`, no fences.
+std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences);
+
+// DescribeGrants(lost, fences), then, when `names` (all the locks) are
+// several, " of 'A', 'B', 'C'".
 std::string DescribeLost(const std::vector<LockGrant>& lost,
                          const std::vector<std::string>& names, bool fences);
 

@@ -240,30 +240,26 @@ int LockRun::NotAcquired(AcquireStatus status, const std::string& blocked_on,
 }
 
 int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
+  std::string acquired;  // with -v: "locks 'A' (fence 6), 'B' (fence 7)"
   {
     std::lock_guard<std::mutex> lock(mu_);
     // A grant lost before now may have missed OnLost (grants_ was empty);
-    // its stop token was requested before its callback ran, so none is
-    // missed. Not lost(): that is also true for a while when a renewal is
-    // merely late (a loaded machine, a short --lease), which the watchdog
-    // may still put right; the end of the run checks it, as for one lock.
+    // its stop token was requested before its callback ran, and is read
+    // under mu_, so none is missed. Not lost(): that is also true for a
+    // while when a renewal is merely late (a loaded machine, a short
+    // --lease), which the watchdog may still put right; the end of the run
+    // checks it, as for one lock.
     for (const Lease& lease : held.leases()) {
       const bool lost = lease.stop_token().stop_requested();
       grants_.push_back(LockGrant{lease.name(), lease.fence(), lost});
       lost_ = lost_ || lost;
     }
+    if (request_.verbose) acquired = DescribeGrants(grants_, true);
   }
   if (request_.verbose) {
-    std::string locks;
-    for (const Lease& lease : held.leases()) {
-      locks += (locks.empty() ? "" : ", ") + Quoted(lease.name()) + " (fence " +
-               std::to_string(lease.fence()) + ")";
-    }
-    PrintError(
-        (held.leases().size() == 1 ? "acquired lock " : "acquired locks ") +
-        locks + " after " +
-        config::FormatDuration(std::chrono::duration_cast<milliseconds>(
-            Steady::now() - wait_start)));
+    PrintError("acquired " + acquired + " after " +
+               config::FormatDuration(std::chrono::duration_cast<milliseconds>(
+                   Steady::now() - wait_start)));
   }
   const std::vector<std::string> env =
       EnvironmentWith(LockVariables(request_.names, held), IsLockVariable);

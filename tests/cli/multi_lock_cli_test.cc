@@ -227,9 +227,14 @@ TEST_F(MultiLockCliTest, BadNameListsExitTwo) {
        "lock NAMEs given more than once: 'a', 'b'"},
       {{"lock", "--redis", url, "a", "", "--", "touch", ran},
        "lock NAME 2 of 2 is empty: lock names must not be empty"},
+      // Not shown: the words past the first, which may be COMMAND's
+      // arguments (a password).
       {{"lock", "--redis", url, "a", "b", "touch", ran},
-       "missing '-- COMMAND' after lock NAMEs 'a', 'b', 'touch', '" + ran +
-           "': put '--' between the NAME(s) and COMMAND"},
+       "missing '-- COMMAND' after lock NAME 'a' and 3 more words: put '--' "
+       "between the NAME(s) and COMMAND"},
+      {{"lock", "--redis", url, "a", "b"},
+       "missing '-- COMMAND' after lock NAME 'a' and 1 more word: put '--' "
+       "between the NAME(s) and COMMAND"},
       {{"lock", "--redis", url, "a", "b", "--"}, "missing COMMAND after '--'"},
       {too_many, "257 lock NAMEs: at most 256 at once"},
   };
@@ -238,6 +243,7 @@ TEST_F(MultiLockCliTest, BadNameListsExitTwo) {
     EXPECT_EQ(result.status, 2) << message << "\n" << result.err;
     EXPECT_EQ(result.err.rfind("lockfleet: " + message + "\n", 0), 0u)
         << result.err;
+    EXPECT_EQ(result.err.find(ran), std::string::npos) << result.err;
   }
   // A name lockcore refuses ('}' first) is a usage error too.
   const CliResult bad =
@@ -287,6 +293,37 @@ TEST_F(MultiLockCliTest, ALostLeaseStopsCommandAndExits76) {
       << err;
   EXPECT_FALSE(client_.Inspect(kA).locked);
   EXPECT_FALSE(client_.Inspect(kB).locked);
+}
+
+// One lock's key deleted and the lock taken by someone else while COMMAND
+// runs, before a renewal (every 10 s) noticed: when COMMAND ends, lockfleet
+// releases its other lock, refuses to touch the new holder's (kNotOwner),
+// and exits 76 naming the lock it no longer held.
+TEST_F(MultiLockCliTest, ALockTakenOverIsNotReleasedByTheOldHolder) {
+  CliProcess holder(
+      Lock({"--lease", "30s"}, {kA, kB},
+           "touch '" + File("started") + "'; " + UntilExists(File("release"))));
+  ASSERT_TRUE(WaitForFile(File("started"))) << holder.Stderr();
+  const int64_t old_fence = client_.Inspect(kB).fence;
+  ASSERT_EQ(redis_->Execute({"DEL", "lockfleet:{" + std::string(kB) + "}:lock"})
+                .integer,
+            1);
+  AcquireResult other = client_.TryAcquire(kB);
+  ASSERT_TRUE(other);
+  WriteFile(File("release"), "");
+  EXPECT_EQ(holder.Wait(seconds(30)), 76) << holder.Stderr();
+  EXPECT_NE(
+      holder.Stderr().find("lockfleet: lost lock '" + std::string(kB) +
+                           "' (fence " + std::to_string(old_fence) + ") of '" +
+                           kA + "', '" + kB + "' while COMMAND ran"),
+      std::string::npos)
+      << holder.Stderr();
+  const LockInfo b = client_.Inspect(kB);
+  EXPECT_TRUE(b.locked) << "the new holder's lock was released";
+  EXPECT_EQ(b.owner, other.lease.owner());
+  EXPECT_EQ(b.fence, other.lease.fence());
+  EXPECT_FALSE(client_.Inspect(kA).locked);
+  EXPECT_EQ(other.lease.Release(), ReleaseStatus::kReleased);
 }
 
 // With Kafka, the multi-lock waits for its consumer before it parks, so the
