@@ -292,10 +292,12 @@ int Reap(pid_t pid) {
 }
 
 std::vector<std::string> EnvironmentWith(
-    const std::vector<std::string>& overrides) {
+    const std::vector<std::string>& overrides,
+    const std::function<bool(std::string_view key)>& drop) {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view key = KeyOf(*entry);
+    if (drop && drop(key)) continue;
     const bool overridden =
         std::any_of(overrides.begin(), overrides.end(),
                     [&](const std::string& o) { return KeyOf(o) == key; });

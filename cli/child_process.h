@@ -21,7 +21,9 @@
 #include <sys/types.h>
 
 #include <csignal>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lockfleet::cli {
@@ -112,9 +114,11 @@ void WaitForExit(pid_t pid);
 int Reap(pid_t pid);
 
 // The current environment with `overrides` ("KEY=value") replacing or adding
-// entries of the same KEY.
+// entries of the same KEY, and without the entries whose KEY `drop` (if set)
+// returns true for.
 std::vector<std::string> EnvironmentWith(
-    const std::vector<std::string>& overrides);
+    const std::vector<std::string>& overrides,
+    const std::function<bool(std::string_view key)>& drop = nullptr);
 
 // The file descriptors open in this process right now, ascending.
 std::vector<int> OpenFileDescriptors();

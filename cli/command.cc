@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace lockfleet::cli {
 
@@ -47,6 +48,19 @@ std::string Quoted(std::string_view text) {
   }
   if (text.size() > kMaxShown) out += "...";
   out += "'";
+  return out;
+}
+
+std::string QuotedList(const std::vector<std::string>& texts,
+                       size_t max_shown) {
+  std::string out;
+  for (size_t i = 0; i < texts.size() && i < max_shown; ++i) {
+    if (i > 0) out += ", ";
+    out += Quoted(texts[i]);
+  }
+  if (texts.size() > max_shown) {
+    out += ", ... (" + std::to_string(texts.size()) + " in all)";
+  }
   return out;
 }
 

@@ -77,6 +77,11 @@ std::string ExitStatusFooter(std::string_view before, std::string_view zero,
 // escaped (lock names are binary-safe) and at most ~80 bytes shown.
 std::string Quoted(std::string_view text);
 
+// `texts` each Quoted() and separated by ", ": "'a', 'b', 'c'"; past the
+// first `max_shown` of them, "... (N in all)".
+std::string QuotedList(const std::vector<std::string>& texts,
+                       size_t max_shown = 8);
+
 // CLI11's formatter, except that a subcommand may give the operand part of
 // its usage line itself: CLI11 alone cannot show "NAME -- COMMAND [ARGS...]".
 // Not thread-safe; set up before parsing.

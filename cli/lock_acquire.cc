@@ -1,6 +1,7 @@
 #include "lock_acquire.h"
 
 #include <algorithm>
+#include <stop_token>
 #include <string>
 
 #include "command.h"
@@ -23,12 +24,12 @@ constexpr milliseconds kKafkaReadyRetry{250};
 AcquireResult AcquireUntil(LockClient& client, const LockRequest& request,
                            const AcquireOptions& options,
                            std::optional<Steady::time_point> deadline) {
-  if (deadline) {
-    return client.AcquireFor(request.name, *deadline - Steady::now(), options);
-  }
+  const std::string& name = request.names.front();
+  if (deadline)
+    return client.AcquireFor(name, *deadline - Steady::now(), options);
   AcquireResult result;
   try {
-    result.lease = client.Acquire(request.name, options);
+    result.lease = client.Acquire(name, options);
     result.status = AcquireStatus::kAcquired;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kCancelled) throw;
@@ -37,7 +38,15 @@ AcquireResult AcquireUntil(LockClient& client, const LockRequest& request,
   return result;
 }
 
-void ReportWaiting(const LockRequest& request, const AcquireResult& attempt,
+// Whether the request allows no more than the first try (--wait 0).
+bool TriesOnce(const LockRequest& request) {
+  return request.wait && *request.wait <= milliseconds(0);
+}
+
+// "waiting for lock 'X' held by 'H' (...)"; with several names, "waiting
+// for locks 'A', 'X': 'X' held by 'H' (...)".
+void ReportWaiting(const LockRequest& request, const std::string& blocked_on,
+                   const std::string& holder,
                    const notifier::KafkaNotifier* kafka) {
   std::string how;
   if (kafka == nullptr) {
@@ -47,11 +56,54 @@ void ReportWaiting(const LockRequest& request, const AcquireResult& attempt,
   } else {
     how = "Kafka not ready";
   }
-  PrintError(
-      "waiting for lock " + Quoted(request.name) +
-      (attempt.holder.empty() ? "" : " held by " + Quoted(attempt.holder)) +
-      " (" + how + "; retrying at least every " +
-      config::FormatDuration(request.locks.park_cap) + ")");
+  const std::string held_by =
+      holder.empty() ? "" : " held by " + Quoted(holder);
+  PrintError((request.names.size() == 1
+                  ? "waiting for lock " + Quoted(blocked_on) + held_by
+                  : "waiting for locks " + QuotedList(request.names) + ": " +
+                        Quoted(blocked_on) +
+                        (held_by.empty() ? " busy" : held_by)) +
+             " (" + how + "; retrying at least every " +
+             config::FormatDuration(request.locks.park_cap) + ")");
+}
+
+// After a refused first try (*result): waits for Kafka's consumer to be
+// ready (see AcquireLock), at most kKafkaReadyWait, trying again with
+// `try_again` every kKafkaReadyRetry meanwhile. Returns true when *result
+// ends the acquisition (acquired by a try, cancelled, or out of time), false
+// when the caller should go on and wait.
+template <typename Result, typename TryAgain>
+bool AwaitKafkaReady(const LockRequest& request, const std::stop_token& stop,
+                     notifier::KafkaNotifier* kafka,
+                     std::optional<Steady::time_point> deadline,
+                     const TryAgain& try_again, Result* result) {
+  if (kafka == nullptr || kafka->WaitUntilReady(milliseconds(0))) return false;
+  const Steady::time_point ready_by = Steady::now() + kKafkaReadyWait;
+  const milliseconds retry_every =
+      std::min(kKafkaReadyRetry, request.locks.park_cap);
+  Steady::time_point next_try = Steady::now() + retry_every;
+  while (!kafka->WaitUntilReady(kKafkaReadyPoll)) {
+    if (stop.stop_requested()) {
+      result->status = AcquireStatus::kCancelled;
+      return true;
+    }
+    const Steady::time_point now = Steady::now();
+    if (deadline && now >= *deadline) return true;  // timed out
+    if (now >= ready_by) {
+      PrintError("warning: Kafka at " + request.kafka->bootstrap + " (" +
+                 request.kafka_source + ") not ready after " +
+                 config::FormatDuration(kKafkaReadyWait) +
+                 "; waiting without unlock events (retrying at least every " +
+                 config::FormatDuration(request.locks.park_cap) + ")");
+      return false;
+    }
+    if (now >= next_try) {
+      *result = try_again();
+      if (*result) return true;
+      next_try = now + retry_every;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -67,39 +119,39 @@ AcquireResult AcquireLock(LockClient& client, const LockRequest& request,
                           const AcquireOptions& options,
                           notifier::KafkaNotifier* kafka,
                           std::optional<Steady::time_point> deadline) {
-  AcquireResult result = client.TryAcquire(request.name, options);
-  if (result || (request.wait && *request.wait <= milliseconds(0))) {
+  const std::string& name = request.names.front();
+  AcquireResult result = client.TryAcquire(name, options);
+  if (result || TriesOnce(request)) return result;
+  if (AwaitKafkaReady(
+          request, options.stop, kafka, deadline,
+          [&] { return client.TryAcquire(name, options); }, &result)) {
     return result;
   }
-  if (kafka != nullptr && !kafka->WaitUntilReady(milliseconds(0))) {
-    const Steady::time_point ready_by = Steady::now() + kKafkaReadyWait;
-    const milliseconds retry_every =
-        std::min(kKafkaReadyRetry, request.locks.park_cap);
-    Steady::time_point next_try = Steady::now() + retry_every;
-    while (!kafka->WaitUntilReady(kKafkaReadyPoll)) {
-      if (options.stop.stop_requested()) {
-        result.status = AcquireStatus::kCancelled;
-        return result;
-      }
-      const Steady::time_point now = Steady::now();
-      if (deadline && now >= *deadline) return result;  // timed out
-      if (now >= ready_by) {
-        PrintError("warning: Kafka at " + request.kafka->bootstrap + " (" +
-                   request.kafka_source + ") not ready after " +
-                   config::FormatDuration(kKafkaReadyWait) +
-                   "; waiting without unlock events (retrying at least every " +
-                   config::FormatDuration(request.locks.park_cap) + ")");
-        break;
-      }
-      if (now >= next_try) {
-        result = client.TryAcquire(request.name, options);
-        if (result) return result;
-        next_try = now + retry_every;
-      }
-    }
-  }
-  if (request.verbose) ReportWaiting(request, result, kafka);
+  if (request.verbose) ReportWaiting(request, name, result.holder, kafka);
   return AcquireUntil(client, request, options, deadline);
+}
+
+// The same with all-or-nothing tries and wait. A try that takes some of the
+// locks gives them back before it returns (and their release may wake a
+// waiter elsewhere): a retry every kKafkaReadyRetry for a few seconds at
+// most, as for one lock.
+AcquireAllResult AcquireAllLocks(LockClient& client, const LockRequest& request,
+                                 const AcquireOptions& options,
+                                 notifier::KafkaNotifier* kafka,
+                                 std::optional<Steady::time_point> deadline) {
+  AcquireAllResult result = client.TryAcquireAll(request.names, options);
+  if (result || TriesOnce(request)) return result;
+  if (AwaitKafkaReady(
+          request, options.stop, kafka, deadline,
+          [&] { return client.TryAcquireAll(request.names, options); },
+          &result)) {
+    return result;
+  }
+  if (request.verbose) {
+    ReportWaiting(request, result.blocked_on, result.holder, kafka);
+  }
+  return client.AcquireAllUntil(
+      request.names, deadline.value_or(Steady::time_point::max()), options);
 }
 
 }  // namespace lockfleet::cli

@@ -9,6 +9,11 @@
 // not get ready in time it warns once on stderr and waits on its park bounds
 // (--park-cap) alone. Either way Redis decides who holds the lock; Kafka
 // only decides how soon a waiter tries again.
+//
+// Several names (AcquireAllLocks) go the same way as a whole: a first
+// all-or-nothing try, the wait for Kafka with all-or-nothing tries now and
+// then, then one all-or-nothing wait (LockClient::AcquireAllUntil: sorted
+// order, what was taken given back when the wait ends without the rest).
 #pragma once
 
 #include <chrono>
@@ -16,16 +21,25 @@
 
 #include "lock_run.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
 
-// Acquires request.name for up to `deadline` (nullopt: no limit;
+// Acquires request.names[0] for up to `deadline` (nullopt: no limit;
 // request.wait == 0: exactly one attempt), cancelled by options.stop. With
 // request.verbose, reports on stderr when waiting starts. `kafka` may be
 // null (no Kafka). Throws lockfleet::Error for Redis failures, like
 // LockClient.
 AcquireResult AcquireLock(
+    LockClient& client, const LockRequest& request,
+    const AcquireOptions& options, notifier::KafkaNotifier* kafka,
+    std::optional<std::chrono::steady_clock::time_point> deadline);
+
+// The same for every lock of request.names, all-or-nothing: when the result
+// is not kAcquired, none of them is held, and result.blocked_on names the
+// lock that was not granted.
+AcquireAllResult AcquireAllLocks(
     LockClient& client, const LockRequest& request,
     const AcquireOptions& options, notifier::KafkaNotifier* kafka,
     std::optional<std::chrono::steady_clock::time_point> deadline);

@@ -1,5 +1,6 @@
 #include "lock_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "lockfleet/config/config.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "option_range.h"
 
 namespace lockfleet::cli {
@@ -23,12 +25,34 @@ using std::chrono::milliseconds;
 // that only keeps dead waiters around.
 constexpr milliseconds kMaxParkCap = std::chrono::hours(1);
 
-constexpr char kLockFooter[] =
-    R"(COMMAND runs with two extra environment variables: LOCKFLEET_NAME (the lock
+// The help footer (a function: it names kMaxMultiLockNames).
+std::string LockFooter() {
+  return
+      R"(COMMAND runs with extra environment variables: LOCKFLEET_NAME (the lock
 name) and LOCKFLEET_FENCE (the fencing token of this grant; tokens strictly
 increase per lock name, so a resource can reject writes from a stale holder).
 While COMMAND runs, the lease is renewed in the background every lease/3, so
 COMMAND may run far longer than the lease.
+
+Several NAMEs (a multi-lock): lockfleet takes every one of the locks,
+all-or-nothing, one at a time in one canonical order (the names sorted by
+their bytes, whatever order they were given in), so two lockfleet processes
+locking overlapping names in opposite orders never deadlock. --wait covers
+them all: when one is not granted in time, the ones already taken are given
+back (exit 75 names the lock it waited for and its holder). COMMAND runs
+once all are held; losing any of them stops COMMAND as for one lock (exit
+76); all are released when it ends, newest first. Each is an ordinary lock:
+'lockfleet lock A' elsewhere excludes 'lockfleet lock A B'. At most )" +
+      std::to_string(kMaxMultiLockNames) + R"( NAMEs.
+
+Whatever the number of NAMEs, COMMAND also gets LOCKFLEET_LOCKS (how many)
+and, for the i-th NAME as given (i = 1, 2, ...), LOCKFLEET_NAME_<i> and
+LOCKFLEET_FENCE_<i>; with several NAMEs, LOCKFLEET_NAME and LOCKFLEET_FENCE
+are not set (no one fence stands for all the locks). One variable per value,
+so any name (spaces, newlines) is safe in a shell script:
+  i=1; while [ "$i" -le "$LOCKFLEET_LOCKS" ]; do
+    eval "name=\$LOCKFLEET_NAME_$i fence=\$LOCKFLEET_FENCE_$i"
+    ...; i=$((i + 1)); done
 
 COMMAND runs in a process group of its own, and no process of that group
 outlives the lock: signals go to the whole group; processes COMMAND leaves
@@ -56,14 +80,20 @@ ignored: give every process that shares the topic the same key.
 
 Exit status:
   N        COMMAND's own exit status (128+S if signal S killed it)
-  2        bad arguments: missing NAME or COMMAND, bad duration, bad URL,
-           Kafka bootstrap or event key, or a bad --config file (each
-           error names FILE:LINE:COL)
+  2        bad arguments: missing NAME or COMMAND, an empty or repeated
+           NAME, too many NAMEs, bad duration, bad URL, Kafka bootstrap or
+           event key, or a bad --config file (each error names
+           FILE:LINE:COL)
   69       Redis unreachable, timed out or refused authentication, or
-           fewer replicas than --min-replicas confirmed the lock
+           fewer replicas than --min-replicas confirmed the lock (several
+           NAMEs: the locks already taken are given back; one Redis cannot
+           be reached to give back stays held until its lease runs out)
   75       lock not acquired within --wait; the message names the holder
-  76       lock lost while COMMAND ran (lease expired or force-unlocked);
-           COMMAND's group was sent SIGTERM, and SIGKILL after --kill-after
+           (several NAMEs: the lock not granted, and its holder; none of
+           the locks is left held)
+  76       lock lost while COMMAND ran (lease expired or force-unlocked;
+           several NAMEs: any of them); COMMAND's group was sent SIGTERM,
+           and SIGKILL after --kill-after
   126/127  COMMAND could not be executed / was not found
   128+S    signal S (SIGINT 130, SIGTERM 143) arrived while waiting
 
@@ -83,8 +113,10 @@ Environment (without --config):
 
 Examples:
   lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full
+  lockfleet lock --wait 1m stock:A stock:B -- ./move-stock.sh A B
   lockfleet lock --kafka kafka1:9092,kafka2:9092 deploy -- ./deploy.sh
   lockfleet lock --config /etc/lockfleet/worker.yaml reindex -- ./reindex)";
+}
 
 // Raw option values as CLI11 stores them.
 struct LockArgs {
@@ -97,8 +129,7 @@ struct LockArgs {
   std::string replica_timeout;
   bool verbose = false;
   bool no_fair = false;
-  std::string name;
-  std::vector<std::string> stray;  // words after NAME and before "--"
+  std::vector<std::string> names;  // every word before "--" but options
   CLI::Option* name_option = nullptr;
   CLI::Option* wait_option = nullptr;
   CLI::Option* lease_option = nullptr;
@@ -108,27 +139,69 @@ struct LockArgs {
   CLI::Option* replica_timeout_option = nullptr;
 };
 
-LockRequest Validate(const LockArgs& args, const Context& context) {
-  LockRequest request;
-  if (args.name_option->count() == 0) {
+// The names given more than once, each once, sorted.
+std::vector<std::string> RepeatedLockNames(
+    const std::vector<std::string>& names) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> repeated;
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i] == sorted[i - 1] &&
+        (repeated.empty() || repeated.back() != sorted[i])) {
+      repeated.push_back(sorted[i]);
+    }
+  }
+  return repeated;
+}
+
+// Checks the NAMEs and COMMAND. Without "--" every word is taken for a
+// NAME, so several words then most likely are NAME and COMMAND run together:
+// only the first is shown, since COMMAND's arguments may hold a password.
+void ValidateLockNames(const LockArgs& args, const Context& context) {
+  if (args.name_option->count() == 0 || args.names.empty()) {
     throw UsageError(context.has_trailing_args
                          ? "missing lock NAME before '--'"
                          : "missing lock NAME and '-- COMMAND'");
   }
-  request.name = args.name;
-  if (request.name.empty()) throw UsageError("lock NAME must not be empty");
-  if (!args.stray.empty()) {
-    throw UsageError("unexpected " + Quoted(args.stray[0]) +
-                     " after lock NAME " + Quoted(request.name) +
-                     ": put '--' between NAME and COMMAND");
+  const std::vector<std::string>& names = args.names;
+  if (!context.has_trailing_args && names.size() > 1) {
+    const size_t more = names.size() - 1;
+    throw UsageError("missing '-- COMMAND' after lock NAME " +
+                     Quoted(names[0]) + " and " + std::to_string(more) +
+                     (more == 1 ? " more word" : " more words") +
+                     ": put '--' between the NAME(s) and COMMAND");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!names[i].empty()) continue;
+    throw UsageError(names.size() == 1
+                         ? "lock NAME must not be empty"
+                         : "lock NAME " + std::to_string(i + 1) + " of " +
+                               std::to_string(names.size()) +
+                               " is empty: lock names must not be empty");
   }
   if (!context.has_trailing_args) {
     throw UsageError("missing '-- COMMAND' after lock NAME " +
-                     Quoted(request.name));
+                     Quoted(names[0]));
+  }
+  if (names.size() > kMaxMultiLockNames) {
+    throw UsageError(std::to_string(names.size()) + " lock NAMEs: at most " +
+                     std::to_string(kMaxMultiLockNames) + " at once");
+  }
+  const std::vector<std::string> repeated = RepeatedLockNames(names);
+  if (!repeated.empty()) {
+    throw UsageError("lock NAME" +
+                     std::string(repeated.size() == 1 ? "" : "s") +
+                     " given more than once: " + QuotedList(repeated));
   }
   if (context.trailing_args.empty() || context.trailing_args[0].empty()) {
     throw UsageError("missing COMMAND after '--'");
   }
+}
+
+LockRequest Validate(const LockArgs& args, const Context& context) {
+  LockRequest request;
+  ValidateLockNames(args, context);
+  request.names = args.names;
   request.command = context.trailing_args;
 
   // Settings: a flag, else the --config file, else the environment, else
@@ -193,10 +266,13 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
 Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
   CLI::App* app = parent.add_subcommand(
       "lock",
-      "Run COMMAND while holding the distributed lock NAME (flock(1) across "
-      "machines).");
-  formatter.SetSynopsis(app, "[OPTIONS] NAME -- COMMAND [ARGS...]");
-  app->footer(kLockFooter);
+      "Run COMMAND while holding the distributed lock NAME, or all of several "
+      "(flock(1) across machines).");
+  formatter.SetSynopsis(app,
+                        "[OPTIONS] NAME -- COMMAND [ARGS...]\n"
+                        "   or: lockfleet lock [OPTIONS] NAME NAME... -- "
+                        "COMMAND [ARGS...]");
+  app->footer(LockFooter());
 
   auto args = std::make_shared<LockArgs>();
   args->connection.config_option =
@@ -218,8 +294,9 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
           ->type_name("URL");
   args->wait_option =
       app->add_option("--wait", args->wait,
-                      "How long to wait for the lock, e.g. 500ms, 2s, 1.5m, 1h;"
-                      " 0 tries once. Default: the config's locks.wait, else "
+                      "How long to wait for the lock (several NAMEs: for all "
+                      "of them), e.g. 500ms, 2s, 1.5m, 1h; 0 tries once. "
+                      "Default: the config's locks.wait, else "
                       "wait without limit")
           ->type_name("DURATION");
   args->lease_option =
@@ -291,12 +368,12 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
                  config::FormatDuration(LockClientOptions{}.replica_timeout))
           ->type_name("DURATION")
           ->group("Advanced");
-  args->name_option = app->add_option("NAME", args->name,
-                                      "Name of the lock (any non-empty string)")
-                          ->type_name("");
-  // Catches words after NAME that should have come after "--", for a better
-  // message than CLI11's. Hidden from the help.
-  app->add_option("stray", args->stray)->group("");
+  args->name_option =
+      app->add_option("NAME", args->names,
+                      "Name of the lock (any non-empty string). Several "
+                      "NAMEs: all of the locks, all-or-nothing (at most " +
+                          std::to_string(kMaxMultiLockNames) + ")")
+          ->type_name("");
 
   Subcommand subcommand;
   subcommand.app = app;

@@ -2,14 +2,16 @@
 //
 //   lockfleet lock [--redis URL] [--wait DURATION] [--lease DURATION]
 //                  [--kafka BOOTSTRAP] [--kill-after DURATION] [-v]
-//                  [--park-cap DURATION] NAME -- COMMAND [ARGS...]
+//                  [--park-cap DURATION] NAME [NAME...] -- COMMAND [ARGS...]
 //
 // flock(1) across machines, like `etcdctl lock` or `consul lock`: waits for
 // lock NAME, runs COMMAND with LOCKFLEET_NAME and LOCKFLEET_FENCE in its
 // environment while the lease watchdog keeps the lock alive, then releases
-// the lock and exits with COMMAND's status. With Kafka (--kafka), releases
+// the lock and exits with COMMAND's status. Several NAMEs are taken
+// all-or-nothing (a multi-lock; COMMAND gets LOCKFLEET_LOCKS,
+// LOCKFLEET_NAME_<i> and LOCKFLEET_FENCE_<i>). With Kafka (--kafka), releases
 // wake waiters in other processes at once (see kafka_wakeups.h). The help
-// text (kLockFooter in the .cc) lists every exit status.
+// text (LockFooter() in the .cc) lists every exit status.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -15,16 +15,19 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "child_process.h"
 #include "kafka_wakeups.h"
 #include "kill_escalation.h"
 #include "lock_acquire.h"
+#include "lock_held.h"
 #include "lock_process_group.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
@@ -63,20 +66,6 @@ std::string OwnerToken(const std::string& client_id) {
          std::to_string(getpid()) + ":" + client_id;
 }
 
-// Releases `lease`; a Redis failure is reported as a warning, since the lock
-// then frees by itself when its lease runs out. Returns the release status,
-// or nullopt if Redis failed.
-std::optional<ReleaseStatus> ReleaseOrWarn(Lease& lease,
-                                           const std::string& name) {
-  try {
-    return lease.Release();
-  } catch (const Error& e) {
-    PrintError("warning: could not release lock " + Quoted(name) + " (" +
-               e.what() + "); it frees when its lease runs out");
-    return std::nullopt;
-  }
-}
-
 // One run of `lockfleet lock`: acquire, run COMMAND, release. The signal
 // watcher thread and the lease watchdog thread talk to the main thread
 // through the members guarded by mu_.
@@ -95,7 +84,13 @@ class LockRun {
   int RunClient(const std::shared_ptr<RedisClient>& redis,
                 const std::shared_ptr<notifier::KafkaNotifier>& kafka);
   int Hold(LockClient& client, notifier::KafkaNotifier* kafka);
-  int RunCommand(Lease lease);
+  // After a wait that did not end in a grant (`status`): says why, with the
+  // lock it was blocked on and its holder, and returns the exit status.
+  int NotAcquired(AcquireStatus status, const std::string& blocked_on,
+                  const std::string& holder,
+                  std::chrono::milliseconds holder_ttl);
+  // Runs COMMAND under `held` (every lock of request_.names), then releases.
+  int RunCommand(MultiLease held, Steady::time_point wait_start);
   // Waits for COMMAND (the leader of group `pid`) to exit, without reaping
   // it; with a terminal (tty >= 0) follows Ctrl-Z.
   void WaitForCommand(pid_t pid, int tty);
@@ -111,7 +106,10 @@ class LockRun {
   // On the signal watcher thread.
   void OnSignal(int signal);
   // On the lease watchdog thread.
-  void OnLost();
+  void OnLost(const std::string& name, int64_t fence);
+  // Marks the grant (name, fence) lost, if COMMAND runs under it; returns
+  // whether it does. REQUIRES: mu_ held.
+  bool MarkLostLocked(const std::string& name, int64_t fence);
 
   const LockRequest& request_;
   const Context& context_;
@@ -123,8 +121,12 @@ class LockRun {
   // COMMAND's process group (= its pid); guarded by mu_; > 0 from the spawn
   // until the group is empty (COMMAND is reaped only after).
   pid_t group_ = 0;
-  int signal_ = 0;           // guarded by mu_; first signal received, or 0
-  bool lost_ = false;        // guarded by mu_; on_lost fired
+  int signal_ = 0;  // guarded by mu_; first signal received, or 0
+  // The grants COMMAND runs under, in `held` order (sorted by name); guarded
+  // by mu_; set once acquired. A grant not among them that is lost is one
+  // a multi-lock gave back while it waited (it takes the lock again).
+  std::vector<LockGrant> grants_;
+  bool lost_ = false;        // guarded by mu_; one of grants_ was lost
   bool terminated_ = false;  // guarded by mu_; OnLost sent the group SIGTERM
   int stop_signal_ = 0;      // guarded by mu_; first SIGINT/SIGTERM forwarded
 };
@@ -184,57 +186,83 @@ int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   AcquireOptions options;
   options.owner = OwnerToken(client.client_id());
   options.stop = stop_.get_token();
-  options.on_lost = [this](const std::string&, int64_t) { OnLost(); };
+  options.on_lost = [this](const std::string& name, int64_t fence) {
+    OnLost(name, fence);
+  };
 
   const Steady::time_point start = Steady::now();
   std::optional<Steady::time_point> deadline;
   if (request_.wait) deadline = start + *request_.wait;
-  AcquireResult result =
-      AcquireLock(client, request_, options, kafka, deadline);
-
-  switch (result.status) {
-    case AcquireStatus::kAcquired:
-      if (request_.verbose) {
-        PrintError(
-            "acquired lock " + Quoted(request_.name) + " (fence " +
-            std::to_string(result.lease.fence()) + ") after " +
-            config::FormatDuration(std::chrono::duration_cast<milliseconds>(
-                Steady::now() - start)));
-      }
-      return RunCommand(std::move(result.lease));
-    case AcquireStatus::kCancelled: {
-      int signal = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        signal = signal_;
-      }
-      PrintError("interrupted by " + SignalName(signal) +
-                 " while waiting for lock " + Quoted(request_.name));
-      return signal != 0 ? kExitSignalBase + signal : kExitSoftware;
-    }
-    case AcquireStatus::kTimedOut:
-      break;
+  if (request_.names.size() == 1) {
+    AcquireResult result =
+        AcquireLock(client, request_, options, kafka, deadline);
+    if (result) return RunCommand(OneLease(std::move(result.lease)), start);
+    return NotAcquired(result.status, request_.names[0], result.holder,
+                       result.holder_ttl);
   }
-  std::string message =
-      *request_.wait == milliseconds(0)
-          ? "lock " + Quoted(request_.name) + " is busy (--wait 0)"
-          : "timed out after " + config::FormatDuration(*request_.wait) +
-                " waiting for lock " + Quoted(request_.name);
-  if (result.holder.empty()) {
+  AcquireAllResult result =
+      AcquireAllLocks(client, request_, options, kafka, deadline);
+  if (result) return RunCommand(std::move(result.lease), start);
+  return NotAcquired(result.status, result.blocked_on, result.holder,
+                     result.holder_ttl);
+}
+
+int LockRun::NotAcquired(AcquireStatus status, const std::string& blocked_on,
+                         const std::string& holder,
+                         std::chrono::milliseconds holder_ttl) {
+  if (status == AcquireStatus::kCancelled) {
+    int signal = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      signal = signal_;
+    }
+    PrintError("interrupted by " + SignalName(signal) + " while waiting for " +
+               LocksNoun(request_.names));
+    return signal != 0 ? kExitSignalBase + signal : kExitSoftware;
+  }
+  // "lock 'B'", or with several names "lock 'B' of 'A', 'B'" (the others
+  // are not held either: all-or-nothing).
+  std::string lock = "lock " + Quoted(blocked_on);
+  if (request_.names.size() > 1) lock += " of " + QuotedList(request_.names);
+  std::string message = *request_.wait == milliseconds(0)
+                            ? lock + " is busy (--wait 0)"
+                            : "timed out after " +
+                                  config::FormatDuration(*request_.wait) +
+                                  " waiting for " + lock;
+  if (holder.empty()) {
     message += ": it was freed just as the wait ended";
   } else {
-    message += ": held by " + Quoted(result.holder) + " (remaining TTL " +
-               config::FormatDuration(result.holder_ttl) + ")";
+    message += ": held by " + Quoted(holder) + " (remaining TTL " +
+               config::FormatDuration(holder_ttl) + ")";
   }
   PrintError(message);
   return kExitTimedOut;
 }
 
-int LockRun::RunCommand(Lease lease) {
-  const int64_t fence = lease.fence();
+int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
+  std::string acquired;  // with -v: "locks 'A' (fence 6), 'B' (fence 7)"
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A grant lost before now may have missed OnLost (grants_ was empty);
+    // its stop token was requested before its callback ran, and is read
+    // under mu_, so none is missed. Not lost(): that is also true for a
+    // while when a renewal is merely late (a loaded machine, a short
+    // --lease), which the watchdog may still put right; the end of the run
+    // checks it, as for one lock.
+    for (const Lease& lease : held.leases()) {
+      const bool lost = lease.stop_token().stop_requested();
+      grants_.push_back(LockGrant{lease.name(), lease.fence(), lost});
+      lost_ = lost_ || lost;
+    }
+    if (request_.verbose) acquired = DescribeGrants(grants_, true);
+  }
+  if (request_.verbose) {
+    PrintError("acquired " + acquired + " after " +
+               config::FormatDuration(std::chrono::duration_cast<milliseconds>(
+                   Steady::now() - wait_start)));
+  }
   const std::vector<std::string> env =
-      EnvironmentWith({"LOCKFLEET_NAME=" + request_.name,
-                       "LOCKFLEET_FENCE=" + std::to_string(fence)});
+      EnvironmentWith(LockVariables(request_.names, held), IsLockVariable);
   // Descriptors opened since startup (Redis connections, Kafka's sockets and
   // pipes) are ours, not COMMAND's; whatever lockfleet inherited is passed
   // on, as flock(1) does.
@@ -243,7 +271,7 @@ int LockRun::RunCommand(Lease lease) {
   try {
     guard.emplace();
   } catch (const std::runtime_error& e) {
-    ReleaseOrWarn(lease, request_.name);
+    ReleaseOrWarn(held);
     PrintError(std::string("cannot start COMMAND: ") + e.what());
     return kExitCannotExecute;
   }
@@ -253,6 +281,7 @@ int LockRun::RunCommand(Lease lease) {
   // "COMMAND exists and gets the signal" the only two cases.
   Next next = Next::kSpawn;
   int signal = 0;
+  std::vector<LockGrant> lost_before;  // kLost: the grants lost
   SpawnResult spawned;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -261,6 +290,9 @@ int LockRun::RunCommand(Lease lease) {
       signal = signal_;
     } else if (lost_) {
       next = Next::kLost;
+      for (const LockGrant& grant : grants_) {
+        if (grant.lost) lost_before.push_back(grant);
+      }
     } else {
       spawned = SpawnInNewGroup(
           request_.command, env, close_fds, context_.signals_at_default,
@@ -272,20 +304,20 @@ int LockRun::RunCommand(Lease lease) {
     }
   }
   if (next == Next::kInterrupted) {
-    ReleaseOrWarn(lease, request_.name);
+    ReleaseOrWarn(held);
     PrintError("interrupted by " + SignalName(signal) +
-               " before COMMAND started; lock " + Quoted(request_.name) +
+               " before COMMAND started; " + LocksNoun(request_.names) +
                " released");
     return kExitSignalBase + signal;
   }
   if (next == Next::kLost) {
-    ReleaseOrWarn(lease, request_.name);
-    PrintError("lost lock " + Quoted(request_.name) +
+    ReleaseOrWarn(held);
+    PrintError("lost " + DescribeLost(lost_before, request_.names, false) +
                " before COMMAND started");
     return kExitLockLost;
   }
   if (!spawned.ok()) {
-    ReleaseOrWarn(lease, request_.name);
+    ReleaseOrWarn(held);
     PrintError(SpawnFailureMessage(request_.command[0], spawned));
     return SpawnFailureStatus(spawned);
   }
@@ -294,13 +326,11 @@ int LockRun::RunCommand(Lease lease) {
   // COMMAND has exited and stays unreaped (a zombie) until its group is
   // empty, so the group id cannot be reused while it may be signalled.
   const size_t left_behind = TerminateLeftovers(spawned.pid);
-  bool lost = false;
   bool terminated = false;
   int stop_signal = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     group_ = 0;
-    lost = lost_;
     terminated = terminated_;
     stop_signal = stop_signal_;
   }
@@ -311,13 +341,22 @@ int LockRun::RunCommand(Lease lease) {
       CountProcesses(escalation_.killed_processes());
   const int status = Reap(spawned.pid);
 
-  // Only now, with no process of COMMAND's group left, may the lock go.
-  lost = lost || lease.lost();
-  const std::optional<ReleaseStatus> released =
-      ReleaseOrWarn(lease, request_.name);
-  if (released == ReleaseStatus::kNotHeld ||
-      released == ReleaseStatus::kNotOwner) {
-    lost = true;
+  // Only now, with no process of COMMAND's group left, may the locks go.
+  // A lock is lost if its lease says so or if its release found it gone.
+  std::vector<LockGrant> lost_grants;
+  {
+    std::vector<std::pair<std::string, int64_t>> gone;
+    for (const Lease& lease : held.leases()) {
+      if (lease.lost()) gone.emplace_back(lease.name(), lease.fence());
+    }
+    for (const LeaseRelease& released : ReleaseOrWarn(held)) {
+      gone.emplace_back(released.name, released.fence);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, fence] : gone) MarkLostLocked(name, fence);
+    for (const LockGrant& grant : grants_) {
+      if (grant.lost) lost_grants.push_back(grant);
+    }
   }
   const std::string grace = config::FormatDuration(request_.kill_after);
   std::string done;
@@ -332,11 +371,12 @@ int LockRun::RunCommand(Lease lease) {
     done = "; COMMAND's process group still ran " + grace + " after " +
            SignalName(stop_signal) + ": sent SIGKILL to " + killed_count;
   }
-  if (lost) {
-    PrintError("lost lock " + Quoted(request_.name) + " (fence " +
-               std::to_string(fence) +
-               ") while COMMAND ran: its lease expired or it was "
-               "force-unlocked" +
+  if (!lost_grants.empty()) {
+    PrintError("lost " + DescribeLost(lost_grants, request_.names, true) +
+               " while COMMAND ran: " +
+               (lost_grants.size() == 1
+                    ? "its lease expired or it was force-unlocked"
+                    : "their leases expired or they were force-unlocked") +
                done);
     return kExitLockLost;
   }
@@ -446,9 +486,20 @@ void LockRun::OnSignal(int signal) {
   if (cancel) stop_.request_stop();
 }
 
-void LockRun::OnLost() {
+bool LockRun::MarkLostLocked(const std::string& name, int64_t fence) {
+  for (LockGrant& grant : grants_) {
+    if (grant.name == name && grant.fence == fence) {
+      grant.lost = true;
+      lost_ = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+void LockRun::OnLost(const std::string& name, int64_t fence) {
   std::lock_guard<std::mutex> lock(mu_);
-  lost_ = true;
+  if (!MarkLostLocked(name, fence)) return;
   if (group_ > 0 && !terminated_) {
     StopGroupLocked();
     terminated_ = true;

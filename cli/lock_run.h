@@ -1,5 +1,7 @@
 // Running `lockfleet lock` once its command line is validated: acquire the
-// lock, run COMMAND under it while the watchdog renews the lease, release.
+// lock (or, with several NAMEs, all of them: a multi-lock, see
+// lockfleet/lockcore/multi_lock.h), run COMMAND under it while the watchdog
+// renews the lease(s), release.
 //
 // Several threads meet here: the main thread (acquire, spawn, waitpid,
 // release), the signal watcher (SIGINT/SIGTERM/SIGHUP cancel the wait, or are
@@ -36,7 +38,10 @@ namespace lockfleet::cli {
 
 // What the command line (and --config) asked for, validated.
 struct LockRequest {
-  std::string name;
+  // The locks, as given: at least one, none empty, no two the same, at most
+  // kMaxMultiLockNames. One name is an ordinary lock; several are taken
+  // all-or-nothing (in sorted order, whatever order they were given in).
+  std::vector<std::string> names;
   std::vector<std::string> command;
   std::optional<std::chrono::milliseconds> wait;  // nullopt: no limit
   RedisOptions redis;

@@ -69,7 +69,9 @@ bool MultiLease::lost() const noexcept {
                      [](const Lease& l) { return l.lost(); });
 }
 
-ReleaseStatus MultiLease::Release() {
+ReleaseStatus MultiLease::Release() { return Release(nullptr); }
+
+ReleaseStatus MultiLease::Release(std::vector<LeaseRelease>* each) {
   if (leases_.empty()) return ReleaseStatus::kNotHeld;
   std::vector<Lease> leases = std::move(leases_);
   leases_.clear();
@@ -77,12 +79,19 @@ ReleaseStatus MultiLease::Release() {
   std::exception_ptr error;
   for (auto it = leases.rbegin(); it != leases.rend(); ++it) {
     if (!it->held()) continue;
+    LeaseRelease outcome{.name = it->name(), .fence = it->fence()};
     try {
-      const ReleaseStatus s = it->Release();
-      if (s != ReleaseStatus::kReleased && !first) first = s;
+      outcome.status = it->Release();
+      if (*outcome.status != ReleaseStatus::kReleased && !first)
+        first = outcome.status;
+    } catch (const std::exception& e) {
+      outcome.error = e.what();
+      if (!error) error = std::current_exception();
     } catch (...) {
+      outcome.error = "unknown error";
       if (!error) error = std::current_exception();
     }
+    if (each != nullptr) each->push_back(std::move(outcome));
   }
   if (error) std::rethrow_exception(error);
   return first.value_or(ReleaseStatus::kReleased);

@@ -74,6 +74,8 @@ TEST_F(CompletionTest, CompletesEachSubcommandsOwnOptions) {
   EXPECT_EQ(Complete("lockfleet locks --json --li"), Words({"--limit"}));
   EXPECT_EQ(Complete("lockfleet unlock --force --expect-o"),
             Words({"--expect-owner"}));
+  // Several lock NAMEs (a multi-lock): still `lock`'s options after them.
+  EXPECT_EQ(Complete("lockfleet lock a b --wa"), Words({"--wait"}));
   EXPECT_EQ(Complete("lockfleet -h lo"), Words({"lock", "locks"}));
   // Internal options (hidden from --help) are not offered.
   EXPECT_EQ(Complete("lockfleet bench --child"), Words());
@@ -93,9 +95,13 @@ TEST_F(CompletionTest, CompletesFilesWhereAFileIsExpected) {
 }
 
 TEST_F(CompletionTest, CompletesTheCommandAfterTheSeparator) {
-  const Words commands = Complete("lockfleet lock report -- ech");
-  EXPECT_NE(std::find(commands.begin(), commands.end(), "echo"),
-            commands.end());
+  for (const char* line :
+       {"lockfleet lock report -- ech", "lockfleet lock a b c -- ech"}) {
+    const Words commands = Complete(line);
+    EXPECT_NE(std::find(commands.begin(), commands.end(), "echo"),
+              commands.end())
+        << line;
+  }
 }
 
 TEST_F(CompletionTest, OnlyBashIsSupported) {

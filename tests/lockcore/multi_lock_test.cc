@@ -92,6 +92,34 @@ TEST_F(MultiLock, OneLockNotGrantedInTimeGivesBackTheOthers) {
   EXPECT_GT(got.lease.lease("m:2").fence(), 0);
 }
 
+// Release(&each) says what became of every lease, newest first: the caller
+// can name the lock that was no longer held.
+TEST_F(MultiLock, ReleaseReportsEachLease) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireAllResult r = client->TryAcquireAll({"r:2", "r:3", "r:1"});
+  ASSERT_TRUE(r);
+  const int64_t fence2 = r.lease.lease("r:2").fence();
+  EXPECT_TRUE(other->ForceUnlock("r:2").was_locked);
+  std::vector<LeaseRelease> each;
+  EXPECT_EQ(r.lease.Release(&each), ReleaseStatus::kNotHeld);
+  ASSERT_EQ(each.size(), 3u);
+  EXPECT_EQ(each[0].name, "r:3");
+  EXPECT_EQ(each[0].status, ReleaseStatus::kReleased);
+  EXPECT_EQ(each[1].name, "r:2");
+  EXPECT_EQ(each[1].fence, fence2);
+  EXPECT_EQ(each[1].status, ReleaseStatus::kNotHeld);
+  EXPECT_EQ(each[2].name, "r:1");
+  EXPECT_EQ(each[2].status, ReleaseStatus::kReleased);
+  EXPECT_TRUE(each[2].error.empty());
+  for (const char* name : {"r:1", "r:2", "r:3"})
+    EXPECT_FALSE(client->Inspect(name).locked) << name;
+  // Nothing left: nothing reported.
+  each.clear();
+  EXPECT_EQ(r.lease.Release(&each), ReleaseStatus::kNotHeld);
+  EXPECT_TRUE(each.empty());
+}
+
 // A lock taken first whose (explicit) lease ran out while the call waited
 // for a later one is not returned as held: the call starts over and takes
 // it again (a new grant, a newer fence).

@@ -27,6 +27,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,16 @@ namespace lockfleet {
 
 // The most names one multi-lock takes.
 inline constexpr size_t kMaxMultiLockNames = 256;
+
+// What MultiLease::Release did with one of its leases.
+struct LeaseRelease {
+  std::string name;
+  int64_t fence = 0;
+  // Its release status; nullopt when its release threw (`error` says why:
+  // that lock frees when its lease runs out).
+  std::optional<ReleaseStatus> status;
+  std::string error;
+};
 
 // The leases of one multi-lock, in canonical (sorted) order. Releases them
 // all, in reverse order, on destruction or Release().
@@ -72,6 +84,10 @@ class MultiLease {
   // nothing. Then throws the first Error a release threw, if any (that
   // lease frees when its lease runs out; see Lease::Release).
   ReleaseStatus Release();
+  // The same, and when `each` is not null, also appends to it what became
+  // of every lease, in release order (newest first): a caller that must say
+  // which lock was no longer held, or which release failed.
+  ReleaseStatus Release(std::vector<LeaseRelease>* each);
 
  private:
   std::vector<Lease> leases_;

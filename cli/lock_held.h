@@ -1,0 +1,65 @@
+// What `lockfleet lock` holds while COMMAND runs — one lock or several (a
+// multi-lock) — as COMMAND's environment and lockfleet's messages show it,
+// and its release. One lock is a MultiLease of one (OneLease), so both run,
+// release and report the same way.
+//
+// COMMAND's environment (the help text, LockFooter() in lock_command.cc,
+// documents it): LOCKFLEET_LOCKS, the number of NAMEs, and for the i-th NAME
+// as given (from 1) LOCKFLEET_NAME_<i> and LOCKFLEET_FENCE_<i>; with one
+// NAME also LOCKFLEET_NAME and LOCKFLEET_FENCE. Numbered variables, not a
+// list in one variable: a lock name may hold any byte but NUL (spaces,
+// newlines, '='), and a shell reads one variable per value safely.
+//
+// Thread-safety: free functions; a MultiLease is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lockfleet/lockcore/lease.h"
+#include "lockfleet/lockcore/multi_lock.h"
+
+namespace lockfleet::cli {
+
+// `lease` as a multi-lease of one.
+MultiLease OneLease(Lease lease);
+
+// Releases every lease of `held`, newest first, each even when another's
+// release failed. A failure (Redis) is reported on stderr as a warning
+// naming the lock, which then frees by itself when its lease runs out. Returns
+// the releases that found their lock no longer ours (kNotHeld, kNotOwner):
+// lost.
+std::vector<LeaseRelease> ReleaseOrWarn(MultiLease& held);
+
+// COMMAND's variables ("KEY=value") for `held`, the locks of `names` (as
+// given on the command line). REQUIRES: held has a lease of every name.
+std::vector<std::string> LockVariables(const std::vector<std::string>& names,
+                                       const MultiLease& held);
+
+// Whether `key` is one of those variables, which COMMAND must not inherit
+// from an enclosing `lockfleet lock`: its LOCKFLEET_FENCE_3 is no fence of
+// ours.
+bool IsLockVariable(std::string_view key);
+
+// "lock 'X'" for one name, "locks 'A', 'B'" for several.
+std::string LocksNoun(const std::vector<std::string>& names);
+
+// A lock COMMAND runs under: its name and grant, and whether it was lost.
+struct LockGrant {
+  std::string name;
+  int64_t fence = 0;
+  bool lost = false;
+};
+
+// "lock 'B' (fence 7)" or "locks 'A' (fence 6), 'B' (fence 7)"; without
+// `fences`, no fences.
+std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences);
+
+// DescribeGrants(lost, fences), then, when `names` (all the locks) are
+// several, " of 'A', 'B', 'C'".
+std::string DescribeLost(const std::vector<LockGrant>& lost,
+                         const std::vector<std::string>& names, bool fences);
+
+}  // namespace lockfleet::cli
