@@ -168,9 +168,10 @@ const Script& SemAcquireScript();
 const Script& SemReleaseScript();
 
 // A waiter leaves without permits. KEYS 1-6. ARGV: permit id, claim ms,
-// latch ms, tombstone ms (0: none). Leaves the queue, gives back a set under its id (a hand-off it
-// did not claim, or a try whose reply was lost), and hands what that frees
-// (or what its place blocked) on. -> {1 gave a set back | 0, handed}.
+// latch ms, tombstone ms (0: none). Leaves the queue, gives back a set under
+// its id (a hand-off it did not claim, or a try whose reply was lost), and
+// hands what that frees (or what its place blocked) on. -> {1 gave a set back |
+// 0, handed}.
 const Script& SemAbandonScript();
 
 // KEYS 1-2. ARGV: permit id, lease ms (0: check only). -> 1 the set is out
