@@ -56,6 +56,14 @@ void ReportWaiting(const LockRequest& request, const std::string& blocked_on,
   } else {
     how = "Kafka not ready";
   }
+  if (request.semaphore) {
+    PrintError("waiting for " + std::to_string(request.semaphore->take) +
+               (request.semaphore->take == 1 ? " permit" : " permits") +
+               " of semaphore " + Quoted(blocked_on) + " (" + holder +
+               " free; " + how + "; retrying at least every " +
+               config::FormatDuration(request.locks.park_cap) + ")");
+    return;
+  }
   const std::string held_by =
       holder.empty() ? "" : " held by " + Quoted(holder);
   PrintError((request.names.size() == 1
@@ -106,6 +114,24 @@ bool AwaitKafkaReady(const LockRequest& request, const std::stop_token& stop,
   return false;
 }
 
+// The shape every acquisition here has (see AcquireLock): `try_once`; if
+// refused and waiting is allowed, Kafka ready (trying again meanwhile),
+// `report(refused)` with --verbose, then `wait()`.
+template <typename TryOnce, typename Report, typename Wait>
+auto TryThenWait(const LockRequest& request, const std::stop_token& stop,
+                 notifier::KafkaNotifier* kafka,
+                 std::optional<Steady::time_point> deadline,
+                 const TryOnce& try_once, const Report& report,
+                 const Wait& wait) {
+  auto result = try_once();
+  if (result || TriesOnce(request)) return result;
+  if (AwaitKafkaReady(request, stop, kafka, deadline, try_once, &result)) {
+    return result;
+  }
+  if (request.verbose) report(result);
+  return wait();
+}
+
 }  // namespace
 
 // One attempt first: a free lock costs no wait for Kafka. If it is taken,
@@ -120,15 +146,13 @@ AcquireResult AcquireLock(LockClient& client, const LockRequest& request,
                           notifier::KafkaNotifier* kafka,
                           std::optional<Steady::time_point> deadline) {
   const std::string& name = request.names.front();
-  AcquireResult result = client.TryAcquire(name, options);
-  if (result || TriesOnce(request)) return result;
-  if (AwaitKafkaReady(
-          request, options.stop, kafka, deadline,
-          [&] { return client.TryAcquire(name, options); }, &result)) {
-    return result;
-  }
-  if (request.verbose) ReportWaiting(request, name, result.holder, kafka);
-  return AcquireUntil(client, request, options, deadline);
+  return TryThenWait(
+      request, options.stop, kafka, deadline,
+      [&] { return client.TryAcquire(name, options); },
+      [&](const AcquireResult& refused) {
+        ReportWaiting(request, name, refused.holder, kafka);
+      },
+      [&] { return AcquireUntil(client, request, options, deadline); });
 }
 
 // The same with all-or-nothing tries and wait. A try that takes some of the
@@ -139,19 +163,38 @@ AcquireAllResult AcquireAllLocks(LockClient& client, const LockRequest& request,
                                  const AcquireOptions& options,
                                  notifier::KafkaNotifier* kafka,
                                  std::optional<Steady::time_point> deadline) {
-  AcquireAllResult result = client.TryAcquireAll(request.names, options);
-  if (result || TriesOnce(request)) return result;
-  if (AwaitKafkaReady(
-          request, options.stop, kafka, deadline,
-          [&] { return client.TryAcquireAll(request.names, options); },
-          &result)) {
-    return result;
-  }
-  if (request.verbose) {
-    ReportWaiting(request, result.blocked_on, result.holder, kafka);
-  }
-  return client.AcquireAllUntil(
-      request.names, deadline.value_or(Steady::time_point::max()), options);
+  return TryThenWait(
+      request, options.stop, kafka, deadline,
+      [&] { return client.TryAcquireAll(request.names, options); },
+      [&](const AcquireAllResult& refused) {
+        ReportWaiting(request, refused.blocked_on, refused.holder, kafka);
+      },
+      [&] {
+        return client.AcquireAllUntil(
+            request.names, deadline.value_or(Steady::time_point::max()),
+            options);
+      });
+}
+
+// As AcquireLock: a first try, Kafka ready, then the wait (a try never
+// queues; the wait does, in arrival order).
+PermitResult AcquirePermits(LockClient& client, const LockRequest& request,
+                            const PermitOptions& options,
+                            notifier::KafkaNotifier* kafka,
+                            std::optional<Steady::time_point> deadline) {
+  Semaphore semaphore = client.Semaphore(request.names.front());
+  const int64_t take = request.semaphore->take;
+  return TryThenWait(
+      request, options.stop, kafka, deadline,
+      [&] { return semaphore.TryAcquire(take, options); },
+      [&](const PermitResult& refused) {
+        ReportWaiting(request, request.names.front(),
+                      std::to_string(refused.available), kafka);
+      },
+      [&] {
+        return semaphore.AcquireUntil(
+            take, deadline.value_or(Steady::time_point::max()), options);
+      });
 }
 
 }  // namespace lockfleet::cli

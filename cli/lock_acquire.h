@@ -22,6 +22,7 @@
 #include "lock_run.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
@@ -42,6 +43,13 @@ AcquireResult AcquireLock(
 AcquireAllResult AcquireAllLocks(
     LockClient& client, const LockRequest& request,
     const AcquireOptions& options, notifier::KafkaNotifier* kafka,
+    std::optional<std::chrono::steady_clock::time_point> deadline);
+
+// The same for request.semaphore's permits of the semaphore
+// request.names[0] (it exists: the caller set it).
+PermitResult AcquirePermits(
+    LockClient& client, const LockRequest& request,
+    const PermitOptions& options, notifier::KafkaNotifier* kafka,
     std::optional<std::chrono::steady_clock::time_point> deadline);
 
 }  // namespace lockfleet::cli

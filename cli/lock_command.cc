@@ -14,6 +14,7 @@
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "option_range.h"
 
 namespace lockfleet::cli {
@@ -118,6 +119,33 @@ Examples:
   lockfleet lock --config /etc/lockfleet/worker.yaml reindex -- ./reindex)";
 }
 
+// The semaphore command's help footer.
+std::string SemaphoreFooter() {
+  return R"(A counting semaphore across machines: at most N holders of its permits at
+once ("at most 3 exports against the partner API"). lockfleet takes --take
+permits (1 by default) of semaphore NAME as one permit set, runs COMMAND
+while the watchdog renews the set's lease every lease/3, and gives the
+permits back when COMMAND ends. A lockfleet (or a machine) that dies gives
+its permits back when their lease runs out: permits never stay taken for
+ever. --permits N sets the number of permits first (every process of a
+fleet may pass the same N; the last one set counts); without it the
+semaphore must exist. Waiters are served in arrival order: one that needs 3
+permits is not overtaken by later ones that need 1.
+
+COMMAND runs with LOCKFLEET_SEMAPHORE (the name), LOCKFLEET_PERMITS (how
+many it holds) and LOCKFLEET_PERMIT_ID (the set's id) in its environment.
+Process group, signals, Kafka, --config and the exit statuses are those of
+'lockfleet lock' (see 'lockfleet lock --help'); 75 means the permits were
+not free within --wait (the message says how many were free), 76 that the
+permit set was lost while COMMAND ran (its lease ran out, or it was released
+by id), and 2 also covers --take above the semaphore's permits, or a
+semaphore that does not exist without --permits.
+
+Examples:
+  lockfleet semaphore partner-api --permits 3 --wait 10m -- ./export.sh
+  lockfleet semaphore gpu --permits 4 --take 2 -- ./train.sh)";
+}
+
 // Raw option values as CLI11 stores them.
 struct LockArgs {
   ConnectionArgs connection;  // --config, --redis, --kafka, event key
@@ -130,6 +158,9 @@ struct LockArgs {
   bool verbose = false;
   bool no_fair = false;
   std::vector<std::string> names;  // every word before "--" but options
+  long long permits = 0;           // semaphore: --permits
+  long long take = 1;              // semaphore: --take
+  CLI::Option* permits_option = nullptr;
   CLI::Option* name_option = nullptr;
   CLI::Option* wait_option = nullptr;
   CLI::Option* lease_option = nullptr;
@@ -198,9 +229,56 @@ void ValidateLockNames(const LockArgs& args, const Context& context) {
   }
 }
 
-LockRequest Validate(const LockArgs& args, const Context& context) {
+// The semaphore's NAME (one), --permits, --take and COMMAND.
+SemaphoreRequest ValidateSemaphore(const LockArgs& args,
+                                   const Context& context) {
+  if (args.name_option->count() == 0 || args.names.empty()) {
+    throw UsageError(context.has_trailing_args
+                         ? "missing semaphore NAME before '--'"
+                         : "missing semaphore NAME and '-- COMMAND'");
+  }
+  if (args.names.size() > 1) {
+    // Without "--", NAME and COMMAND run together: only the first word is
+    // shown (COMMAND's arguments may hold a password).
+    throw UsageError(context.has_trailing_args
+                         ? "one semaphore NAME, not " +
+                               std::to_string(args.names.size())
+                         : "missing '-- COMMAND' after semaphore NAME " +
+                               Quoted(args.names[0]) +
+                               ": put '--' between NAME and COMMAND");
+  }
+  if (args.names[0].empty())
+    throw UsageError("semaphore NAME must not be empty");
+  if (!context.has_trailing_args) {
+    throw UsageError("missing '-- COMMAND' after semaphore NAME " +
+                     Quoted(args.names[0]));
+  }
+  if (context.trailing_args.empty() || context.trailing_args[0].empty()) {
+    throw UsageError("missing COMMAND after '--'");
+  }
+  SemaphoreRequest semaphore;
+  CheckRange("--take", args.take, 1, kMaxSemaphorePermits);
+  semaphore.take = args.take;
+  if (args.permits_option->count() > 0) {
+    CheckRange("--permits", args.permits, 1, kMaxSemaphorePermits);
+    if (args.take > args.permits) {
+      throw UsageError("--take " + std::to_string(args.take) +
+                       " is more than --permits " +
+                       std::to_string(args.permits));
+    }
+    semaphore.permits = args.permits;
+  }
+  return semaphore;
+}
+
+LockRequest Validate(const LockArgs& args, const Context& context,
+                     bool semaphore) {
   LockRequest request;
-  ValidateLockNames(args, context);
+  if (semaphore) {
+    request.semaphore = ValidateSemaphore(args, context);
+  } else {
+    ValidateLockNames(args, context);
+  }
   request.names = args.names;
   request.command = context.trailing_args;
 
@@ -261,18 +339,31 @@ LockRequest Validate(const LockArgs& args, const Context& context) {
   return request;
 }
 
-}  // namespace
-
-Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
-  CLI::App* app = parent.add_subcommand(
-      "lock",
-      "Run COMMAND while holding the distributed lock NAME, or all of several "
-      "(flock(1) across machines).");
-  formatter.SetSynopsis(app,
-                        "[OPTIONS] NAME -- COMMAND [ARGS...]\n"
-                        "   or: lockfleet lock [OPTIONS] NAME NAME... -- "
-                        "COMMAND [ARGS...]");
-  app->footer(LockFooter());
+// `lock` (semaphore false) or `semaphore`: the same options but NAME's,
+// --permits, --take and --no-fair, and the same run.
+Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
+                          bool semaphore) {
+  CLI::App* app = nullptr;
+  if (semaphore) {
+    app = parent.add_subcommand(
+        "semaphore",
+        "Run COMMAND while holding permits of the semaphore NAME: at most N "
+        "such commands at once, across machines.");
+    formatter.SetSynopsis(
+        app, "[OPTIONS] NAME [--permits N] [--take K] -- COMMAND [ARGS...]");
+    app->footer(SemaphoreFooter());
+  } else {
+    app = parent.add_subcommand(
+        "lock",
+        "Run COMMAND while holding the distributed lock NAME, or all of "
+        "several (flock(1) across machines).");
+    formatter.SetSynopsis(app,
+                          "[OPTIONS] NAME -- COMMAND [ARGS...]\n"
+                          "   or: lockfleet lock [OPTIONS] NAME NAME... -- "
+                          "COMMAND [ARGS...]");
+    app->footer(LockFooter());
+  }
+  const std::string held = semaphore ? "the permits" : "the lock";
 
   auto args = std::make_shared<LockArgs>();
   args->connection.config_option =
@@ -293,19 +384,23 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
                       "else redis://127.0.0.1:6379")
           ->type_name("URL");
   args->wait_option =
-      app->add_option("--wait", args->wait,
-                      "How long to wait for the lock (several NAMEs: for all "
-                      "of them), e.g. 500ms, 2s, 1.5m, 1h; 0 tries once. "
-                      "Default: the config's locks.wait, else "
-                      "wait without limit")
+      app->add_option(
+             "--wait", args->wait,
+             "How long to wait for " + held +
+                 (semaphore ? "" : " (several NAMEs: for all of them)") +
+                 ", e.g. 500ms, 2s, 1.5m, 1h; 0 tries once. "
+                 "Default: the config's locks.wait, else "
+                 "wait without limit")
           ->type_name("DURATION");
   args->lease_option =
       app->add_option(
              "--lease", args->lease,
-             "Watchdog lease of the lock: renewed every lease/3 while COMMAND "
-             "runs, so it does not limit how long COMMAND may run; it bounds "
-             "how long the lock outlives a killed or frozen lockfleet. "
-             "Default: the config's locks.lease, else " +
+             "Watchdog lease of " + held +
+                 ": renewed every lease/3 while COMMAND runs, so it does not "
+                 "limit how long COMMAND may run; it bounds how long " +
+                 held +
+                 " outlive a killed or frozen lockfleet. "
+                 "Default: the config's locks.lease, else " +
                  config::FormatDuration(LockClientOptions{}.default_lease))
           ->type_name("DURATION");
   args->connection.kafka_option =
@@ -328,12 +423,24 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
              "never kills. Default: " +
                  config::FormatDuration(LockRequest{}.kill_after))
           ->type_name("DURATION");
-  app->add_flag(
-      "--no-fair", args->no_fair,
-      "Barge instead of queueing: do not wait in line behind earlier "
-      "waiters (by default waiters are served in arrival order and a "
-      "release hands the lock straight to the next one; with --config, "
-      "as its locks.fair says)");
+  if (!semaphore) {
+    app->add_flag(
+        "--no-fair", args->no_fair,
+        "Barge instead of queueing: do not wait in line behind earlier "
+        "waiters (by default waiters are served in arrival order and a "
+        "release hands the lock straight to the next one; with --config, "
+        "as its locks.fair says)");
+  } else {
+    args->permits_option =
+        app->add_option("--permits", args->permits,
+                        "Set the semaphore's number of permits (1..1e9) "
+                        "before taking any; without it the semaphore must "
+                        "exist")
+            ->type_name("N");
+    app->add_option("--take", args->take,
+                    "Permits to hold while COMMAND runs. Default: 1")
+        ->type_name("K");
+  }
   app->add_flag("-v,--verbose", args->verbose,
                 "Report on stderr when waiting starts (and whether Kafka "
                 "wake-ups are on) and when the lock is acquired");
@@ -370,18 +477,21 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
           ->group("Advanced");
   args->name_option =
       app->add_option("NAME", args->names,
-                      "Name of the lock (any non-empty string). Several "
-                      "NAMEs: all of the locks, all-or-nothing (at most " +
-                          std::to_string(kMaxMultiLockNames) + ")")
+                      semaphore ? std::string("Name of the semaphore (any "
+                                              "non-empty string)")
+                                : "Name of the lock (any non-empty string). "
+                                  "Several NAMEs: all of the locks, "
+                                  "all-or-nothing (at most " +
+                                      std::to_string(kMaxMultiLockNames) + ")")
           ->type_name("");
 
   Subcommand subcommand;
   subcommand.app = app;
   subcommand.takes_trailing_args = true;
-  subcommand.run = [args](const Context& context) {
+  subcommand.run = [args, semaphore](const Context& context) {
     LockRequest request;
     try {
-      request = Validate(*args, context);
+      request = Validate(*args, context, semaphore);
     } catch (const config::ConfigErrors& e) {
       for (const config::Diagnostic& d : e.errors()) PrintError(d.ToString());
       return kExitUsage;
@@ -389,6 +499,16 @@ Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
     return RunLock(request, context);
   };
   return subcommand;
+}
+
+}  // namespace
+
+Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter) {
+  return AddHoldCommand(parent, formatter, /*semaphore=*/false);
+}
+
+Subcommand AddSemaphoreCommand(CLI::App& parent, HelpFormatter& formatter) {
+  return AddHoldCommand(parent, formatter, /*semaphore=*/true);
 }
 
 }  // namespace lockfleet::cli

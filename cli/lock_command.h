@@ -23,4 +23,9 @@ namespace lockfleet::cli {
 // Declares `lock` on `parent` and returns how to run it.
 Subcommand AddLockCommand(CLI::App& parent, HelpFormatter& formatter);
 
+// `lockfleet semaphore [OPTIONS] NAME [--permits N] [--take K] -- COMMAND`:
+// the same run under K permits of semaphore NAME (lockcore's Semaphore)
+// instead of a lock; the same options but --no-fair.
+Subcommand AddSemaphoreCommand(CLI::App& parent, HelpFormatter& formatter);
+
 }  // namespace lockfleet::cli

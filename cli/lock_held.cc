@@ -53,7 +53,8 @@ std::vector<std::string> LockVariables(const std::vector<std::string>& names,
 
 bool IsLockVariable(std::string_view key) {
   if (key == "LOCKFLEET_NAME" || key == "LOCKFLEET_FENCE" ||
-      key == "LOCKFLEET_LOCKS") {
+      key == "LOCKFLEET_LOCKS" || key == "LOCKFLEET_SEMAPHORE" ||
+      key == "LOCKFLEET_PERMITS" || key == "LOCKFLEET_PERMIT_ID") {
     return true;
   }
   for (const std::string_view prefix :
@@ -73,6 +74,11 @@ std::string LocksNoun(const std::vector<std::string>& names) {
 }
 
 std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences) {
+  if (grants.size() == 1 && grants[0].permits) {
+    return std::to_string(grants[0].fence) +
+           (grants[0].fence == 1 ? " permit" : " permits") + " of semaphore " +
+           Quoted(grants[0].name);
+  }
   std::string out = grants.size() == 1 ? "lock " : "locks ";
   for (size_t i = 0; i < grants.size(); ++i) {
     if (i > 0) out += ", ";
@@ -87,6 +93,60 @@ std::string DescribeLost(const std::vector<LockGrant>& lost,
   std::string out = DescribeGrants(lost, fences);
   if (names.size() > 1) out += " of " + QuotedList(names);
   return out;
+}
+
+Holding::Holding(MultiLease locks) : locks_(std::move(locks)) {}
+Holding::Holding(Permits permits) : permits_(std::move(permits)) {}
+
+std::vector<LockGrant> Holding::Grants() const {
+  std::vector<LockGrant> grants;
+  if (permits_.held()) {
+    grants.push_back(LockGrant{permits_.name(), permits_.count(),
+                               permits_.stop_token().stop_requested(), true});
+  }
+  for (const Lease& lease : locks_.leases()) {
+    grants.push_back(LockGrant{lease.name(), lease.fence(),
+                               lease.stop_token().stop_requested()});
+  }
+  return grants;
+}
+
+std::vector<std::pair<std::string, int64_t>> Holding::LostNow() const {
+  std::vector<std::pair<std::string, int64_t>> gone;
+  if (permits_.held() && permits_.lost())
+    gone.emplace_back(permits_.name(), permits_.count());
+  for (const Lease& lease : locks_.leases()) {
+    if (lease.lost()) gone.emplace_back(lease.name(), lease.fence());
+  }
+  return gone;
+}
+
+std::vector<std::pair<std::string, int64_t>> Holding::ReleaseOrWarn() {
+  std::vector<std::pair<std::string, int64_t>> gone;
+  if (permits_.held()) {
+    const std::string name = permits_.name();
+    const int64_t count = permits_.count();
+    try {
+      if (permits_.Release() == ReleaseStatus::kNotHeld)
+        gone.emplace_back(name, count);
+    } catch (const std::exception& e) {
+      PrintError("warning: could not give back the permits of semaphore " +
+                 Quoted(name) + " (" + e.what() +
+                 "); they come back when their lease runs out");
+    }
+  }
+  for (const LeaseRelease& released : cli::ReleaseOrWarn(locks_)) {
+    gone.emplace_back(released.name, released.fence);
+  }
+  return gone;
+}
+
+std::vector<std::string> Holding::Variables(
+    const std::vector<std::string>& names) const {
+  if (!permits_.held()) return LockVariables(names, locks_);
+  return {"LOCKFLEET_SEMAPHORE=" + permits_.name(),
+          "LOCKFLEET_PERMITS=" + std::to_string(permits_.count()),
+          "LOCKFLEET_PERMIT_ID=" + permits_.id()};
 }
 
 }  // namespace lockfleet::cli

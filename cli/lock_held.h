@@ -1,7 +1,8 @@
 // What `lockfleet lock` holds while COMMAND runs — one lock or several (a
-// multi-lock) — as COMMAND's environment and lockfleet's messages show it,
-// and its release. One lock is a MultiLease of one (OneLease), so both run,
-// release and report the same way.
+// multi-lock) — or `lockfleet semaphore` (a permit set), as COMMAND's
+// environment and lockfleet's messages show it, and its release. One lock is
+// a MultiLease of one (OneLease), so every kind runs, releases and reports
+// the same way (Holding).
 //
 // COMMAND's environment (the help text, LockFooter() in lock_command.cc,
 // documents it): LOCKFLEET_LOCKS, the number of NAMEs, and for the i-th NAME
@@ -10,7 +11,12 @@
 // list in one variable: a lock name may hold any byte but NUL (spaces,
 // newlines, '='), and a shell reads one variable per value safely.
 //
-// Thread-safety: free functions; a MultiLease is used by one thread.
+// COMMAND's environment under a semaphore: LOCKFLEET_SEMAPHORE (its name),
+// LOCKFLEET_PERMITS (how many it holds) and LOCKFLEET_PERMIT_ID (the set's
+// id, which `Semaphore::Release` takes).
+//
+// Thread-safety: free functions; a MultiLease or Holding is used by one
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +26,7 @@
 
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/semaphore.h"
 
 namespace lockfleet::cli {
 
@@ -47,15 +54,42 @@ bool IsLockVariable(std::string_view key);
 std::string LocksNoun(const std::vector<std::string>& names);
 
 // A lock COMMAND runs under: its name and grant, and whether it was lost.
+// Or a semaphore's permit set (`permits`): its name and permit count (in
+// `fence`).
 struct LockGrant {
   std::string name;
   int64_t fence = 0;
   bool lost = false;
+  bool permits = false;
 };
 
 // "lock 'B' (fence 7)" or "locks 'A' (fence 6), 'B' (fence 7)"; without
-// `fences`, no fences.
+// `fences`, no fences. A permit set: "2 permits of semaphore 'S'".
 std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences);
+
+// What COMMAND runs under: locks (a MultiLease) or a semaphore's permits.
+class Holding {
+ public:
+  explicit Holding(MultiLease locks);
+  explicit Holding(Permits permits);
+  Holding(Holding&&) noexcept = default;
+
+  // Each lock's grant, or the permit set; `lost` if its stop token was
+  // requested (the watchdog said so).
+  std::vector<LockGrant> Grants() const;
+  // Those that lost() says are gone now (name, fence).
+  std::vector<std::pair<std::string, int64_t>> LostNow() const;
+  // Releases all (ReleaseOrWarn for locks; the same warning for permits)
+  // and returns those found gone (name, fence).
+  std::vector<std::pair<std::string, int64_t>> ReleaseOrWarn();
+  // COMMAND's variables; `names` as given on the command line.
+  std::vector<std::string> Variables(
+      const std::vector<std::string>& names) const;
+
+ private:
+  MultiLease locks_;
+  Permits permits_;
+};
 
 // DescribeGrants(lost, fences), then, when `names` (all the locks) are
 // several, " of 'A', 'B', 'C'".

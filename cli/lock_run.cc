@@ -89,8 +89,16 @@ class LockRun {
   int NotAcquired(AcquireStatus status, const std::string& blocked_on,
                   const std::string& holder,
                   std::chrono::milliseconds holder_ttl);
-  // Runs COMMAND under `held` (every lock of request_.names), then releases.
-  int RunCommand(MultiLease held, Steady::time_point wait_start);
+  // The semaphore form (`lockfleet semaphore`): takes the permits and runs
+  // COMMAND under them.
+  int HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
+                  Steady::time_point start,
+                  std::optional<Steady::time_point> deadline);
+  // "lock 'X'", "locks 'A', 'B'" or "semaphore 'S'": what is waited for.
+  std::string Noun() const;
+  // Runs COMMAND under `held` (every lock of request_.names, or the
+  // semaphore's permits), then releases.
+  int RunCommand(Holding held, Steady::time_point wait_start);
   // Waits for COMMAND (the leader of group `pid`) to exit, without reaping
   // it; with a terminal (tty >= 0) follows Ctrl-Z.
   void WaitForCommand(pid_t pid, int tty);
@@ -193,18 +201,57 @@ int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   const Steady::time_point start = Steady::now();
   std::optional<Steady::time_point> deadline;
   if (request_.wait) deadline = start + *request_.wait;
+  if (request_.semaphore) return HoldPermits(client, kafka, start, deadline);
   if (request_.names.size() == 1) {
     AcquireResult result =
         AcquireLock(client, request_, options, kafka, deadline);
-    if (result) return RunCommand(OneLease(std::move(result.lease)), start);
+    if (result) {
+      return RunCommand(Holding(OneLease(std::move(result.lease))), start);
+    }
     return NotAcquired(result.status, request_.names[0], result.holder,
                        result.holder_ttl);
   }
   AcquireAllResult result =
       AcquireAllLocks(client, request_, options, kafka, deadline);
-  if (result) return RunCommand(std::move(result.lease), start);
+  if (result) return RunCommand(Holding(std::move(result.lease)), start);
   return NotAcquired(result.status, result.blocked_on, result.holder,
                      result.holder_ttl);
+}
+
+int LockRun::HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
+                         Steady::time_point start,
+                         std::optional<Steady::time_point> deadline) {
+  const std::string& name = request_.names.front();
+  const SemaphoreRequest& wanted = *request_.semaphore;
+  // --permits: the number the caller says the semaphore has (idempotent,
+  // as every process of a fleet may say it). Without it, it must exist.
+  if (wanted.permits) client.Semaphore(name).SetPermits(*wanted.permits);
+  PermitOptions options;
+  options.stop = stop_.get_token();
+  options.on_lost = [this](const std::string& lost, int64_t count) {
+    OnLost(lost, count);
+  };
+  PermitResult result =
+      AcquirePermits(client, request_, options, kafka, deadline);
+  if (result) return RunCommand(Holding(std::move(result.permits)), start);
+  if (result.status == AcquireStatus::kCancelled) {
+    return NotAcquired(result.status, name, "", milliseconds(0));
+  }
+  const std::string what = std::to_string(wanted.take) +
+                           (wanted.take == 1 ? " permit" : " permits") +
+                           " of semaphore " + Quoted(name);
+  PrintError((*request_.wait == milliseconds(0)
+                  ? what + " not free (--wait 0)"
+                  : "timed out after " +
+                        config::FormatDuration(*request_.wait) +
+                        " waiting for " + what) +
+             ": " + std::to_string(result.available) + " free");
+  return kExitTimedOut;
+}
+
+std::string LockRun::Noun() const {
+  return request_.semaphore ? "semaphore " + Quoted(request_.names.front())
+                            : LocksNoun(request_.names);
 }
 
 int LockRun::NotAcquired(AcquireStatus status, const std::string& blocked_on,
@@ -217,7 +264,7 @@ int LockRun::NotAcquired(AcquireStatus status, const std::string& blocked_on,
       signal = signal_;
     }
     PrintError("interrupted by " + SignalName(signal) + " while waiting for " +
-               LocksNoun(request_.names));
+               Noun());
     return signal != 0 ? kExitSignalBase + signal : kExitSoftware;
   }
   // "lock 'B'", or with several names "lock 'B' of 'A', 'B'" (the others
@@ -239,7 +286,7 @@ int LockRun::NotAcquired(AcquireStatus status, const std::string& blocked_on,
   return kExitTimedOut;
 }
 
-int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
+int LockRun::RunCommand(Holding held, Steady::time_point wait_start) {
   std::string acquired;  // with -v: "locks 'A' (fence 6), 'B' (fence 7)"
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -249,11 +296,8 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
     // while when a renewal is merely late (a loaded machine, a short
     // --lease), which the watchdog may still put right; the end of the run
     // checks it, as for one lock.
-    for (const Lease& lease : held.leases()) {
-      const bool lost = lease.stop_token().stop_requested();
-      grants_.push_back(LockGrant{lease.name(), lease.fence(), lost});
-      lost_ = lost_ || lost;
-    }
+    grants_ = held.Grants();
+    for (const LockGrant& grant : grants_) lost_ = lost_ || grant.lost;
     if (request_.verbose) acquired = DescribeGrants(grants_, true);
   }
   if (request_.verbose) {
@@ -262,7 +306,7 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
                    Steady::now() - wait_start)));
   }
   const std::vector<std::string> env =
-      EnvironmentWith(LockVariables(request_.names, held), IsLockVariable);
+      EnvironmentWith(held.Variables(request_.names), IsLockVariable);
   // Descriptors opened since startup (Redis connections, Kafka's sockets and
   // pipes) are ours, not COMMAND's; whatever lockfleet inherited is passed
   // on, as flock(1) does.
@@ -271,7 +315,7 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
   try {
     guard.emplace();
   } catch (const std::runtime_error& e) {
-    ReleaseOrWarn(held);
+    held.ReleaseOrWarn();
     PrintError(std::string("cannot start COMMAND: ") + e.what());
     return kExitCannotExecute;
   }
@@ -304,20 +348,19 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
     }
   }
   if (next == Next::kInterrupted) {
-    ReleaseOrWarn(held);
+    held.ReleaseOrWarn();
     PrintError("interrupted by " + SignalName(signal) +
-               " before COMMAND started; " + LocksNoun(request_.names) +
-               " released");
+               " before COMMAND started; " + Noun() + " released");
     return kExitSignalBase + signal;
   }
   if (next == Next::kLost) {
-    ReleaseOrWarn(held);
+    held.ReleaseOrWarn();
     PrintError("lost " + DescribeLost(lost_before, request_.names, false) +
                " before COMMAND started");
     return kExitLockLost;
   }
   if (!spawned.ok()) {
-    ReleaseOrWarn(held);
+    held.ReleaseOrWarn();
     PrintError(SpawnFailureMessage(request_.command[0], spawned));
     return SpawnFailureStatus(spawned);
   }
@@ -345,12 +388,9 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
   // A lock is lost if its lease says so or if its release found it gone.
   std::vector<LockGrant> lost_grants;
   {
-    std::vector<std::pair<std::string, int64_t>> gone;
-    for (const Lease& lease : held.leases()) {
-      if (lease.lost()) gone.emplace_back(lease.name(), lease.fence());
-    }
-    for (const LeaseRelease& released : ReleaseOrWarn(held)) {
-      gone.emplace_back(released.name, released.fence);
+    std::vector<std::pair<std::string, int64_t>> gone = held.LostNow();
+    for (auto& released : held.ReleaseOrWarn()) {
+      gone.push_back(std::move(released));
     }
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [name, fence] : gone) MarkLostLocked(name, fence);
@@ -374,7 +414,9 @@ int LockRun::RunCommand(MultiLease held, Steady::time_point wait_start) {
   if (!lost_grants.empty()) {
     PrintError("lost " + DescribeLost(lost_grants, request_.names, true) +
                " while COMMAND ran: " +
-               (lost_grants.size() == 1
+               (request_.semaphore
+                    ? "their lease expired or they were released by id"
+                : lost_grants.size() == 1
                     ? "its lease expired or it was force-unlocked"
                     : "their leases expired or they were force-unlocked") +
                done);

@@ -36,6 +36,13 @@
 
 namespace lockfleet::cli {
 
+// `lockfleet semaphore`: the permits to take instead of locks.
+struct SemaphoreRequest {
+  // The semaphore's permits (SetPermits); nullopt: it must exist.
+  std::optional<int64_t> permits;
+  int64_t take = 1;  // 1..kMaxSemaphorePermits
+};
+
 // What the command line (and --config) asked for, validated.
 struct LockRequest {
   // The locks, as given: at least one, none empty, no two the same, at most
@@ -60,6 +67,9 @@ struct LockRequest {
   // SIGKILL COMMAND's group this long after asking it to stop; 0: never.
   std::chrono::milliseconds kill_after{10000};
   bool verbose = false;  // report waiting and acquiring on stderr
+  // Set: `lockfleet semaphore` — names holds the semaphore's name (one),
+  // and COMMAND runs under its permits instead of a lock.
+  std::optional<SemaphoreRequest> semaphore;
 };
 
 // Runs `request` and returns the exit status documented in `lockfleet lock

@@ -78,6 +78,7 @@ int Main(int argc, char** argv, SignalWatcher& signals,
 
   std::vector<Subcommand> subcommands;
   subcommands.push_back(AddLockCommand(app, *formatter));
+  subcommands.push_back(AddSemaphoreCommand(app, *formatter));
   subcommands.push_back(AddLocksCommand(app, *formatter));
   subcommands.push_back(AddInspectCommand(app, *formatter));
   subcommands.push_back(AddUnlockCommand(app, *formatter));

@@ -996,7 +996,12 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
                               LostCalls* calls) {
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
-  if (observer()) observer()->OnLeaseLost(held->name);
+  if (observer() && !held->expiry_key.empty()) {  // a permit set
+    observer()->OnPermitsLost(held->name);
+    observer()->OnPermitsHeld(held->name, -held->fence);
+  } else if (observer()) {
+    observer()->OnLeaseLost(held->name);
+  }
   calls->push_back(held);  // stop token and callbacks: on the watchdog thread
 }
 

@@ -69,6 +69,7 @@ struct HeldLock {
   // A permit set whose acquisition may have a try still to run late (a lost
   // reply): its release leaves a tombstone this long (scripts.h).
   int64_t gone_ms = 0;
+  Clock::TimePoint acquired_at;  // a permit set: when it was granted
   std::chrono::milliseconds lease{0};
   bool renew = false;  // watchdog-renewed (no explicit lease)
 

@@ -196,6 +196,18 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
   // set, not two.
   const std::string id = NextRequestId();
   PermitResult result;
+  // Tells the observer how the call ended, whichever way it returns.
+  struct Report {
+    LockCore* core;
+    const std::string& name;
+    Clock::TimePoint start;
+    const PermitResult& result;
+    ~Report() {
+      if (core->observer() == nullptr || std::uncaught_exceptions() > 0) return;
+      core->observer()->OnPermitsAcquire(name, result.status,
+                                         core->options_.clock->Now() - start);
+    }
+  } report{this, name, options_.clock->Now(), result};
 
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
@@ -294,6 +306,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
         held->local_holds = 1;
         held->gone_ms = unsure ? gone_ms : 0;
         held->valid_until_ns.store(ValidUntilNs(sent, lease));
+        held->acquired_at = options_.clock->Now();
         if (renew) held->next_check = sent + lease / 3;
         if (options.on_lost) held->on_lost.push_back(options.on_lost);
         {
@@ -309,6 +322,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
           Schedule(held);
         }
         sem_acquisitions_.fetch_add(1, std::memory_order_relaxed);
+        if (observer()) observer()->OnPermitsHeld(name, held->fence);
         result.status = AcquireStatus::kAcquired;
         result.permits = Permits(shared_from_this(), std::move(held));
         result.last_error.clear();
@@ -388,10 +402,12 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
       held ? held->gone_ms
            : options_.default_lease.count() + options_.retry_latch.count();
   LostCalls lost_calls;
+  bool counted = false;  // still counted as held (OnPermitsHeld): not lost
   {
     std::lock_guard lock(mu_);
     if (held) {
       held->released = true;  // the watchdog ignores it from now on
+      counted = !held->lost.load();
       Forget(held);
     } else if (auto it = permits_.find(permit_id);
                it != permits_.end() && it->second->name == name) {
@@ -420,12 +436,17 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
     throw;
   }
   SemHanded(name, Elem(r, 1, "semaphore release"));
-  if (Int(r, 0, "semaphore release") == 1) {
-    sem_releases_.fetch_add(1, std::memory_order_relaxed);
-    return ReleaseStatus::kReleased;
+  const ReleaseStatus status = Int(r, 0, "semaphore release") == 1
+                                   ? ReleaseStatus::kReleased
+                                   : ReleaseStatus::kNotHeld;
+  (status == ReleaseStatus::kReleased ? sem_releases_ : releases_not_held_)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (held && observer()) {
+    if (counted) observer()->OnPermitsHeld(name, -held->fence);
+    observer()->OnPermitsRelease(name, status,
+                                 options_.clock->Now() - held->acquired_at);
   }
-  releases_not_held_.fetch_add(1, std::memory_order_relaxed);
-  return ReleaseStatus::kNotHeld;
+  return status;
 }
 
 }  // namespace internal

@@ -82,6 +82,36 @@ class LockMetrics final : public LockObserver {
     Record([&] { state_->ErrorCounter(code).Increment(); });
   }
 
+  void OnPermitsAcquire(std::string_view name, AcquireStatus status,
+                        Clock::Duration waited) noexcept override {
+    Record([&] {
+      const SemaphoreClassSeries& s = state_->Semaphore(name);
+      if (Counter* c = At(s.acquisitions, static_cast<size_t>(status)))
+        c->Increment();
+      s.wait->Observe(Seconds(waited));
+    });
+  }
+
+  void OnPermitsRelease(std::string_view name, ReleaseStatus status,
+                        Clock::Duration held) noexcept override {
+    Record([&] {
+      const SemaphoreClassSeries& s = state_->Semaphore(name);
+      if (Counter* c = At(s.releases, static_cast<size_t>(status)))
+        c->Increment();
+      s.hold->Observe(Seconds(held));
+    });
+  }
+
+  void OnPermitsLost(std::string_view name) noexcept override {
+    Record([&] { state_->Semaphore(name).lost->Increment(); });
+  }
+
+  void OnPermitsHeld(std::string_view name, int64_t delta) noexcept override {
+    Record([&] {
+      state_->Semaphore(name).held->Increment(static_cast<double>(delta));
+    });
+  }
+
  private:
   const std::shared_ptr<MetricsState> state_;
 };

@@ -126,6 +126,28 @@ MetricsState::MetricsState(MetricsOptions options)
           registry_, "lockfleet_lock_errors_total",
           "Lock operations that failed, by error code (Redis errors and "
           "others).")),
+      sem_acquisitions_(CounterFamily(
+          registry_, "lockfleet_semaphore_acquisitions_total",
+          "Permit acquisition calls of semaphores that ended, by result: "
+          "acquired, timed_out or cancelled (errors: "
+          "lockfleet_lock_errors_total).")),
+      sem_wait_(HistogramFamily(
+          registry_, "lockfleet_semaphore_wait_seconds",
+          "Time permit acquisition calls took until their result.")),
+      sem_hold_(
+          HistogramFamily(registry_, "lockfleet_semaphore_hold_seconds",
+                          "Time from a permit set's grant to its release.")),
+      sem_releases_(CounterFamily(
+          registry_, "lockfleet_semaphore_releases_total",
+          "Permit sets given back, by result: released or not_held (its "
+          "lease had run out, or it was released by id).")),
+      sem_lost_(CounterFamily(
+          registry_, "lockfleet_semaphore_permits_lost_total",
+          "Permit sets lost while held: their lease ran out before a renewal "
+          "succeeded, or Redis said they were gone.")),
+      sem_held_(
+          GaugeFamily(registry_, "lockfleet_semaphore_permits_held",
+                      "Permits this process holds now, per semaphore class.")),
       jobs_(CounterFamily(registry_, "lockfleet_jobs_total",
                           "Jobs that ended, by source, type (the handler) and "
                           "result.")),
@@ -165,7 +187,11 @@ MetricsState::MetricsState(MetricsOptions options)
       lock_classes_(options_.max_lock_classes,
                     [this](const std::string& lock_class) {
                       return MakeLockSeries(lock_class);
-                    }) {
+                    }),
+      semaphore_classes_(options_.max_lock_classes,
+                         [this](const std::string& semaphore_class) {
+                           return MakeSemaphoreSeries(semaphore_class);
+                         }) {
   if (!options_.lock_class) options_.lock_class = LockClass;
   for (ErrorCode code : kErrorCodes) ErrorCounter(code);
   ConsumerErrors("consume");
@@ -224,6 +250,36 @@ JobSeries MetricsState::MakeJobSeries(worker::JobSource source,
 
 const LockClassSeries& MetricsState::Lock(std::string_view name) {
   return lock_classes_.Get(LabelValue(options_.lock_class(name)));
+}
+
+SemaphoreClassSeries MetricsState::MakeSemaphoreSeries(
+    const std::string& semaphore_class) {
+  SemaphoreClassSeries s;
+  const prometheus::Labels labels = {{"semaphore_class", semaphore_class}};
+  auto with = [&](const char* value) {
+    prometheus::Labels l = labels;
+    l.emplace("result", value);
+    return l;
+  };
+  for (AcquireStatus status : kAcquireStatuses) {
+    s.acquisitions[static_cast<size_t>(status)] =
+        &sem_acquisitions_.Add(with(AcquireStatusName(status)));
+  }
+  s.wait = &sem_wait_.Add(labels, LockTimeBuckets());
+  s.hold = &sem_hold_.Add(labels, LockTimeBuckets());
+  // A permit set is given back or found gone: no still_held, no not_owner.
+  for (ReleaseStatus status :
+       {ReleaseStatus::kReleased, ReleaseStatus::kNotHeld}) {
+    s.releases[static_cast<size_t>(status)] =
+        &sem_releases_.Add(with(ReleaseStatusName(status)));
+  }
+  s.lost = &sem_lost_.Add(labels);
+  s.held = &sem_held_.Add(labels);
+  return s;
+}
+
+const SemaphoreClassSeries& MetricsState::Semaphore(std::string_view name) {
+  return semaphore_classes_.Get(LabelValue(options_.lock_class(name)));
 }
 
 const JobSeries& MetricsState::Job(worker::JobSource source,

@@ -62,6 +62,17 @@ struct LockClassSeries {
   Counter* spins = nullptr;
 };
 
+// A semaphore class's series (the class comes from the semaphore's name, as
+// a lock's does).
+struct SemaphoreClassSeries {
+  std::array<Counter*, std::size(kAcquireStatuses)> acquisitions{};
+  Histogram* wait = nullptr;
+  Histogram* hold = nullptr;
+  std::array<Counter*, std::size(kReleaseStatuses)> releases{};
+  Counter* lost = nullptr;
+  Gauge* held = nullptr;
+};
+
 struct JobSeries {
   std::array<Counter*, std::size(kJobResults)> results{};
   Histogram* duration = nullptr;
@@ -75,6 +86,7 @@ class MetricsState {
   explicit MetricsState(MetricsOptions options);
 
   const LockClassSeries& Lock(std::string_view name);
+  const SemaphoreClassSeries& Semaphore(std::string_view name);
   const JobSeries& Job(worker::JobSource source, std::string_view type);
   Counter& ErrorCounter(ErrorCode code) {
     return errors_.Add({{"code", std::string(ErrorCodeName(code))}});
@@ -98,6 +110,7 @@ class MetricsState {
 
  private:
   LockClassSeries MakeLockSeries(const std::string& lock_class);
+  SemaphoreClassSeries MakeSemaphoreSeries(const std::string& semaphore_class);
   JobSeries MakeJobSeries(worker::JobSource source, const std::string& type);
 
   MetricsOptions options_;
@@ -114,6 +127,12 @@ class MetricsState {
   prometheus::Family<Counter>& leases_lost_;
   prometheus::Family<Counter>& spins_;
   prometheus::Family<Counter>& errors_;
+  prometheus::Family<Counter>& sem_acquisitions_;
+  prometheus::Family<Histogram>& sem_wait_;
+  prometheus::Family<Histogram>& sem_hold_;
+  prometheus::Family<Counter>& sem_releases_;
+  prometheus::Family<Counter>& sem_lost_;
+  prometheus::Family<Gauge>& sem_held_;
   prometheus::Family<Counter>& jobs_;
   prometheus::Family<Histogram>& job_duration_;
   prometheus::Family<Gauge>& consumer_lag_;
@@ -127,6 +146,7 @@ class MetricsState {
   Gauge& jobs_running_;
 
   BoundedSeries<LockClassSeries> lock_classes_;
+  BoundedSeries<SemaphoreClassSeries> semaphore_classes_;
   std::array<std::unique_ptr<BoundedSeries<JobSeries>>, std::size(kJobSources)>
       job_types_;
 };

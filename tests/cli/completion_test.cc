@@ -76,6 +76,9 @@ TEST_F(CompletionTest, CompletesEachSubcommandsOwnOptions) {
             Words({"--expect-owner"}));
   // Several lock NAMEs (a multi-lock): still `lock`'s options after them.
   EXPECT_EQ(Complete("lockfleet lock a b --wa"), Words({"--wait"}));
+  EXPECT_EQ(Complete("lockfleet semaphore pool --pe"), Words({"--permits"}));
+  EXPECT_EQ(Complete("lockfleet semaphore pool --no-"), Words())
+      << "a semaphore is always fair";
   EXPECT_EQ(Complete("lockfleet -h lo"), Words({"lock", "locks"}));
   // Internal options (hidden from --help) are not offered.
   EXPECT_EQ(Complete("lockfleet bench --child"), Words());

@@ -7,6 +7,7 @@
 #include "exposition.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/metrics/metrics.h"
 #include "support/redis_server.h"
 
@@ -15,14 +16,17 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST(LockClientMetrics, AHoldAndAContendedTimeoutAreCounted) {
-  lockfleet::testing::RedisServer server;
-  RedisOptions redis;
-  redis.url = server.url();
+// A LockClient on a private redis-server, observed by `metrics`.
+class LockClientMetrics : public ::testing::Test {
+ protected:
+  lockfleet::testing::RedisServer server_;
   Metrics metrics;
-  LockClient locks(std::make_shared<RedisClient>(redis),
-                   {.observer = metrics.lock_observer()});
+  LockClient locks{
+      std::make_shared<RedisClient>(RedisOptions{.url = server_.url()}),
+      {.observer = metrics.lock_observer()}};
+};
 
+TEST_F(LockClientMetrics, AHoldAndAContendedTimeoutAreCounted) {
   Lease held = locks.TryAcquire("orders:1").lease;
   ASSERT_TRUE(held.held());
   // Another owner waits briefly and gives up: contended, timed out.
@@ -50,6 +54,46 @@ TEST(LockClientMetrics, AHoldAndAContendedTimeoutAreCounted) {
       1);
   EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", orders), 1);
   EXPECT_EQ(ValueIn(m, "lockfleet_lock_waiters"), 0);
+}
+
+TEST_F(LockClientMetrics, SemaphorePermitsAreCountedPerClass) {
+  Semaphore api = locks.Semaphore("partner:api");
+  api.SetPermits(3);
+  PermitResult two = api.TryAcquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(api.AcquireFor(2, milliseconds(30)));  // 1 free: times out
+  const LabelMatch partner = {{"semaphore_class", "partner"}};
+  auto with = [&](const char* value) {
+    LabelMatch labels = partner;
+    labels.emplace("result", value);
+    return labels;
+  };
+  auto m = ParseExposition(metrics.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_permits_held", partner), 2);
+  EXPECT_EQ(
+      ValueIn(m, "lockfleet_semaphore_acquisitions_total", with("acquired")),
+      1);
+  EXPECT_EQ(
+      ValueIn(m, "lockfleet_semaphore_acquisitions_total", with("timed_out")),
+      1);
+  // Released by its id: this client's holder has lost it.
+  PermitResult one = api.TryAcquire(1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(api.Release(one.permits.id()), ReleaseStatus::kReleased);
+  EXPECT_EQ(one.permits.Release(), ReleaseStatus::kNotHeld);
+  EXPECT_EQ(two.permits.Release(), ReleaseStatus::kReleased);
+  m = ParseExposition(metrics.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_permits_held", partner), 0)
+      << "a lost set is not taken off twice";
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_permits_lost_total", partner), 1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_releases_total", with("released")),
+            1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_releases_total", with("not_held")),
+            1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_semaphore_hold_seconds_count", partner), 2);
+  EXPECT_FALSE(ValueIn(m, "lockfleet_lock_leases_lost_total",
+                       {{"lock_class", "partner"}}) > 0)
+      << "a permit set is no lock";
 }
 
 }  // namespace

@@ -66,6 +66,24 @@ class LockObserver {
   // A lock operation failed with `code` (it is also thrown to the caller,
   // except for the watchdog's and destructors' own failures).
   virtual void OnError(ErrorCode /*code*/) noexcept {}
+
+  // Semaphores (semaphore.h). A permit acquisition of semaphore `name`
+  // ended, after `waited`.
+  virtual void OnPermitsAcquire(std::string_view /*name*/,
+                                AcquireStatus /*status*/,
+                                Clock::Duration /*waited*/) noexcept {}
+  // A permit set this client held was given back (kReleased) or found gone
+  // (kNotHeld) after being held for `held`.
+  virtual void OnPermitsRelease(std::string_view /*name*/,
+                                ReleaseStatus /*status*/,
+                                Clock::Duration /*held*/) noexcept {}
+  // A permit set this client held was lost (its lease ran out, or Redis
+  // said it is gone).
+  virtual void OnPermitsLost(std::string_view /*name*/) noexcept {}
+  // The permits of `name` this client holds changed by `delta` (granted,
+  // given back, or lost).
+  virtual void OnPermitsHeld(std::string_view /*name*/,
+                             int64_t /*delta*/) noexcept {}
 };
 
 }  // namespace lockfleet
