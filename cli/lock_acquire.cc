@@ -57,10 +57,9 @@ void ReportWaiting(const LockRequest& request, const std::string& blocked_on,
     how = "Kafka not ready";
   }
   if (request.semaphore) {
-    PrintError("waiting for " + std::to_string(request.semaphore->take) +
-               (request.semaphore->take == 1 ? " permit" : " permits") +
-               " of semaphore " + Quoted(blocked_on) + " (" + holder +
-               " free; " + how + "; retrying at least every " +
+    PrintError("waiting for " +
+               PermitsNoun(request.semaphore->take, blocked_on) + " (" +
+               holder + " free; " + how + "; retrying at least every " +
                config::FormatDuration(request.locks.park_cap) + ")");
     return;
   }

@@ -363,7 +363,8 @@ Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
                           "COMMAND [ARGS...]");
     app->footer(LockFooter());
   }
-  const std::string held = semaphore ? "the permits" : "the lock";
+  // "the lock ... are" reads oddly; "the lock(s)" covers a multi-lock.
+  const std::string held = semaphore ? "the permits" : "the lock(s)";
 
   auto args = std::make_shared<LockArgs>();
   args->connection.config_option =
@@ -419,8 +420,10 @@ Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
              "--kill-after", args->kill_after,
              "Send COMMAND's process group SIGKILL if it still runs this long "
              "after it was asked to stop (a forwarded SIGINT/SIGTERM, SIGTERM "
-             "for a lost lock or for processes left behind by COMMAND); 0 "
-             "never kills. Default: " +
+             "when " +
+                 held +
+                 " are lost, or for processes left behind by "
+                 "COMMAND); 0 never kills. Default: " +
                  config::FormatDuration(LockRequest{}.kill_after))
           ->type_name("DURATION");
   if (!semaphore) {
@@ -443,7 +446,8 @@ Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
   }
   app->add_flag("-v,--verbose", args->verbose,
                 "Report on stderr when waiting starts (and whether Kafka "
-                "wake-ups are on) and when the lock is acquired");
+                "wake-ups are on) and when " +
+                    held + " are acquired");
   args->park_cap_option =
       app->add_option(
              "--park-cap", args->park_cap,

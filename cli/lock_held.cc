@@ -68,6 +68,11 @@ bool IsLockVariable(std::string_view key) {
   return false;
 }
 
+std::string PermitsNoun(int64_t count, const std::string& name) {
+  return std::to_string(count) + (count == 1 ? " permit" : " permits") +
+         " of semaphore " + Quoted(name);
+}
+
 std::string LocksNoun(const std::vector<std::string>& names) {
   return names.size() == 1 ? "lock " + Quoted(names[0])
                            : "locks " + QuotedList(names);
@@ -75,9 +80,7 @@ std::string LocksNoun(const std::vector<std::string>& names) {
 
 std::string DescribeGrants(const std::vector<LockGrant>& grants, bool fences) {
   if (grants.size() == 1 && grants[0].permits) {
-    return std::to_string(grants[0].fence) +
-           (grants[0].fence == 1 ? " permit" : " permits") + " of semaphore " +
-           Quoted(grants[0].name);
+    return PermitsNoun(grants[0].fence, grants[0].name);
   }
   std::string out = grants.size() == 1 ? "lock " : "locks ";
   for (size_t i = 0; i < grants.size(); ++i) {

@@ -50,6 +50,9 @@ std::vector<std::string> LockVariables(const std::vector<std::string>& names,
 // ours.
 bool IsLockVariable(std::string_view key);
 
+// "1 permit of semaphore 'S'", "2 permits of semaphore 'S'".
+std::string PermitsNoun(int64_t count, const std::string& name);
+
 // "lock 'X'" for one name, "locks 'A', 'B'" for several.
 std::string LocksNoun(const std::vector<std::string>& names);
 

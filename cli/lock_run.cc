@@ -237,15 +237,17 @@ int LockRun::HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
   if (result.status == AcquireStatus::kCancelled) {
     return NotAcquired(result.status, name, "", milliseconds(0));
   }
-  const std::string what = std::to_string(wanted.take) +
-                           (wanted.take == 1 ? " permit" : " permits") +
-                           " of semaphore " + Quoted(name);
+  const std::string what = PermitsNoun(wanted.take, name);
+  // After a Redis outage that outlasted the wait, its error says more than
+  // the free count of the last answer.
   PrintError((*request_.wait == milliseconds(0)
                   ? what + " not free (--wait 0)"
                   : "timed out after " +
                         config::FormatDuration(*request_.wait) +
                         " waiting for " + what) +
-             ": " + std::to_string(result.available) + " free");
+             (result.last_error.empty()
+                  ? ": " + std::to_string(result.available) + " free"
+                  : " (Redis: " + result.last_error + ")"));
   return kExitTimedOut;
 }
 

@@ -2,8 +2,8 @@
 //
 // Properties: it either returns a job or throws JobError (anything else —
 // another exception, a crash, a leak, undefined behaviour — is a finding);
-// a parsed job is within the documented bounds; and EncodeJob turns it into
-// a record that parses back to the same job.
+// a parsed job is within the documented bounds (its limit too); and EncodeJob
+// turns it into a record that parses back to the same job.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +37,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(!job.id.empty() && job.id.size() <= 256);
   Check(!job.lock.empty() && job.lock.size() <= 1024);
   Check(!job.type.empty() && job.type.size() <= 128);
+  if (job.limit) {
+    Check(!job.limit->name.empty() && job.limit->name.size() <= 1024 &&
+          job.limit->name[0] != '}');
+    Check(job.limit->permits >= 1 && job.limit->permits <= 1'000'000);
+    Check(job.limit->take >= 1 && job.limit->take <= job.limit->permits);
+  }
   // Uncaught here: EncodeJob must not refuse what ParseJob accepted.
   const std::string record = EncodeJob(job);
   Check(ParseJob(record) == job);

@@ -49,8 +49,11 @@ std::string CheckSemaphoreName(std::string_view text) {
 
 constexpr int kMaxLimitPermits = 1'000'000;
 
-LimitConfig ReadLimit(Context& context, const Value& value) {
+// `*permits_at`: where a valid `permits` is (for the consistency check).
+LimitConfig ReadLimit(Context& context, const Value& value,
+                      std::optional<Value>* permits_at) {
   LimitConfig limit;
+  bool permits_ok = false;
   MapReader map(context, value,
                 "a limit: a mapping with name, permits and optionally take");
   if (std::optional<Value> name =
@@ -60,13 +63,16 @@ LimitConfig ReadLimit(Context& context, const Value& value) {
   }
   if (std::optional<Value> permits =
           map.Require("permits", "how many runs at once (1..1000000)")) {
-    if (auto parsed = ParseInt(context, *permits, 1, kMaxLimitPermits))
+    if (auto parsed = ParseInt(context, *permits, 1, kMaxLimitPermits)) {
       limit.permits = *parsed;
+      permits_ok = true;
+      *permits_at = permits;
+    }
   }
   if (std::optional<Value> take = map.Get("take")) {
     if (auto parsed = ParseInt(context, *take, 1, kMaxLimitPermits)) {
       limit.take = *parsed;
-      if (limit.take > limit.permits) {
+      if (permits_ok && limit.take > limit.permits) {
         context.Error(*take, "take " + std::to_string(limit.take) +
                                  " is more than the limit's " +
                                  std::to_string(limit.permits) + " permits");
@@ -97,7 +103,8 @@ Settings ReadSettings(Context& context, const Value& value,
 // A schedule and where its name is, for the uniqueness check.
 struct ReadScheduleResult {
   ScheduleConfig schedule;
-  std::optional<Value> name;  // set when the name is valid
+  std::optional<Value> name;           // set when the name is valid
+  std::optional<Value> limit_permits;  // set when the limit's permits are
 };
 
 ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
@@ -136,7 +143,7 @@ ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
   }
   map.Read("catch_up", schedule.catch_up, Int(0, kMaxCatchUp));
   if (std::optional<Value> limit = map.Get("limit")) {
-    schedule.limit = ReadLimit(context, *limit);
+    schedule.limit = ReadLimit(context, *limit, &out.limit_permits);
   }
   if (std::optional<Value> handler =
           map.Require("handler", "the name of the handler that runs the job")) {
@@ -161,6 +168,9 @@ std::vector<ScheduleConfig> ReadSchedules(Context& context,
     return out;
   }
   std::map<std::string, int> first_line;  // by schedule name
+  // By limit name: its permits, and where they were first given. A limit is
+  // one semaphore: two numbers would reset it back and forth.
+  std::map<std::string, std::pair<int, int>> limits;
   for (size_t i = 0; i < node.size(); ++i) {
     const Value item_value = Item(value, i);
     const YAML::Node& item = item_value.node;
@@ -180,6 +190,20 @@ std::vector<ScheduleConfig> ReadSchedules(Context& context,
                                       read.schedule.name +
                                       "' (first used on line " +
                                       std::to_string(it->second) + ")");
+      }
+    }
+    if (read.limit_permits && !read.schedule.limit->name.empty()) {
+      const LimitConfig& limit = *read.schedule.limit;
+      const auto [it, inserted] = limits.emplace(
+          limit.name,
+          std::pair{limit.permits, read.limit_permits->mark.line + 1});
+      if (!inserted && it->second.first != limit.permits) {
+        context.Error(*read.limit_permits,
+                      "limit '" + limit.name + "' has " +
+                          std::to_string(it->second.first) +
+                          " permits on line " +
+                          std::to_string(it->second.second) +
+                          ": one limit, one number of permits");
       }
     }
     out.push_back(std::move(read.schedule));

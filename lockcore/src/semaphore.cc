@@ -402,12 +402,14 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
       held ? held->gone_ms
            : options_.default_lease.count() + options_.retry_latch.count();
   LostCalls lost_calls;
-  bool counted = false;  // still counted as held (OnPermitsHeld): not lost
   {
     std::lock_guard lock(mu_);
     if (held) {
       held->released = true;  // the watchdog ignores it from now on
-      counted = !held->lost.load();
+      // Off the held gauge now, whatever the script answers (a lost one
+      // was taken off when it was lost).
+      if (!held->lost.load() && observer())
+        observer()->OnPermitsHeld(name, -held->fence);
       Forget(held);
     } else if (auto it = permits_.find(permit_id);
                it != permits_.end() && it->second->name == name) {
@@ -442,7 +444,6 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
   (status == ReleaseStatus::kReleased ? sem_releases_ : releases_not_held_)
       .fetch_add(1, std::memory_order_relaxed);
   if (held && observer()) {
-    if (counted) observer()->OnPermitsHeld(name, -held->fence);
     observer()->OnPermitsRelease(name, status,
                                  options_.clock->Now() - held->acquired_at);
   }

@@ -556,12 +556,14 @@ TEST(ConfigErrorTest, ALimitNamesASemaphoreAndItsPermits) {
       ErrorLines(std::string(kMinimal) + R"(worker:
   sources:
     schedules:
-      - {name: a, every: 1h, handler: h, limit: {name: p, permits: 3}}
+      - {name: a, every: 1h, handler: h, limit: {name: p, permits: 2}}
       - {name: b, every: 1h, handler: h, limit: {permits: 0}}
       - {name: c, every: 1h, handler: h, limit: {name: "}p", permits: 1000001}}
       - {name: d, every: 1h, handler: h, limit: {name: p, permits: 2, take: 3}}
       - {name: e, every: 1h, handler: h, limit: {name: p, permits: 2, taek: 1}}
       - {name: f, every: 1h, handler: h, limit: 3}
+      - {name: g, every: 1h, handler: h, limit: {name: p, permits: 4}}
+      - {name: h, every: 1h, handler: h, limit: {name: q, take: 2}}
 )");
   const std::vector<std::string> expected = {
       "c.yaml:7:42: worker.sources.schedules[1].limit.name: missing required "
@@ -578,6 +580,10 @@ TEST(ConfigErrorTest, ALimitNamesASemaphoreAndItsPermits) {
       "did you mean 'take'?",
       "c.yaml:11:49: worker.sources.schedules[5].limit: expected a limit: a "
       "mapping with name, permits and optionally take, found '3'",
+      "c.yaml:12:68: worker.sources.schedules[6].limit.permits: limit 'p' "
+      "has 2 permits on line 6: one limit, one number of permits",
+      "c.yaml:13:42: worker.sources.schedules[7].limit.permits: missing "
+      "required key; expected how many runs at once (1..1000000)",
   };
   EXPECT_EQ(lines, expected);
 }

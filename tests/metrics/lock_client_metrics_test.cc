@@ -96,5 +96,30 @@ TEST_F(LockClientMetrics, SemaphorePermitsAreCountedPerClass) {
       << "a permit set is no lock";
 }
 
+// The held gauge never drifts: not when a release fails (Redis gone: the
+// set runs out by itself), not when the LockClient goes with sets held.
+TEST_F(LockClientMetrics, ThePermitsHeldGaugeSurvivesFailuresAndTheClientsEnd) {
+  const LabelMatch pool = {{"semaphore_class", "pool"}};
+  auto other = std::make_unique<LockClient>(
+      std::make_shared<RedisClient>(RedisOptions{.url = server_.url()}),
+      LockClientOptions{.observer = metrics.lock_observer()});
+  other->Semaphore("pool").SetPermits(5);
+  PermitResult kept = other->Semaphore("pool").TryAcquire(2);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(Value(metrics, "lockfleet_semaphore_permits_held", pool), 2);
+  other.reset();  // with `kept` out: the client's end counts the set lost
+  EXPECT_EQ(Value(metrics, "lockfleet_semaphore_permits_held", pool), 0);
+  kept.permits.Release();  // no second decrement
+  EXPECT_EQ(Value(metrics, "lockfleet_semaphore_permits_held", pool), 0);
+
+  PermitResult held = locks.Semaphore("pool").TryAcquire(1);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(Value(metrics, "lockfleet_semaphore_permits_held", pool), 1);
+  server_.Stop();
+  EXPECT_THROW(held.permits.Release(), Error);
+  EXPECT_EQ(Value(metrics, "lockfleet_semaphore_permits_held", pool), 0)
+      << "a failed release still ends the hold here";
+}
+
 }  // namespace
 }  // namespace lockfleet::metrics::testing

@@ -43,6 +43,10 @@ void Populate(Metrics& m) {
   // A label value that needs escaping.
   locks->OnAcquire("we\"ird\\name", AcquireStatus::kAcquired, milliseconds(1),
                    1, false);
+  locks->OnPermitsAcquire("api:1", AcquireStatus::kAcquired, milliseconds(3));
+  locks->OnPermitsHeld("api:1", 2);
+  locks->OnPermitsRelease("api:1", ReleaseStatus::kReleased, milliseconds(9));
+  locks->OnPermitsLost("api:2");
 
   auto jobs = m.worker_observer();
   jobs->OnJob(worker::JobSource::kKafka, "reserve", worker::JobResult::kOk,
@@ -83,6 +87,12 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
            "lockfleet_lock_leases_lost_total",
            "lockfleet_lock_spins_total",
            "lockfleet_lock_errors_total",
+           "lockfleet_semaphore_acquisitions_total",
+           "lockfleet_semaphore_wait_seconds_count",
+           "lockfleet_semaphore_hold_seconds_count",
+           "lockfleet_semaphore_releases_total",
+           "lockfleet_semaphore_permits_lost_total",
+           "lockfleet_semaphore_permits_held",
            "lockfleet_unlock_events_published_total",
            "lockfleet_unlock_events_delivered_total",
            "lockfleet_unlock_events_publish_failures_total",

@@ -90,6 +90,8 @@ TEST(JobTest, ALimitIsParsedCheckedAndEncoded) {
             "\"3\"");
   EXPECT_EQ(ParseError(head + R"({"name":"x","permits":2,"take":3}})"),
             "field 'limit.take': 3 is more than the limit's 2 permits");
+  EXPECT_EQ(ParseError(head + R"({"name":"x","permits":2,"taek":1}})"),
+            "field 'limit.taek': unknown (a limit has name, permits and take)");
   job.limit->take = 5;
   EXPECT_THROW(EncodeJob(job), JobError);
 }

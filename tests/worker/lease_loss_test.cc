@@ -314,5 +314,39 @@ TEST_F(RunnerLeaseLossTest,
             JobResult::kDuplicate);
 }
 
+// A job whose limit's permit set is taken away while its handler runs (an
+// operator released it by id; the holder's next renewal finds it gone):
+// the handler is stopped, the run counts as lease_lost (no attempt), and the
+// job runs again — under new permits — and is done once.
+TEST_F(RunnerLeaseLossTest, LostPermitsStopTheHandlerAndTheJobRunsAgain) {
+  handlers_->Register("hold", {.run = [this](JobContext& c) -> JobResult {
+                        if (++runs_ == 1) {
+                          started_ = true;
+                          if (AwaitStop(c)) throw JobCancelled();
+                        }
+                        return JobResult::kOk;
+                      }});
+  Job job{.id = "p1", .lock = "order:1", .type = "hold"};
+  job.limit = config::LimitConfig{.name = "partner", .permits = 1};
+  auto a = NewRunner("a");
+  std::atomic<JobResult> result{JobResult::kFailed};
+  std::jthread run([&] { result = a->Run(job, JobSource::kKafka, {}); });
+  ASSERT_TRUE(WaitUntil([&] { return started_.load(); }));
+  const Reply ids = redis_->Execute(
+      {"ZRANGE", "lockfleet:{partner}:semaphore:expiry", "0", "-1"});
+  ASSERT_EQ(ids.elements.size(), 1u);
+  auto operator_client = NewLocks(NewRedis());
+  EXPECT_EQ(operator_client->Semaphore("partner").Release(ids.elements[0].str),
+            ReleaseStatus::kReleased);
+  run.join();
+  EXPECT_TRUE(token_fired_.load());
+  EXPECT_EQ(result.load(), JobResult::kOk);
+  EXPECT_EQ(runs_.load(), 2);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1);
+  EXPECT_EQ(observer_->count(JobResult::kFailed), 0) << "no attempt spent";
+  EXPECT_TRUE(Exists(a->DoneKey("order:1", "p1")));
+  EXPECT_EQ(operator_client->Semaphore("partner").Inspect().used, 0);
+}
+
 }  // namespace
 }  // namespace lockfleet::worker

@@ -469,6 +469,27 @@ config::ScheduleConfig Every(std::string name, std::string handler = "sleep") {
   return schedule;
 }
 
+// A schedule only tries its limit, as it only tries its lock: busy permits
+// give the lock back and ask to be tried again, no thread waits.
+TEST_F(RunnerTest, AnOccurrenceWhoseLimitIsBusyTriesAgainWithoutWaiting) {
+  LockClient holder(NewRedis());
+  Semaphore partner = holder.Semaphore("partner");
+  partner.SetPermits(1);
+  PermitResult held = partner.TryAcquire(1);
+  ASSERT_TRUE(held);
+  auto runner = NewRunner();
+  config::ScheduleConfig schedule = Every("limited");
+  schedule.limit = config::LimitConfig{.name = "partner", .permits = 1};
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  OccurrenceResult busy = runner->RunOccurrence(schedule, due, {});
+  EXPECT_FALSE(busy.result.has_value());
+  EXPECT_EQ(busy.retry_after, JobRunner::kLimitRetry);
+  EXPECT_FALSE(holder.Inspect("limited").locked) << "the lock given back";
+  ASSERT_EQ(held.permits.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(runner->RunOccurrence(schedule, due, {}).result, JobResult::kOk);
+  EXPECT_EQ(partner.Inspect().used, 0);
+}
+
 TEST_F(RunnerTest, AnOccurrenceRunsOnceAcrossWorkers) {
   const config::ScheduleConfig schedule = Every("report");
   const SysMillis due{milliseconds(1'700'000'000'000)};

@@ -119,6 +119,12 @@ config::LimitConfig ParseLimit(const json& limit) {
     throw JobError(std::string("field 'limit': expected an object, found ") +
                    limit.type_name());
   }
+  for (const auto& [key, value] : limit.items()) {
+    if (key != "name" && key != "permits" && key != "take") {
+      throw JobError("field 'limit." + key +
+                     "': unknown (a limit has name, permits and take)");
+    }
+  }
   config::LimitConfig out;
   try {
     out.name = RequireString(limit, "name", kMaxLockBytes);

@@ -239,28 +239,45 @@ const Settings& JobRunner::SettingsFor(std::string_view handler) const {
 }
 
 PermitResult JobRunner::TakeLimit(const config::LimitConfig& limit,
-                                  std::stop_token stop) {
+                                  std::stop_token stop, bool try_only) {
   Semaphore semaphore = locks_->Semaphore(limit.name);
-  bool set = false;
+  // Sets the semaphore's permits to the limit's (idempotent: several
+  // threads may do it at once) and remembers that it did, only once done.
+  const auto set = [&] {
+    semaphore.SetPermits(limit.permits);
+    std::lock_guard lock(limits_mu_);
+    limits_set_[limit.name] = limit.permits;
+  };
+  bool known = false;
   {
     std::lock_guard lock(limits_mu_);
-    auto [it, added] = limits_set_.try_emplace(limit.name, limit.permits);
-    set = added || it->second != limit.permits;
-    it->second = limit.permits;
+    const auto it = limits_set_.find(limit.name);
+    known = it != limits_set_.end() && it->second == limit.permits;
   }
-  if (set) {
-    try {
-      semaphore.SetPermits(limit.permits);
-    } catch (...) {
-      std::lock_guard lock(limits_mu_);
-      limits_set_.erase(limit.name);  // set again next time
-      throw;
-    }
-  }
+  if (!known) set();
   const PermitOptions options{.stop = stop};
-  if (options_.lock_wait)
-    return semaphore.AcquireFor(limit.take, *options_.lock_wait, options);
-  return semaphore.AcquireUntil(limit.take, Clock::TimePoint::max(), options);
+  const auto take = [&] {
+    if (try_only) return semaphore.TryAcquire(limit.take, options);
+    if (options_.lock_wait)
+      return semaphore.AcquireFor(limit.take, *options_.lock_wait, options);
+    return semaphore.AcquireUntil(limit.take, Clock::TimePoint::max(), options);
+  };
+  try {
+    return take();
+  } catch (const Error& e) {
+    // The semaphore is gone (a Redis restart without persistence, a
+    // failover, an operator) or was set below `take` elsewhere: set it
+    // again, once.
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    if (options_.log) {
+      options_.log(LogLevel::kWarning,
+                   "limit '" + limit.name + "': " + e.what() +
+                       "; setting its permits to " +
+                       std::to_string(limit.permits) + " again");
+    }
+    set();
+    return take();
+  }
 }
 
 void JobRunner::GiveBack(Permits& permits, const std::string& what) {
@@ -367,7 +384,7 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
         return finish(JobResult::kDuplicate);
       }
       if (job.limit) {
-        PermitResult got = TakeLimit(*job.limit, stop);
+        PermitResult got = TakeLimit(*job.limit, stop, /*try_only=*/false);
         if (got.status == AcquireStatus::kCancelled) {
           return finish(JobResult::kCancelled);
         }
@@ -381,6 +398,13 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                              " ms");
         }
         permits = std::move(got.permits);
+        if (lease.lost()) {
+          // Lost while it waited for the permits: the handler must not
+          // start under a lost lease.
+          GiveBack(permits, "job " + job.id);
+          lease_lost(lease_of(lease), "while it waited for its limit");
+          continue;
+        }
       }
       FencedResource resource(redis_, job.lock, options_.key_prefix);
       // The handler's token: shutdown's, or the loss of the job's lease or
@@ -570,21 +594,14 @@ OccurrenceResult JobRunner::RunOccurrence(
     if (!claimed.reply.is_nil() && std::stoll(claimed.reply.str) >= due_ms) {
       return finish(JobResult::kDuplicate);
     }
+    // A schedule only tries its limit, as it only tries its lock: no pool
+    // thread waits while another worker's jobs hold the permits.
     Permits permits;
     if (schedule.limit) {
-      PermitResult got = TakeLimit(*schedule.limit, stop);
-      if (got.status == AcquireStatus::kCancelled) {
-        return finish(JobResult::kCancelled);
-      }
+      PermitResult got = TakeLimit(*schedule.limit, stop, /*try_only=*/true);
       if (!got) {
-        if (options_.log) {
-          options_.log(LogLevel::kWarning,
-                       "schedule " + schedule.name + ": limit '" +
-                           schedule.limit->name +
-                           "' busy; trying again (lock released)");
-        }
         lease.Release();
-        out.retry_after = milliseconds(1000);
+        out.retry_after = kLimitRetry;  // the permits are busy: not a result
         return out;
       }
       permits = std::move(got.permits);
@@ -602,12 +619,14 @@ OccurrenceResult JobRunner::RunOccurrence(
     // retry finds it done by a newer holder, or runs it.
     const auto lease_lost = [&](std::string_view what) {
       if (options_.log) {
-        options_.log(LogLevel::kWarning,
-                     "schedule " + schedule.name + " at " +
-                         std::to_string(due_ms) + ": lease (fence " +
-                         std::to_string(lease.fence()) +
-                         ") lost while running; " + std::string(what) +
-                         ": not recorded, trying again");
+        const std::string lost =
+            lease.lost() ? "lease (fence " + std::to_string(lease.fence()) + ")"
+                         : "permits of limit '" + schedule.limit->name + "'";
+        options_.log(LogLevel::kWarning, "schedule " + schedule.name + " at " +
+                                             std::to_string(due_ms) + ": " +
+                                             lost + " lost while running; " +
+                                             std::string(what) +
+                                             ": not recorded, trying again");
       }
       Report(JobSource::kSchedule, schedule.handler, JobResult::kLeaseLost,
              started);

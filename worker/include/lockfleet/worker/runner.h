@@ -26,17 +26,17 @@
 //
 // A scheduled occurrence (RunOccurrence) — "the nightly report runs once":
 // every worker of the fleet calls it for the same occurrence time. It only
-// *tries* the schedule's lock, so no worker thread sits waiting while another
-// worker runs a long job. The one that gets the lock checks the schedule's
-// marker (the last occurrence done) in a fenced script that also claims the
-// schedule's resource for its grant (FencedResource::Claim: from then on a
-// stale runner's late record is refused, and a grant found stale runs
-// nothing and retries) and runs the handler only if this
-// occurrence is newer; success or failure, it then records the occurrence
-// in the marker and in a history list, fenced in one script (a stale holder
-// cannot record it). The others get `retry_after` (the holder's remaining
-// TTL) and try again then: if the runner crashed, its lock expires and a
-// retry runs the occurrence; if it finished, the retry finds it done and
+// *tries* the schedule's lock (and its limit's permits), so no worker thread
+// sits waiting while another worker runs a long job. The one that gets the lock
+// checks the schedule's marker (the last occurrence done) in a fenced script
+// that also claims the schedule's resource for its grant
+// (FencedResource::Claim: from then on a stale runner's late record is refused,
+// and a grant found stale runs nothing and retries) and runs the handler only
+// if this occurrence is newer; success or failure, it then records the
+// occurrence in the marker and in a history list, fenced in one script (a stale
+// holder cannot record it). The others get `retry_after` (the holder's
+// remaining TTL) and try again then: if the runner crashed, its lock expires
+// and a retry runs the occurrence; if it finished, the retry finds it done and
 // reports kDuplicate. A runner whose lease is lost mid-run (the handler's
 // token fires) records nothing, reports kLeaseLost and returns retry_after,
 // like an occurrence held elsewhere. An occurrence thus runs at least once
@@ -155,6 +155,10 @@ class JobRunner {
   // per entry, the last 100 kept. Its marker is {"schedule", name}.
   std::string ScheduleHistoryKey(const config::ScheduleConfig& schedule) const;
 
+  // How soon an occurrence whose limit was busy is tried again
+  // (OccurrenceResult::retry_after).
+  static constexpr std::chrono::milliseconds kLimitRetry{1000};
+
   const RunnerOptions& options() const { return options_; }
   RedisClient& redis() const { return *redis_; }
 
@@ -173,11 +177,13 @@ class JobRunner {
   bool Backoff(int attempt, std::stop_token stop);
   // Records `lease` in options_.journal (if any) until the Entry ends.
   HoldJournal::Entry Journal(std::string_view lock, const Lease& lease);
-  // Takes `limit`'s permits, waiting up to lock_wait (none: until `stop`);
-  // sets the semaphore's permits to limit.permits the first time this
-  // runner uses the name (and whenever a job names another number).
-  PermitResult TakeLimit(const config::LimitConfig& limit,
-                         std::stop_token stop);
+  // Takes `limit`'s permits: one try (`try_only`), or waiting up to
+  // lock_wait (none: until `stop`). Sets the semaphore's permits to
+  // limit.permits the first time this runner uses the name, whenever a job
+  // names another number, and once more when the semaphore turns out to be
+  // gone or set below `take` (then tries again, once).
+  PermitResult TakeLimit(const config::LimitConfig& limit, std::stop_token stop,
+                         bool try_only);
   // Gives `permits` back, if held; logs a failure, and that they were lost
   // while the handler ran (`what`: the job, for the log).
   void GiveBack(Permits& permits, const std::string& what);
