@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Model-checks the fair lock protocol (model/fair_lock.pml) with spin: the
-# fixed protocol must satisfy every property, each bug put back must be
-# caught with a counter-example, and each reachability probe must be
-# reached. See model/README.md for the model, the properties and the bugs.
+# Model-checks the fair lock protocol (model/fair_lock.pml) and the
+# semaphore protocol (model/semaphore.pml, the sem-* checks) with spin: the
+# protocol must satisfy every property, each bug or mutation put back must
+# be caught with a counter-example, and each reachability probe must be
+# reached. See model/README.md for the models, the properties and the bugs.
 #
 # Usage: scripts/model-check.sh [--list] [--keep] [--full] [CHECK...]
 #
@@ -27,6 +28,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MODEL="$LOCKFLEET_ROOT/model/fair_lock.pml"
+SEM_MODEL="$LOCKFLEET_ROOT/model/semaphore.pml"
+# model_of NAME: the model a check runs (sem-*: the semaphore's)
+model_of() {
+  if [[ "$1" == sem-* ]]; then echo "$SEM_MODEL"; else echo "$MODEL"; fi
+}
 TIMEOUT="${LOCKFLEET_MODEL_TIMEOUT:-600}"
 
 # name | expect | spin -D flags | cc flags | pan flags | title
@@ -63,6 +69,45 @@ CHECKS=(
   "mut-unacked|fail:assertion violated .*r_holds|-DBUG_UNACKED_KEPT -DMUT_ABANDON_KEEPS_HOLD -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||mutation: a grant too few replicas acknowledged is given back neither by the call nor by its abandon: (g) must fail"
   "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
 )
+# The semaphore (model/semaphore.pml; P = 2 permits, k = 1 or 2 per call).
+# sem-late-try and sem-late-queue were findings of this model against the
+# scripts and client (model/README.md), fixed since; sem-mut-try-leave and
+# sem-mut-release-queue put each back and must fail.
+SEM_CC="-O2 -DSAFETY -DMEMLIM=2048"
+SEM_LATE="-DLATE_TRY -DNO_UNANSWERED_END -DUNANSWERED=0"
+SEM_LIVE_CC="-O2 -DNFAIR=3 -DMEMLIM=2048"
+SEM_ABC="-DCHECK_BOOK -DCHECK_BELIEF -DCHECK_TOMB"
+CHECKS+=(
+  "sem-safety|pass|-DTRY_CALLS $SEM_ABC|$SAFE_CC|-m400000|semaphore (a)(b)(c): 2 clients, waits and tries, all faults but held-up tries"
+  "sem-safety3|pass|-DNC=3 -DTRY_CALLS -DUNANSWERED=0 -DNO_UNANSWERED_END $SEM_ABC|$SEM_CC|-m1000000|semaphore (a)(b)(c): 3 clients, lost replies answered on retry, no crash"
+  "sem-late|pass|$SEM_LATE $SEM_ABC|$SEM_CC|-m400000|semaphore (a)(b)(c) with held-up tries (tombstones); 2 clients, AcquireUntil calls"
+  "sem-late-try|pass|$SEM_LATE -DTRY_CALLS -DCHECK_TOMB|$SEM_CC|-m400000|semaphore (c) with held-up tries and try-only calls: a TryAcquire whose first reply was lost leaves a tombstone too; 2 clients"
+  "sem-late-queue|pass|$SEM_LATE -DCHECK_TOMB_STRICT|$SEM_CC|-m400000|semaphore strict (c) with held-up tries: a release takes its id out of the queue, so no hand-off creates a set for a buried call; 2 clients"
+  "sem-mut-try-leave|fail:assertion violated .*s_win|$SEM_LATE -DTRY_CALLS -DCHECK_TOMB -DMUT_TRY_NO_LEAVE $BUG_SPIN|$BUG_CC||mutation (finding 1 put back): a TryAcquire with a lost first reply leaves no tombstone: (c) must fail"
+  "sem-mut-release-queue|fail:assertion violated +!\\(\\(g_over\\[v_\\]&&\\(s_k\\[v_\\]!=0\\)\\)\\) \\(at|$SEM_LATE -DCHECK_TOMB_STRICT -DMUT_RELEASE_KEEPS_QUEUE $BUG_SPIN|$BUG_CC||mutation (finding 2 put back): a release leaves a held-up try's queue entry: strict (c) must fail"
+  "sem-mut-bury|fail:assertion violated .*s_win|$SEM_LATE -DMUT_NO_BURY -DCHECK_TOMB $BUG_SPIN|$BUG_CC||mutation: sem_bury does nothing (no tombstone): (c) must fail"
+  "sem-mut-fit|fail:assertion violated \\(used<=2\\)|-DMUT_HANDOFF_NO_FIT -DCHECK_BOOK $BUG_SPIN|$BUG_CC||mutation: sem_hand_off hands to the head whether or not its k fits: (a) must fail"
+  "sem-mut-claim|fail:assertion violated .*s_k\\[cl_id\\[j_\\]\\]==cl_k\\[j_\\]|-DMUT_CLAIM_KEEPS_WINDOW -DCHECK_BELIEF $BUG_SPIN|$BUG_CC||mutation: a claim keeps the claim window as the set's lease: (b) must fail"
+  "sem-live|pass|-DLIVENESS -DNC=3 -DTRY_CALLS|$SEM_LIVE_CC|-a -f -m1000000 -N live0|semaphore (d) a waiter that does not give up is granted (weak fairness, bounded park); 3 clients"
+  "sem-wake|pass|-DLIVENESS -DNC=3 -DTRY_CALLS -DUNBOUNDED_PARK|$SEM_LIVE_CC|-a -f -m1000000 -N live0|semaphore (d) as above with parks woken only by hand-off wakes (no lost wake-up); 3 clients"
+  "sem-mut-listen|fail:acceptance cycle|-DLIVENESS -DUNBOUNDED_PARK -DMUT_LISTEN_LATE|$SEM_LIVE_CC|-a -f -m1000000 -N live0|mutation: the wait slot registered at the park, not before the attempt: a hand-off's wake is lost, (d) must fail"
+)
+SEM_PROBES=(
+  "1||a lapsed waiter is dropped from the head of the queue"
+  "2|$SEM_LATE|a held-up try of an ended call meets its tombstone (-3)"
+  "3||a hand-off is claimed"
+  "4||an abandon gives back a set (a hand-off, or a lost reply's grant)"
+  "5||a set is taken back while its holder still has its Permits (lease ended)"
+  "6||an acquire script hands off permits sem_expire freed"
+  "7||a release finds its set gone (not held)"
+  "8||an unclaimed hand-off's claim window ends"
+  "9|$SEM_LATE|a held-up try of a going call gets the call's set"
+  "10||strict FIFO: a head that does not fit stops the hand-off with permits free"
+)
+for p in "${SEM_PROBES[@]}"; do
+  IFS='|' read -r n flags what <<<"$p"
+  CHECKS+=("sem-reach$n|fail:assertion violated \\($n!=$n\\)|-DTRY_CALLS -DSEM_COVER=$n $flags|$SAFE_CC|-m400000|semaphore reachable: $what")
+done
 PROBES=(
   "a grant handed off is claimed (AcquireFair, branch ours, pending)"
   "the bug 7 fix removes a queued waiter id (AcquireFair, branch ours)"
@@ -155,10 +200,10 @@ fi
 # from the trail (spin indents them by process; strip that). For a cycle
 # (liveness), the few steps before it and the cycle itself.
 narrative() {
-  local spin_flags="$1" lines
+  local spin_flags="$1" pml="$2" lines
   # shellcheck disable=SC2086
-  lines="$(spin $spin_flags -t fair_lock.pml 2>&1 |
-    grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker)|START OF CYCLE' |
+  lines="$(spin $spin_flags -t "$pml" 2>&1 |
+    grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker|Sem|sem_)|START OF CYCLE' |
     sed -E 's/^[[:space:]]+/    | /; s/^.*START OF CYCLE.*$/    | ---- the cycle, repeated for ever: ----/')"
   if grep -q -- '---- the cycle' <<<"$lines"; then
     awk '/---- the cycle/ { c = NR } { l[NR] = $0 }
@@ -173,9 +218,11 @@ narrative() {
 run_check() {
   local idx="$1" name expect spin_flags cc_flags pan_flags title
   IFS='|' read -r name expect spin_flags cc_flags pan_flags title <<<"${selected[$idx]}"
-  local dir="$work/$idx" verdict=FAIL why="" t0 t1 status=0 cover=""
+  local dir="$work/$idx" verdict=FAIL why="" t0 t1 status=0 cover="" model pml
+  model="$(model_of "$name")"
+  pml="$(basename "$model")"
   mkdir -p "$dir"
-  cp "$MODEL" "$dir/fair_lock.pml"
+  cp "$model" "$dir/$pml"
   cd "$dir"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
@@ -187,7 +234,7 @@ run_check() {
     else
       why="probe build failed: $(cat "$work/probe/spin.log" "$work/probe/gcc.log" 2>/dev/null | head -n 3 | tr '\n' ' ')"
     fi
-  elif ! spin $spin_flags -a fair_lock.pml >spin.log 2>&1; then
+  elif ! spin $spin_flags -a "$pml" >spin.log 2>&1; then
     why="spin failed: $(head -n 3 spin.log | tr '\n' ' ')"
   elif ! gcc -w $cc_flags -o pan pan.c >gcc.log 2>&1; then
     why="gcc failed: $(head -n 3 gcc.log | tr '\n' ' ')"
@@ -233,13 +280,15 @@ run_check() {
   {
     printf '%s %-14s %s\n' "$verdict" "$name" "$title"
     printf '     %s; %s s with the build\n' "$why" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
-    if [[ "$expect" != pass && "$name" != reach* && -f fair_lock.pml.trail ]]; then
-      if [[ "$spin_flags" == *TRACE* ]]; then
+    if [[ "$expect" != pass && "$name" != reach* && "$name" != sem-reach* && -f "$pml.trail" ]]; then
+      if [[ "$name" == sem-* ]]; then
+        echo "     counter-example (shortest unless a cycle; ids renamed):"
+      elif [[ "$spin_flags" == *TRACE* ]]; then
         echo "     counter-example (shortest; fence numbers as issued):"
       else
         echo "     counter-example (fence numbers renamed, order kept):"
       fi
-      narrative "$spin_flags"
+      narrative "$spin_flags" "$pml"
     fi
   } >report
   echo "$verdict" >verdict

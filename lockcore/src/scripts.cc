@@ -531,6 +531,9 @@ const Script& SemReleaseScript() {
   static const Script script(SemSource(kShrinks, R"lua(
 local first = latched()
 if first then return first end
+-- A held-up try of the releasing call may have queued its id again after
+-- its grant: out of the queue, or a hand-off would create a set for it.
+if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then redis.call('LREM', KEYS[3], 1, ARGV[1]) end
 local now = now_ms()
 sem_expire(now)
 local status = 0

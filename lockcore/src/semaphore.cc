@@ -234,7 +234,9 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
     const PermitResult& result;
     ~Leave() {
       const bool acquired = result.status == AcquireStatus::kAcquired;
-      if (!acquired && touched)
+      // `unsure` alone too: a try-only call whose first try's reply was
+      // lost (its retry answered) may still have that try run late.
+      if (!acquired && (touched || unsure))
         core->SemAbandon(name, id, unsure ? gone_ms : 0);
       if (!wait) return;
       core->sem_waits_.Unregister(name, slot);

@@ -278,6 +278,27 @@ TEST_F(RetrySafety, PermitTryThatRunsAfterItsGiveUpCreatesNoSet) {
   EXPECT_TRUE(inspector->Semaphore("sem-late").TryAcquire(2));
 }
 
+// A try-only call whose first try was held up (it timed out) and whose
+// retry was refused ends without an error; the first try may still run.
+// Found by the model (model/README.md, semaphore finding 1): the call must
+// leave its tombstone anyway.
+TEST_F(RetrySafety, PermitTryWhoseRetryWasRefusedLeavesATombstoneToo) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  inspector->Semaphore("sem-try").SetPermits(2);
+  PermitResult full = inspector->Semaphore("sem-try").TryAcquire(2);
+  ASSERT_TRUE(full);
+  proxy_->DelayNextRequest(LoadedSha(internal::SemAcquireScript()), seconds(3));
+  const PermitResult refused =
+      client->Semaphore("sem-try").TryAcquire(1, {.lease = seconds(60)});
+  EXPECT_EQ(refused.status, AcquireStatus::kTimedOut) << "the retry: 0 free";
+  ASSERT_EQ(full.permits.Release(), ReleaseStatus::kReleased);
+  // The held-up first try runs now, with both permits free.
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 1; }));
+  EXPECT_EQ(inspector->Semaphore("sem-try").Inspect().used, 0)
+      << "a set for a call that ended, for its whole lease";
+}
+
 // A waiting call whose acquire tries were granted on the server but lost
 // their replies, and that then gives up, gives those holds back: the lock
 // is free at once, not blocked for a whole lease by holds nobody renews.
