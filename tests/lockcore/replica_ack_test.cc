@@ -19,6 +19,7 @@
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/observer.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
 
@@ -325,6 +326,36 @@ TEST_F(ReplicaAck, UnacknowledgedLatchChangesThrowAndAnOpeningStillWakes) {
       << "the awaiter slept through an unacknowledged opening";
   EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
   ResumeReplica();
+}
+
+// Semaphores with min_replicas: grants and changes wait for the replica; a
+// permit set it does not confirm is given back (free again on the master)
+// and the call throws kRedisReplicas; so does an unconfirmed permit change.
+TEST_F(ReplicaAck, AnUnconfirmedPermitGrantIsGivenBack) {
+  const int replicas = static_cast<int>(ErrorCode::kRedisReplicas);
+  auto acked = Acked();
+  const long long before = WaitCalls(*master_redis_);
+  acked->Semaphore("api").SetPermits(2);
+  PermitResult one = acked->Semaphore("api").TryAcquire(1);
+  ASSERT_TRUE(one);
+  EXPECT_GE(WaitCalls(*master_redis_), before + 2);
+  EXPECT_EQ(replica_redis_
+                ->Execute({"HGET", "lockfleet:{api}:semaphore",
+                           "p:" + one.permits.id()})
+                .str,
+            "1")
+      << "the replica has the set when the call returns";
+  auto brief = Acked({}, kBrief);
+  PauseReplica();
+  EXPECT_EQ(CodeOf([&] { brief->Semaphore("api").TryAcquire(1); }), replicas);
+  EXPECT_EQ(Plain()->Semaphore("api").Inspect().used, 1)
+      << "the unconfirmed set was given back";
+  EXPECT_EQ(CodeOf([&] { brief->Semaphore("api").AddPermits(1); }), replicas);
+  EXPECT_EQ(CodeOf([&] { brief->Semaphore("new").TrySetPermits(1); }),
+            replicas);
+  ResumeReplica();
+  ASSERT_EQ(master_redis_->Execute({"WAIT", "1", "10000"}).integer, 1);
+  EXPECT_EQ(one.permits.Release(), ReleaseStatus::kReleased);
 }
 
 TEST_F(ReplicaAck, AnUnconfirmedRenewalDoesNotExtendTheLease) {
