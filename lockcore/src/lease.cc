@@ -57,15 +57,11 @@ bool Lease::lost() const noexcept {
 }
 
 std::stop_token Lease::stop_token() const {
-  if (held()) return held_lock_->lost_source.get_token();
-  std::stop_source stopped;
-  stopped.request_stop();
-  return stopped.get_token();
+  return internal::StopTokenOf(held_lock_.get());
 }
 
 Clock::TimePoint Lease::valid_until() const {
-  if (!held()) return Clock::TimePoint::min();
-  return internal::FromNs(held_lock_->valid_until_ns.load());
+  return internal::ValidUntilOf(held_lock_.get());
 }
 
 ReleaseStatus Lease::Release() {

@@ -96,6 +96,20 @@ struct HeldLock {
   std::vector<LostCallback> on_lost;
 };
 
+// What a Lease or a Permits (`held`, null when it holds nothing) shows:
+// its grant's stop token (one already requested when nothing is held) and
+// validity (min() when nothing is held).
+inline std::stop_token StopTokenOf(const HeldLock* held) {
+  if (held != nullptr) return held->lost_source.get_token();
+  std::stop_source stopped;
+  stopped.request_stop();
+  return stopped.get_token();
+}
+inline Clock::TimePoint ValidUntilOf(const HeldLock* held) {
+  return held != nullptr ? FromNs(held->valid_until_ns.load())
+                         : Clock::TimePoint::min();
+}
+
 // Throws Error(kInvalidArgument) for a name that cannot be a lock's (or a
 // latch's): empty, starting with '}', longer than kMaxLockNameBytes.
 void ValidateName(std::string_view name);

@@ -531,8 +531,9 @@ const Script& SemReleaseScript() {
   static const Script script(SemSource(kShrinks, R"lua(
 local first = latched()
 if first then return first end
--- A held-up try of the releasing call may have queued its id again after
--- its grant: out of the queue, or a hand-off would create a set for it.
+-- Out of the queue: a waiter leaving, or a held-up try of the releasing
+-- call that queued its id again after its grant (a hand-off would create a
+-- set for it).
 if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then redis.call('LREM', KEYS[3], 1, ARGV[1]) end
 local now = now_ms()
 sem_expire(now)
@@ -541,21 +542,6 @@ if sem_live(ARGV[1], now) then
   sem_give_back(ARGV[1])
   status = 1
 end
-sem_bury(ARGV[4])
-return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
-)lua"));
-  return script;
-}
-
-const Script& SemAbandonScript() {
-  static const Script script(SemSource(kShrinks, R"lua(
-local first = latched()
-if first then return first end
-local id = ARGV[1]
-if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
-local now = now_ms()
-sem_expire(now)
-local status = sem_give_back(id) and 1 or 0
 sem_bury(ARGV[4])
 return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
 )lua"));

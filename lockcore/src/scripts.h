@@ -162,17 +162,14 @@ const Script& LatchCountDownScript();
 //    tombstone): nothing done.
 const Script& SemAcquireScript();
 
+// A set given back, or a waiter leaving without permits: the same script.
 // KEYS 1-6. ARGV: permit id, claim ms, latch ms, tombstone ms (0: none).
-// -> {1, handed} released | {0, handed} no such set (expired, released).
-// A retry returns the first reply.
+// Leaves the queue, gives back a set under the id (held, a hand-off not
+// claimed, or a try whose reply was lost; an expired one is taken back
+// too), and hands what that frees (or what its place blocked) on.
+// -> {1, handed} a live set given back | {0, handed} none (expired,
+// released, never granted). A retry returns the first reply.
 const Script& SemReleaseScript();
-
-// A waiter leaves without permits. KEYS 1-6. ARGV: permit id, claim ms,
-// latch ms, tombstone ms (0: none). Leaves the queue, gives back a set under
-// its id (a hand-off it did not claim, or a try whose reply was lost), and
-// hands what that frees (or what its place blocked) on. -> {1 gave a set back |
-// 0, handed}.
-const Script& SemAbandonScript();
 
 // KEYS 1-2. ARGV: permit id, lease ms (0: check only). -> 1 the set is out
 // and its lease not ended (extended to now + lease) | 0 gone.

@@ -163,7 +163,7 @@ bool LockCore::SemAbandon(const std::string& name, const std::string& id,
   try {
     const std::string request = NextRequestId();
     const Reply r = EvalRetryOnce(
-        SemAbandonScript(), SemKeys(name, request, id),
+        SemReleaseScript(), SemKeys(name, request, id),
         {id, std::to_string(options_.claim_window.count()),
          std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
         options_.clock->Now() + kGiveUpBudget);
@@ -552,15 +552,11 @@ int64_t Permits::count() const { return held() ? held_->fence : 0; }
 bool Permits::lost() const noexcept { return !held() || core_->Lost(*held_); }
 
 std::stop_token Permits::stop_token() const {
-  if (held()) return held_->lost_source.get_token();
-  std::stop_source stopped;
-  stopped.request_stop();
-  return stopped.get_token();
+  return internal::StopTokenOf(held_.get());
 }
 
 Clock::TimePoint Permits::valid_until() const {
-  if (!held()) return Clock::TimePoint::min();
-  return internal::FromNs(held_->valid_until_ns.load());
+  return internal::ValidUntilOf(held_.get());
 }
 
 ReleaseStatus Permits::Release() {

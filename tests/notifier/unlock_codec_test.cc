@@ -41,9 +41,8 @@ TEST(UnlockCodec, DocumentedFieldNames) {
 }
 
 TEST(UnlockCodec, EveryCauseRoundTrips) {
-  for (UnlockCause cause :
-       {UnlockCause::kRelease, UnlockCause::kForce, UnlockCause::kOpened,
-        UnlockCause::kPermits}) {
+  for (UnlockCause cause : {UnlockCause::kRelease, UnlockCause::kForce,
+                            UnlockCause::kOpened, UnlockCause::kPermits}) {
     UnlockEvent e = Sample();
     e.cause = cause;
     const std::string wire = EncodeUnlockEvent(e);
