@@ -976,7 +976,13 @@ void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
   Unschedule(held);
   if (!held->expiry_key.empty()) {
     auto it = permits_.find(held->owner);
-    if (it != permits_.end() && it->second == held) permits_.erase(it);
+    if (it == permits_.end() || it->second != held) return;
+    permits_.erase(it);
+    if (held->set_kind == SetKind::kRead || held->set_kind == SetKind::kWrite) {
+      auto owned = rw_owned_.find({held->name, held->set_owner});
+      if (owned != rw_owned_.end() && --owned->second <= 0)
+        rw_owned_.erase(owned);
+    }
     return;
   }
   auto it = held_.find({held->name, held->owner});
@@ -996,10 +1002,10 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
                               LostCalls* calls) {
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
-  if (observer() && !held->expiry_key.empty()) {  // a permit set
+  if (observer() && held->set_kind == SetKind::kPermits) {
     observer()->OnPermitsLost(held->name);
     observer()->OnPermitsHeld(held->name, -held->fence);
-  } else if (observer()) {
+  } else if (observer() && held->set_kind == SetKind::kNone) {
     observer()->OnLeaseLost(held->name);
   }
   calls->push_back(held);  // stop token and callbacks: on the watchdog thread
@@ -1101,10 +1107,23 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
       return;
     }
     if (event.cause == UnlockCause::kPermits) {
-      // A semaphore handed permits to a waiter: only that one wakes (its
-      // claim asks Redis).
-      sem_waits_.HandedOff(event.lock, event.next_waiter, WakeCause::kEvent, {},
-                           0, /*promote=*/false);
+      // A semaphore or read-write lock handed permits to the waiters named
+      // (ids joined by '\n'): only those wake (their claims ask Redis). None
+      // named: a read-write lock was freed for nobody; one waiter (barging)
+      // wakes.
+      if (event.next_waiter.empty()) {
+        sem_waits_.WakeOne(event.lock, WakeCause::kEvent);
+        return;
+      }
+      std::string_view ids = event.next_waiter;
+      while (!ids.empty()) {
+        const size_t end = std::min(ids.find('\n'), ids.size());
+        if (end > 0) {
+          sem_waits_.HandedOff(event.lock, std::string(ids.substr(0, end)),
+                               WakeCause::kEvent, {}, 0, /*promote=*/false);
+        }
+        ids.remove_prefix(std::min(end + 1, ids.size()));
+      }
       return;
     }
     if (event.cause == UnlockCause::kForce) {
@@ -1165,6 +1184,8 @@ LockStats LockCore::Stats() const {
   s.latch_waiting = latch_waiting_.load(std::memory_order_relaxed);
   s.permit_acquisitions = get(sem_acquisitions_);
   s.permit_releases = get(sem_releases_);
+  s.rw_acquisitions = get(rw_acquisitions_);
+  s.rw_releases = get(rw_releases_);
   s.permit_parks = get(sem_parks_);
   s.permit_waiting = sem_waiting_.load(std::memory_order_relaxed);
   return s;
@@ -1248,6 +1269,11 @@ CountDownLatch LockClient::Latch(std::string_view name) {
 lockfleet::Semaphore LockClient::Semaphore(std::string_view name) {
   internal::ValidateName(name);
   return lockfleet::Semaphore(core_, std::string(name));
+}
+
+lockfleet::ReadWriteLock LockClient::ReadWriteLock(std::string_view name) {
+  internal::ValidateName(name);
+  return lockfleet::ReadWriteLock(core_, std::string(name));
 }
 
 void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {

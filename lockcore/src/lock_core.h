@@ -22,6 +22,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "spin_advisor.h"
 #include "wait_table.h"
@@ -57,15 +58,35 @@ inline int64_t ValidUntilNs(Clock::TimePoint sent,
 
 // One grant held by this process: (name, owner, fence). Reentrant Leases of
 // the same grant share it.
+// The most waiter ids one kPermits event names (one release handing a
+// read-write lock to many readers publishes one event per this many): ids
+// are about 40 bytes, so an event stays far below the transport's limits.
+inline constexpr int kMaxGranteesPerEvent = 100;
+
+// What a HeldLock is: a lock's grant, or a set (expiry_key non-empty): a
+// semaphore's permit set, or a read-write lock's read or write set.
+enum class SetKind : uint8_t { kNone, kPermits, kRead, kWrite };
+
+// What a set acquisition asks (semaphore.cc, rwlock.cc).
+struct SetAsk {
+  SetKind kind = SetKind::kPermits;
+  int64_t k = 1;       // permits (kRwPermits for a write set)
+  std::string owner;   // a read-write lock set's owner token
+  bool fresh = false;  // ... a private token this client holds no set under
+  bool fair = true;    // queue (false: a read-write lock waiter barges)
+};
+
 struct HeldLock {
   std::string name;
   std::string key;  // the lock hash's Redis key
   std::string owner;
   int64_t fence = 0;
-  // A semaphore's permit set instead of a lock's grant (semaphore.cc):
-  // owner is the set's id, fence its permit count, key the semaphore hash,
-  // and this its expiry set.
+  // A set instead of a lock's grant (semaphore.cc): owner is the set's id,
+  // key the semaphore's (or read-write lock's) hash, and this its expiry
+  // set; fence is a permit set's count, or a read-write lock set's token.
   std::string expiry_key;
+  SetKind set_kind = SetKind::kNone;
+  std::string set_owner;  // a read-write lock set's owner token
   // A permit set whose acquisition may have a try still to run late (a lost
   // reply): its release leaves a tombstone this long (scripts.h).
   int64_t gone_ms = 0;
@@ -165,13 +186,19 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // AddPermits (`add`) or SetPermits: the permits after.
   int64_t SemChange(const std::string& name, int64_t n, bool add);
   SemaphoreInfo SemInspect(const std::string& name);
-  PermitResult SemAcquireUntil(const std::string& name, int64_t k,
+  // A semaphore's permit set, or a read-write lock's set (`ask`).
+  PermitResult SemAcquireUntil(const std::string& name, const SetAsk& ask,
                                Clock::TimePoint deadline, bool wait,
                                const PermitOptions& options);
   // Gives back the set `permit_id` (held here as `held`, or null).
   ReleaseStatus SemRelease(const std::string& name,
                            const std::string& permit_id,
                            const std::shared_ptr<HeldLock>& held);
+  // Read-write locks (rwlock.cc; the contracts are ReadWriteLock's).
+  RwResult RwAcquireUntil(const std::string& name, RwMode mode,
+                          Clock::TimePoint deadline, bool wait,
+                          const RwOptions& options);
+  RwInfo RwInspect(const std::string& name, size_t max_holders);
 
   const LockClientOptions& options() const { return options_; }
   RedisClient& redis() { return *redis_; }
@@ -339,14 +366,21 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // Semaphores: the keys (semaphore hash, expiry, queue, waiters), then the
   // reply latch of `request_id` and the tombstone of the call `gone_id`,
   // each if given (scripts.h).
+  // A read-write lock's (`kind` kRead or kWrite) are the same under
+  // ":rwlock".
   std::vector<std::string> SemKeys(std::string_view name,
                                    const std::string& request_id = "",
-                                   const std::string& gone_id = "") const;
+                                   const std::string& gone_id = "",
+                                   SetKind kind = SetKind::kPermits) const;
   // A script handed permits to the waiters `handed` (a script's reply
   // element): wakes those waiting here (but `self`, the call that ran it),
   // publishes a kPermits event for each of the others.
+  // One event names every remote grantee (waiter ids joined by '\n', in
+  // events of at most kMaxGranteesPerEvent). `freed`: a read-write lock's
+  // release that handed nothing wakes one local waiter and publishes an
+  // event naming none, for waiters that barge.
   void SemHanded(const std::string& name, const Reply& handed,
-                 const std::string& self = "");
+                 const std::string& self = "", bool freed = false);
   // `shortfall` (EvalRetryOnce's) of a semaphore change, or, if the change
   // was `retried` and replicas are wanted, why it is not known to be
   // acknowledged.
@@ -355,7 +389,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // queue, a set under its id given back, a tombstone for `gone_ms` (0:
   // none). False if Redis did not answer.
   bool SemAbandon(const std::string& name, const std::string& id,
-                  int64_t gone_ms) noexcept;
+                  int64_t gone_ms, SetKind kind) noexcept;
   // If this process holds `name` as `owner` with `fence`, marks it lost now
   // (our own force-unlock script deleted it): callbacks go to the watchdog
   // thread.
@@ -400,6 +434,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       held_;  // mu_
   // The permit sets held, by id (ids are unique). mu_.
   std::map<std::string, std::shared_ptr<HeldLock>> permits_;
+  // Read-write lock sets held, per (name, owner token): whether an acquire
+  // under a private token is `fresh` (SetAsk). Guarded by mu_.
+  std::map<std::pair<std::string, std::string>, int> rw_owned_;
   // The watchdog's timetable: every grant of held_ once, by the instant it
   // is due (Schedule). mu_.
   std::set<std::pair<Clock::TimePoint, std::shared_ptr<HeldLock>>> schedule_;
@@ -448,9 +485,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       wake_event_{0}, wake_bound_{0}, renewals_{0}, renewal_failures_{0},
       leases_lost_{0}, events_published_{0}, events_received_{0},
       latch_parks_{0}, latches_opened_{0}, sem_acquisitions_{0},
-      sem_releases_{0}, sem_parks_{0}, force_unlocks_{0}, forced_checks_{0},
-      outage_waits_{0}, replica_shortfalls_{0}, direct_grants_{0}, spins_{0},
-      wake_spin_{0};
+      sem_releases_{0}, rw_acquisitions_{0}, rw_releases_{0}, sem_parks_{0},
+      force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
+      replica_shortfalls_{0}, direct_grants_{0}, spins_{0}, wake_spin_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).

@@ -124,27 +124,40 @@ end
 // Shared by the semaphore's scripts (after kPrelude, whose live_head they
 // use: a waiter's entry is "<presence deadline>|<k>").
 constexpr const char* kSemPrelude = R"lua(
+-- A read-write lock's sets (rwlock.h) have an owner ("o:<id>") and a token
+-- ("t:<id>"); the hash counts each owner's sets ("n:<owner>") and write sets
+-- ("x:<owner>"); a write set has k > 1 (all the lock's permits), a read set
+-- k = 1. A semaphore's sets have none of these.
+-- The set `id` leaves (given back, or its lease ended): its permits are
+-- free. Returns its k, or nil if it is not out.
+local function sem_free(id)
+  local f = redis.call('HMGET', KEYS[1], 'p:' .. id, 'o:' .. id)
+  if not f[1] then return nil end
+  local k = tonumber(f[1])
+  redis.call('HDEL', KEYS[1], 'p:' .. id, 'o:' .. id, 't:' .. id)
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HINCRBY', KEYS[1], 'used', -k)
+  if f[2] then
+    if redis.call('HINCRBY', KEYS[1], 'n:' .. f[2], -1) <= 0 then
+      redis.call('HDEL', KEYS[1], 'n:' .. f[2])
+    end
+    if k > 1 and redis.call('HINCRBY', KEYS[1], 'x:' .. f[2], -1) <= 0 then
+      redis.call('HDEL', KEYS[1], 'x:' .. f[2])
+    end
+  end
+  return k
+end
 -- Takes back the permit sets whose lease ended (at most 256 per call; the
 -- rest at the next).
 local function sem_expire(now)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 256)
-  if #gone == 0 then return end
-  local freed = 0
   for _, id in ipairs(gone) do
-    freed = freed + tonumber(redis.call('HGET', KEYS[1], 'p:' .. id) or '0')
-    redis.call('HDEL', KEYS[1], 'p:' .. id)
-    redis.call('ZREM', KEYS[2], id)
+    if not sem_free(id) then redis.call('ZREM', KEYS[2], id) end
   end
-  redis.call('HINCRBY', KEYS[1], 'used', -freed)
 end
 -- Gives the set `id` back: its permits are free. False if it is not out.
 local function sem_give_back(id)
-  local k = redis.call('HGET', KEYS[1], 'p:' .. id)
-  if not k then return false end
-  redis.call('HDEL', KEYS[1], 'p:' .. id)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('HINCRBY', KEYS[1], 'used', -tonumber(k))
-  return true
+  return sem_free(id) ~= nil
 end
 -- The set `id`'s permit count if it is out and its lease has not ended;
 -- nil if not (an ended one is taken back here, whatever sem_expire left).
@@ -157,11 +170,44 @@ local function sem_live(id, now)
   sem_give_back(id)
   return nil
 end
+-- A read-write lock's next writer token (its hash's "fence"): above the
+-- last one, and never below the server's clock in us (as next_fence).
+local function rw_next_fence()
+  local fence = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0') + 1
+  local now = now_us()
+  if fence < now then fence = now end
+  fence = string.format('%d', fence)
+  redis.call('HSET', KEYS[1], 'fence', fence)
+  return fence
+end
+-- Makes the set `id` of k permits, its lease ending at `ends` (unless a try
+-- of it made it already: then only the lease). A read-write lock's (an
+-- `owner`): its owner's counts, and its token: a new writer token for the
+-- owner's first write set, else the current one (a reader's: the last
+-- writer's; a reentrant writer's or a downgraded reader's: its own write
+-- grant's). Returns the set's token ('0' for a semaphore's).
+local function sem_create(id, k, ends, owner)
+  if redis.call('HSETNX', KEYS[1], 'p:' .. id, k) == 1 then
+    redis.call('HINCRBY', KEYS[1], 'used', k)
+    if owner then
+      redis.call('HSET', KEYS[1], 'o:' .. id, owner)
+      redis.call('HINCRBY', KEYS[1], 'n:' .. owner, 1)
+      local token = redis.call('HGET', KEYS[1], 'fence') or '0'
+      if k > 1 and redis.call('HINCRBY', KEYS[1], 'x:' .. owner, 1) == 1 then
+        token = rw_next_fence()
+      end
+      redis.call('HSET', KEYS[1], 't:' .. id, token)
+    end
+  end
+  redis.call('ZADD', KEYS[2], ends, id)
+  return redis.call('HGET', KEYS[1], 't:' .. id) or '0'
+end
 -- Hands free permits to the queue's first live waiters while the head
 -- fits: each gets its set under its id, the claim window as its lease, and
 -- leaves the queue. A head that needs more than the semaphore has (its
 -- permits were lowered) is dropped, and woken too: its next try is
--- refused. Returns the ids to wake.
+-- refused. A waiter's entry is "<presence deadline>|<k>", a read-write
+-- lock's "<presence deadline>|<k>|<owner>". Returns the ids to wake.
 local function sem_hand_off(now, claim_ms)
   local handed = {}
   local cur = redis.call('HMGET', KEYS[1], 'permits', 'used')
@@ -171,16 +217,14 @@ local function sem_hand_off(now, claim_ms)
   while true do
     local head = live_head(now)
     if not head then break end
-    local k = tonumber(string.match(redis.call('HGET', KEYS[4], head), '|(%d+)$'))
+    local k, owner = string.match(redis.call('HGET', KEYS[4], head), '^%d+|(%d+)|?(.*)$')
+    k = tonumber(k)
     if k <= permits and k > free then break end
     redis.call('LPOP', KEYS[3])
     redis.call('HDEL', KEYS[4], head)
     if k <= permits then
-      if redis.call('HSETNX', KEYS[1], 'p:' .. head, k) == 1 then
-        redis.call('HINCRBY', KEYS[1], 'used', k)
-        free = free - k
-      end
-      redis.call('ZADD', KEYS[2], now + claim_ms, head)
+      if not redis.call('HGET', KEYS[1], 'p:' .. head) then free = free - k end
+      sem_create(head, k, now + claim_ms, owner ~= '' and owner or nil)
     end
     table.insert(handed, head)
   end
@@ -506,9 +550,7 @@ if k <= free and (not head or head == id) then
     redis.call('LPOP', KEYS[3])
     redis.call('HDEL', KEYS[4], id)
   end
-  redis.call('HSET', KEYS[1], 'p:' .. id, k)
-  redis.call('HINCRBY', KEYS[1], 'used', k)
-  redis.call('ZADD', KEYS[2], now + lease, id)
+  sem_create(id, k, now + lease)
   return {1, k, handed}
 end
 if ARGV[5] == '1' then
@@ -608,6 +650,86 @@ for _, id in ipairs(ended) do
 end
 return {tonumber(cur[1]), tonumber(cur[2] or '0') - gone,
         redis.call('ZCARD', KEYS[2]) - #ended, redis.call('LLEN', KEYS[3])}
+)lua"));
+  return script;
+}
+
+const Script& RwAcquireScript() {
+  static const Script script(SemSource(kMayGrow, R"lua(
+local id, k, lease, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[7]
+if redis.call('EXISTS', KEYS[5]) == 1 then return {-3, 0, 0, {}} end
+if redis.call('HSETNX', KEYS[1], 'permits', ARGV[10]) == 1 then
+  redis.call('HSETNX', KEYS[1], 'used', 0)
+end
+local now = now_ms()
+sem_expire(now)
+local handed = sem_hand_off(now, tonumber(ARGV[6]))
+local function leave_queue()
+  if redis.call('HDEL', KEYS[4], id) == 1 then redis.call('LREM', KEYS[3], 1, id) end
+end
+if sem_live(id, now) then
+  -- Ours: the hand-off to us claimed, or a retry of a try whose reply was
+  -- lost. Our lease from now; always a write (see "Replica
+  -- acknowledgement").
+  local ends = tonumber(redis.call('ZSCORE', KEYS[2], id))
+  redis.call('ZADD', KEYS[2], math.max(ends + 1, now + lease), id)
+  leave_queue()
+  return {1, k, handed, redis.call('HGET', KEYS[1], 't:' .. id) or '0'}
+end
+-- The owner's sets out, unless the caller holds none under its private
+-- token (`fresh`): then those are revived by a rollback or given up on, and
+-- they count as anyone's.
+local mine, writes = 0, 0
+if ARGV[8] ~= '1' then
+  local c = redis.call('HMGET', KEYS[1], 'n:' .. owner, 'x:' .. owner)
+  mine, writes = tonumber(c[1] or '0'), tonumber(c[2] or '0')
+end
+if k > 1 and mine > 0 and writes == 0 then
+  -- A reader asking to write: it would wait for itself. Refused.
+  leave_queue()
+  return {-4, 0, 0, handed}
+end
+local permits = tonumber(redis.call('HGET', KEYS[1], 'permits'))
+local free = permits - tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
+local head = live_head(now)
+-- Reentrant (the owner holds a set: a read beside its read, anything beside
+-- its write) at once, past the queue; else when it fits and, fair, nobody
+-- live is queued ahead.
+if mine > 0 or (k <= free and (ARGV[9] ~= '1' or not head or head == id)) then
+  leave_queue()
+  return {1, k, handed, sem_create(id, k, now + lease, owner)}
+end
+if ARGV[5] == '1' and ARGV[9] == '1' then
+  local presence = tonumber(ARGV[4])
+  if redis.call('HSET', KEYS[4], id, (now + presence) .. '|' .. k .. '|' .. owner) == 1 then
+    redis.call('RPUSH', KEYS[3], id)
+  end
+  local keep = presence * 2
+  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
+  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local wait = first[2] and math.max(0, tonumber(first[2]) - now) or -1
+return {0, math.max(0, free), wait, handed}
+)lua"));
+  return script;
+}
+
+const Script& RwInspectScript() {
+  static const Script script(SemSource(kReadOnly, R"lua(
+local now = now_ms()
+local out = {tonumber(redis.call('HGET', KEYS[1], 'fence') or '0'),
+             redis.call('LLEN', KEYS[3])}
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf',
+                        'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+for i = 1, #live, 2 do
+  local f = redis.call('HMGET', KEYS[1], 'p:' .. live[i], 'o:' .. live[i], 't:' .. live[i])
+  if f[1] then
+    table.insert(out, {live[i], tonumber(f[1]) > 1 and 1 or 0, f[2] or '',
+                       tonumber(f[3] or '0'), tonumber(live[i + 1]) - now})
+  end
+end
+return out
 )lua"));
   return script;
 }

@@ -189,4 +189,35 @@ const Script& SemAddScript();
 // KEYS 1-4. -> {permits (-1: none), used, sets out, queue length}.
 const Script& SemInspectScript();
 
+// Read-write locks (rwlock.cc): a semaphore of kRwPermits permits whose
+// sets have owners (see kSemPrelude in scripts.cc): a read set takes 1, a
+// write set all kRwPermits, so the semaphore's strict FIFO hand-off is the
+// lock's fairness (a queued writer holds back the readers behind it; one
+// release hands a freed lock to every reader at the head, up to the next
+// writer). KEYS are the semaphore's, under "<prefix>:{name}:rwlock": [1]
+// the hash (permits, used, fence: the last writer token; per set "p:<id>" =
+// k, "o:<id>" = owner, "t:<id>" = token; per owner "n:<owner>" sets out and
+// "x:<owner>" write sets out) [2] expiry [3] queue [4] waiters (id ->
+// "<presence deadline ms>|<k>|<owner>") [5] the tombstone of the call. Release
+// and renewal are SemReleaseScript and SemRenewScript on these keys.
+
+// KEYS 1-5. ARGV: set id, k (1 read, kRwPermits write), lease ms, presence
+// ms, enqueue ("1"), claim ms, owner, fresh ("1": the caller holds no set
+// under its private owner token, so sets under it are not its own), fair
+// ("1": queue; "0": barge, never queued), kRwPermits.
+// A set is granted at once when its owner holds one already (reentrancy: a
+// read beside its read, a read or a write beside its write), else when it
+// fits and (fair) no live waiter is queued ahead.
+// -> {1, k, handed, token} granted (or a hand-off claimed, or a retry that
+//    finds its set) | {0, free, wait ms, handed} refused | {-3, 0, 0, {}}
+//    the call has ended (tombstone) | {-4, 0, 0, handed} a write asked by an
+//    owner holding only read sets (an upgrade, refused: it would wait for
+//    itself).
+const Script& RwAcquireScript();
+
+// KEYS 1-4. ARGV: the most sets to list. -> {last writer token, queue
+// length, {id, write (1/0), owner, token, lease left ms}...} (live sets,
+// earliest lease end first).
+const Script& RwInspectScript();
+
 }  // namespace lockfleet::internal

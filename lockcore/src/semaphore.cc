@@ -47,6 +47,22 @@ void CheckPermits(int64_t permits, int64_t low, const char* what) {
 
 namespace {
 
+// A read-write lock set's token, as the script returns it (a string: Lua
+// numbers are doubles, tokens are up to 2^63).
+int64_t SetToken(const Reply& r) {
+  if (r.type == Reply::Type::kInteger) return r.integer;
+  if (r.type == Reply::Type::kString) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(r.str, &used);
+      if (used == r.str.size()) return v;
+    } catch (const std::exception&) {
+    }
+  }
+  throw Error(ErrorCode::kRedisProtocol,
+              "unexpected token from read-write lock acquire");
+}
+
 void ThrowIfShortfall(const std::string& shortfall, const std::string& what) {
   if (!shortfall.empty()) {
     throw Error(ErrorCode::kRedisReplicas,
@@ -68,19 +84,26 @@ std::string LockCore::SemShortfall(const std::string& shortfall,
 
 std::vector<std::string> LockCore::SemKeys(std::string_view name,
                                            const std::string& request_id,
-                                           const std::string& gone_id) const {
+                                           const std::string& gone_id,
+                                           SetKind kind) const {
   const std::string tag = options_.key_prefix + ":{" + std::string(name) + "}:";
-  std::vector<std::string> keys = {tag + "semaphore", tag + "semaphore:expiry",
-                                   tag + "semaphore:queue",
-                                   tag + "semaphore:waiters"};
+  const std::string base =
+      tag + (kind == SetKind::kPermits || kind == SetKind::kNone ? "semaphore"
+                                                                 : "rwlock");
+  std::vector<std::string> keys = {base, base + ":expiry", base + ":queue",
+                                   base + ":waiters"};
   if (!request_id.empty()) keys.push_back(tag + "latch:" + request_id);
-  if (!gone_id.empty()) keys.push_back(tag + "semaphore:gone:" + gone_id);
+  if (!gone_id.empty()) keys.push_back(base + ":gone:" + gone_id);
   return keys;
 }
 
 void LockCore::SemHanded(const std::string& name, const Reply& handed,
-                         const std::string& self) {
+                         const std::string& self, bool freed) {
   if (handed.type != Reply::Type::kArray) return;
+  UnlockEvent event;
+  event.lock = name;
+  event.cause = UnlockCause::kPermits;
+  int named = 0;
   for (const Reply& waiter : handed.elements) {
     if (waiter.type != Reply::Type::kString || waiter.str == self) continue;
     // Ours: woken directly, no event. Another process's: only it wakes.
@@ -88,10 +111,19 @@ void LockCore::SemHanded(const std::string& name, const Reply& handed,
                              /*promote=*/false)) {
       continue;
     }
-    UnlockEvent event;
-    event.lock = name;
-    event.cause = UnlockCause::kPermits;
-    event.next_waiter = waiter.str;
+    if (named > 0) event.next_waiter += '\n';
+    event.next_waiter += waiter.str;
+    if (++named == kMaxGranteesPerEvent) {
+      Publish(event);
+      event.next_waiter.clear();
+      named = 0;
+    }
+  }
+  if (named > 0) {
+    Publish(event);
+  } else if (freed && handed.elements.empty()) {
+    // Freed for nobody queued: a waiter that barges may take it now.
+    sem_waits_.WakeOne(name, WakeCause::kLocal);
     Publish(event);
   }
 }
@@ -159,11 +191,11 @@ SemaphoreInfo LockCore::SemInspect(const std::string& name) {
 }
 
 bool LockCore::SemAbandon(const std::string& name, const std::string& id,
-                          int64_t gone_ms) noexcept {
+                          int64_t gone_ms, SetKind kind) noexcept {
   try {
     const std::string request = NextRequestId();
     const Reply r = EvalRetryOnce(
-        SemReleaseScript(), SemKeys(name, request, id),
+        SemReleaseScript(), SemKeys(name, request, id, kind),
         {id, std::to_string(options_.claim_window.count()),
          std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
         options_.clock->Now() + kGiveUpBudget);
@@ -177,11 +209,16 @@ bool LockCore::SemAbandon(const std::string& name, const std::string& id,
   }
 }
 
-PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
+PermitResult LockCore::SemAcquireUntil(const std::string& name,
+                                       const SetAsk& ask,
                                        Clock::TimePoint deadline, bool wait,
                                        const PermitOptions& options) {
   ValidateName(name);
-  CheckPermits(k, 1, "permits to acquire");
+  const bool rw = ask.kind != SetKind::kPermits;
+  const int64_t k = ask.k;
+  if (!rw) CheckPermits(k, 1, "permits to acquire");
+  const std::string what =
+      (rw ? "read-write lock '" : "semaphore '") + name + "'";
   if (options.lease && *options.lease <= milliseconds(0)) {
     throw Error(ErrorCode::kInvalidArgument, "lease must be positive");
   }
@@ -202,12 +239,14 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
     const std::string& name;
     Clock::TimePoint start;
     const PermitResult& result;
+    const bool rw;
     ~Report() {
-      if (core->observer() == nullptr || std::uncaught_exceptions() > 0) return;
+      if (rw || core->observer() == nullptr || std::uncaught_exceptions() > 0)
+        return;
       core->observer()->OnPermitsAcquire(name, result.status,
                                          core->options_.clock->Now() - start);
     }
-  } report{this, name, options_.clock->Now(), result};
+  } report{this, name, options_.clock->Now(), result, rw};
 
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
@@ -230,6 +269,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
     const bool& touched;
     const bool& unsure;
     const int64_t gone_ms;
+    const SetKind kind;
     WaitTable::Slot* slot;
     const PermitResult& result;
     ~Leave() {
@@ -237,21 +277,27 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
       // `unsure` alone too: a try-only call whose first try's reply was
       // lost (its retry answered) may still have that try run late.
       if (!acquired && (touched || unsure))
-        core->SemAbandon(name, id, unsure ? gone_ms : 0);
+        core->SemAbandon(name, id, unsure ? gone_ms : 0, kind);
       if (!wait) return;
       core->sem_waits_.Unregister(name, slot);
       core->sem_waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
-  } leave{this, name, id, wait, touched, unsure, gone_ms, &slot, result};
+  } leave{this,   name,    id,       wait,  touched,
+          unsure, gone_ms, ask.kind, &slot, result};
 
-  const std::vector<std::string> keys = SemKeys(name, "", id);
-  const std::vector<std::string> args = {
+  const std::vector<std::string> keys = SemKeys(name, "", id, ask.kind);
+  std::vector<std::string> args = {
       id,
       std::to_string(k),
       std::to_string(lease.count()),
       std::to_string(options_.presence_window.count()),
       wait ? "1" : "0",
       std::to_string(options_.claim_window.count())};
+  if (rw) {
+    args.insert(args.end(), {ask.owner, ask.fresh ? "1" : "0",
+                             ask.fair ? "1" : "0", std::to_string(kRwPermits)});
+  }
+  const Script& script = rw ? RwAcquireScript() : SemAcquireScript();
   bool in_outage = false;
   Clock::TimePoint outage_since;
   milliseconds backoff(0);
@@ -265,8 +311,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
       bool may_have_run = false;
       Reply r;
       try {
-        r = EvalRetryOnce(SemAcquireScript(), keys, args, deadline,
-                          &may_have_run, &shortfall);
+        r = EvalRetryOnce(script, keys, args, deadline, &may_have_run,
+                          &shortfall);
       } catch (const Error&) {
         if (may_have_run) touched = unsure = true;
         throw;
@@ -280,7 +326,14 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
       SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"), id);
       if (status == -3) {
         throw Error(ErrorCode::kInternal,
-                    "semaphore '" + name + "': this acquisition has ended");
+                    what + ": this acquisition has ended");
+      }
+      if (status == -4) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    what + ": owner '" + ask.owner +
+                        "' holds it for reading only; a read lock cannot be "
+                        "upgraded (it would wait for itself): release it, "
+                        "then take the write lock");
       }
       if (status == -1) {
         throw Error(
@@ -295,14 +348,17 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
       }
       if (status == 1) {
         touched = true;  // a set is ours: given back if we do not keep it
-        ThrowIfShortfall(shortfall,
-                         "permits of semaphore '" + name + "' granted but");
+        ThrowIfShortfall(shortfall, rw ? what + " granted but"
+                                       : "permits of " + what + " granted but");
         auto held = std::make_shared<HeldLock>();
         held->name = name;
         held->key = keys[0];
         held->expiry_key = keys[1];
         held->owner = id;
-        held->fence = Int(r, 1, "semaphore acquire");
+        held->set_kind = ask.kind;
+        held->set_owner = ask.owner;
+        held->fence = rw ? SetToken(Elem(r, 3, "read-write lock acquire"))
+                         : Int(r, 1, "semaphore acquire");
         held->lease = lease;
         held->renew = renew;
         held->local_holds = 1;
@@ -316,15 +372,16 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name, int64_t k,
           if (stopping_) {
             // The LockClient is gone: nothing would renew the set or tell
             // its holder when it ends. Given back (Leave).
-            throw Error(
-                ErrorCode::kInvalidArgument,
-                "semaphore '" + name + "': its LockClient has been destroyed");
+            throw Error(ErrorCode::kInvalidArgument,
+                        what + ": its LockClient has been destroyed");
           }
           permits_[id] = held;
+          if (rw) ++rw_owned_[{name, ask.owner}];
           Schedule(held);
         }
-        sem_acquisitions_.fetch_add(1, std::memory_order_relaxed);
-        if (observer()) observer()->OnPermitsHeld(name, held->fence);
+        (rw ? rw_acquisitions_ : sem_acquisitions_)
+            .fetch_add(1, std::memory_order_relaxed);
+        if (!rw && observer()) observer()->OnPermitsHeld(name, held->fence);
         result.status = AcquireStatus::kAcquired;
         result.permits = Permits(shared_from_this(), std::move(held));
         result.last_error.clear();
@@ -403,6 +460,8 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
   int64_t gone_ms =
       held ? held->gone_ms
            : options_.default_lease.count() + options_.retry_latch.count();
+  const SetKind kind = held ? held->set_kind : SetKind::kPermits;
+  const bool rw = kind != SetKind::kPermits;
   LostCalls lost_calls;
   {
     std::lock_guard lock(mu_);
@@ -410,7 +469,7 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
       held->released = true;  // the watchdog ignores it from now on
       // Off the held gauge now, whatever the script answers (a lost one
       // was taken off when it was lost).
-      if (!held->lost.load() && observer())
+      if (!rw && !held->lost.load() && observer())
         observer()->OnPermitsHeld(name, -held->fence);
       Forget(held);
     } else if (auto it = permits_.find(permit_id);
@@ -431,7 +490,7 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
   try {
     std::string shortfall;
     r = EvalRetryOnce(
-        SemReleaseScript(), SemKeys(name, request, permit_id),
+        SemReleaseScript(), SemKeys(name, request, permit_id, kind),
         {permit_id, std::to_string(options_.claim_window.count()),
          std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
         Clock::TimePoint::max(), nullptr, &shortfall);
@@ -439,13 +498,16 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
   }
-  SemHanded(name, Elem(r, 1, "semaphore release"));
   const ReleaseStatus status = Int(r, 0, "semaphore release") == 1
                                    ? ReleaseStatus::kReleased
                                    : ReleaseStatus::kNotHeld;
-  (status == ReleaseStatus::kReleased ? sem_releases_ : releases_not_held_)
+  SemHanded(name, Elem(r, 1, "semaphore release"), "",
+            /*freed=*/rw && status == ReleaseStatus::kReleased);
+  (status != ReleaseStatus::kReleased ? releases_not_held_
+   : rw                               ? rw_releases_
+                                      : sem_releases_)
       .fetch_add(1, std::memory_order_relaxed);
-  if (held && observer()) {
+  if (held && !rw && observer()) {
     observer()->OnPermitsRelease(name, status,
                                  options_.clock->Now() - held->acquired_at);
   }
@@ -476,8 +538,8 @@ SemaphoreInfo Semaphore::Inspect() { return core_->SemInspect(name_); }
 
 PermitResult Semaphore::TryAcquire(int64_t permits,
                                    const PermitOptions& options) {
-  return core_->SemAcquireUntil(name_, permits, Clock::TimePoint::max(), false,
-                                options);
+  return core_->SemAcquireUntil(name_, {.k = permits}, Clock::TimePoint::max(),
+                                false, options);
 }
 
 PermitResult Semaphore::AcquireFor(int64_t permits, Clock::Duration timeout,
@@ -489,7 +551,7 @@ PermitResult Semaphore::AcquireFor(int64_t permits, Clock::Duration timeout,
 
 PermitResult Semaphore::AcquireUntil(int64_t permits, Clock::TimePoint deadline,
                                      const PermitOptions& options) {
-  return core_->SemAcquireUntil(name_, permits, deadline, true, options);
+  return core_->SemAcquireUntil(name_, {.k = permits}, deadline, true, options);
 }
 
 Permits Semaphore::Acquire(int64_t permits, const PermitOptions& options) {

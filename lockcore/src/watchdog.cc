@@ -82,7 +82,7 @@ void LockCore::StopWatchdog() {
     auto lose = [&](const std::shared_ptr<HeldLock>& held) {
       if (held->released || held->lost.exchange(true)) return;
       leases_lost_.fetch_add(1, std::memory_order_relaxed);
-      if (observer() && !held->expiry_key.empty()) {  // a permit set
+      if (observer() && held->set_kind == SetKind::kPermits) {
         observer()->OnPermitsLost(held->name);
         observer()->OnPermitsHeld(held->name, -held->fence);
       }

@@ -273,10 +273,14 @@ struct LockStats {
   uint64_t permit_releases = 0;      // ... given back (kReleased)
   uint64_t permit_parks = 0;         // parks of refused semaphore waiters
   int64_t permit_waiting = 0;        // threads currently waiting for permits
+  // Read-write locks (rwlock.h).
+  uint64_t rw_acquisitions = 0;  // read and write holds granted
+  uint64_t rw_releases = 0;      // ... given back (kReleased)
 };
 
 struct AcquireAllResult;  // multi_lock.h
 class Semaphore;          // semaphore.h
+class ReadWriteLock;      // rwlock.h
 
 class LockClient {
  public:
@@ -341,6 +345,11 @@ class LockClient {
   // nothing is sent. Throws Error(kInvalidArgument) for a name a lock could
   // not have.
   lockfleet::Semaphore Semaphore(std::string_view name);
+
+  // The read-write lock `name` (rwlock.h, which callers include): a handle,
+  // nothing is sent. Throws Error(kInvalidArgument) for a name a lock could
+  // not have.
+  lockfleet::ReadWriteLock ReadWriteLock(std::string_view name);
 
   // Entry point for the notification transport: wakes at most one local
   // waiter parked on event.lock (every awaiter of the latch event.lock, for

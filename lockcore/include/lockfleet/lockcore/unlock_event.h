@@ -23,8 +23,11 @@ enum class UnlockCause {
   kForce,    // an administrator force-unlocked the lock
   kOpened,   // the countdown latch `lock` opened (latch.h): every process
              // wakes all its awaiters of it
-  kPermits,  // the semaphore `lock` handed permits to the queued waiter
-             // `next_waiter` (semaphore.h): only that waiter wakes
+  kPermits,  // the semaphore (or read-write lock) `lock` handed permits to
+             // the queued waiters named in `next_waiter`, their ids joined
+             // by '\n' (semaphore.h, rwlock.h): only those waiters wake.
+             // Naming none: a read-write lock was freed for nobody; one
+             // local waiter (one that barges) wakes
 };
 
 // "release" / "force" / "opened" / "permits".
