@@ -23,7 +23,7 @@
 // expiry, or AddPermits) that frees permits hands them, in the same
 // script, to the first queued waiters that fit — each gets its permit set
 // at once, with the claim window as its lease — and publishes one event
-// per grantee naming it, so only those threads wake, in whatever process
+// naming the grantees, so only those threads wake, in whatever process
 // they are; the grantee claims its set with one script call that sets its
 // own lease. A grant nobody claims within claim_window comes back. A try
 // (TryAcquire, or a wait whose deadline has passed) never queues and gets
