@@ -26,6 +26,7 @@
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "scripts.h"
 #include "support/fake_clock.h"
@@ -297,6 +298,58 @@ TEST_F(RetrySafety, PermitTryWhoseRetryWasRefusedLeavesATombstoneToo) {
   ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 1; }));
   EXPECT_EQ(inspector->Semaphore("sem-try").Inspect().used, 0)
       << "a set for a call that ended, for its whole lease";
+}
+
+// Read-write locks: a write acquisition whose reply was lost is one hold
+// with one token (its retry re-claims it, it does not count the owner
+// twice), and a read try that runs after its call gave up creates no hold
+// nobody renews — which would keep every writer out for its whole lease.
+TEST_F(RetrySafety, RwWriteWhoseReplyWasLostIsOneHold) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  const std::string sha = LoadedSha(internal::RwAcquireScript());
+  proxy_->DropNextReply(sha);
+  RwResult w = client->ReadWriteLock("rw-a").TryAcquire(RwMode::kWrite,
+                                                        {.lease = seconds(60)});
+  EXPECT_EQ(proxy_->dropped(), 1);
+  ASSERT_TRUE(w);
+  RwInfo info = inspector->ReadWriteLock("rw-a").Inspect();
+  ASSERT_EQ(info.holders.size(), 1u) << "the retry granted a second hold";
+  EXPECT_EQ(info.holders[0].token, w.lease.token());
+  EXPECT_EQ(info.last_token, w.lease.token()) << "one token, not two";
+  const int64_t token = w.lease.token();
+  EXPECT_EQ(w.lease.Release(), ReleaseStatus::kReleased);
+  // The owner's count went back to 0: it is not taken for a holder (whose
+  // write would then be refused as an upgrade, or granted past the queue).
+  RwResult r = inspector->ReadWriteLock("rw-a").TryAcquire(RwMode::kRead);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.lease.token(), token);
+  r.lease.Release();
+  const Reply owners = redis_->Execute({"HKEYS", "lockfleet:{rw-a}:rwlock"});
+  for (const Reply& f : owners.elements) {
+    EXPECT_NE(f.str.rfind("n:", 0), 0u) << f.str << " left behind";
+    EXPECT_NE(f.str.rfind("x:", 0), 0u) << f.str << " left behind";
+  }
+}
+
+TEST_F(RetrySafety, RwTryThatRunsAfterItsGiveUpCreatesNoHold) {
+  auto client = NewProxiedClient();
+  auto inspector = NewClient();
+  const std::string sha = LoadedSha(internal::RwAcquireScript());
+  proxy_->DelayNextRequest(sha, seconds(3));
+  proxy_->DelayNextRequest(sha, seconds(3));
+  try {
+    client->ReadWriteLock("rw-late").TryAcquire(RwMode::kRead,
+                                                {.lease = seconds(60)});
+    ADD_FAILURE() << "the delayed tries did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisTimeout) << e.what();
+  }
+  ASSERT_TRUE(WaitUntil([&] { return proxy_->dropped() == 2; }));
+  const RwInfo info = inspector->ReadWriteLock("rw-late").Inspect();
+  EXPECT_TRUE(info.holders.empty()) << "a hold nobody renews, for its lease";
+  EXPECT_EQ(info.waiters, 0);
+  EXPECT_TRUE(inspector->ReadWriteLock("rw-late").TryAcquire(RwMode::kWrite));
 }
 
 // A waiting call whose acquire tries were granted on the server but lost
