@@ -989,6 +989,36 @@ void LockCore::Forget(const std::shared_ptr<HeldLock>& held) {
   if (it != held_.end() && it->second == held) held_.erase(it);
 }
 
+void LockCore::ObserveHeld(const HeldLock& held, int sign) {
+  switch (held.set_kind) {
+    case SetKind::kPermits:
+      observer()->OnPermitsHeld(held.name, sign * held.fence);
+      break;
+    case SetKind::kRead:
+    case SetKind::kWrite:
+      observer()->OnRwHeld(held.name, RwModeOf(held.set_kind), sign);
+      break;
+    case SetKind::kNone:
+      break;
+  }
+}
+
+void LockCore::ObserveLost(const HeldLock& held) {
+  switch (held.set_kind) {
+    case SetKind::kPermits:
+      observer()->OnPermitsLost(held.name);
+      break;
+    case SetKind::kRead:
+    case SetKind::kWrite:
+      observer()->OnRwLost(held.name, RwModeOf(held.set_kind));
+      break;
+    case SetKind::kNone:
+      observer()->OnLeaseLost(held.name);
+      return;
+  }
+  ObserveHeld(held, -1);
+}
+
 void LockCore::DeferCallbacks(LostCalls calls) {
   if (calls.empty()) return;
   {
@@ -1002,12 +1032,7 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
                               LostCalls* calls) {
   if (held->lost.exchange(true)) return;
   leases_lost_.fetch_add(1, std::memory_order_relaxed);
-  if (observer() && held->set_kind == SetKind::kPermits) {
-    observer()->OnPermitsLost(held->name);
-    observer()->OnPermitsHeld(held->name, -held->fence);
-  } else if (observer() && held->set_kind == SetKind::kNone) {
-    observer()->OnLeaseLost(held->name);
-  }
+  if (observer()) ObserveLost(*held);
   calls->push_back(held);  // stop token and callbacks: on the watchdog thread
 }
 

@@ -67,6 +67,11 @@ inline constexpr int kMaxGranteesPerEvent = 100;
 // semaphore's permit set, or a read-write lock's read or write set.
 enum class SetKind : uint8_t { kNone, kPermits, kRead, kWrite };
 
+// A read-write lock set's mode. REQUIRES: kind is kRead or kWrite.
+inline RwMode RwModeOf(SetKind kind) {
+  return kind == SetKind::kWrite ? RwMode::kWrite : RwMode::kRead;
+}
+
 // What a set acquisition asks (semaphore.cc, rwlock.cc).
 struct SetAsk {
   SetKind kind = SetKind::kPermits;
@@ -363,6 +368,12 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // thread (which may hold its own locks) and never in the middle of ours.
   void DeferCallbacks(LostCalls calls);
   void Forget(const std::shared_ptr<HeldLock>& held);  // REQUIRES: mu_ held
+  // Tells the observer (REQUIRES: one) that a set of `held`'s kind is held
+  // (`sign` 1) or no longer (-1); a lock's grant: nothing.
+  void ObserveHeld(const HeldLock& held, int sign);
+  // Tells the observer that `held` was lost (its kind's hook, and the held
+  // gauge).
+  void ObserveLost(const HeldLock& held);
   // Semaphores: the keys (semaphore hash, expiry, queue, waiters), then the
   // reply latch of `request_id` and the tombstone of the call `gone_id`,
   // each if given (scripts.h).

@@ -239,14 +239,18 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
     const std::string& name;
     Clock::TimePoint start;
     const PermitResult& result;
-    const bool rw;
+    const SetKind kind;
     ~Report() {
-      if (rw || core->observer() == nullptr || std::uncaught_exceptions() > 0)
-        return;
-      core->observer()->OnPermitsAcquire(name, result.status,
-                                         core->options_.clock->Now() - start);
+      if (core->observer() == nullptr || std::uncaught_exceptions() > 0) return;
+      const Clock::Duration waited = core->options_.clock->Now() - start;
+      if (kind == SetKind::kPermits) {
+        core->observer()->OnPermitsAcquire(name, result.status, waited);
+      } else {
+        core->observer()->OnRwAcquire(name, RwModeOf(kind), result.status,
+                                      waited);
+      }
     }
-  } report{this, name, options_.clock->Now(), result, rw};
+  } report{this, name, options_.clock->Now(), result, ask.kind};
 
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
@@ -381,7 +385,11 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
         }
         (rw ? rw_acquisitions_ : sem_acquisitions_)
             .fetch_add(1, std::memory_order_relaxed);
-        if (!rw && observer()) observer()->OnPermitsHeld(name, held->fence);
+        if (observer() && rw) {
+          observer()->OnRwHeld(name, RwModeOf(ask.kind), 1);
+        } else if (observer()) {
+          observer()->OnPermitsHeld(name, held->fence);
+        }
         result.status = AcquireStatus::kAcquired;
         result.permits = Permits(shared_from_this(), std::move(held));
         result.last_error.clear();
@@ -469,8 +477,7 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
       held->released = true;  // the watchdog ignores it from now on
       // Off the held gauge now, whatever the script answers (a lost one
       // was taken off when it was lost).
-      if (!rw && !held->lost.load() && observer())
-        observer()->OnPermitsHeld(name, -held->fence);
+      if (!held->lost.load() && observer()) ObserveHeld(*held, -1);
       Forget(held);
     } else if (auto it = permits_.find(permit_id);
                it != permits_.end() && it->second->name == name) {
@@ -507,7 +514,10 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
    : rw                               ? rw_releases_
                                       : sem_releases_)
       .fetch_add(1, std::memory_order_relaxed);
-  if (held && !rw && observer()) {
+  if (held && rw && observer()) {
+    observer()->OnRwRelease(name, RwModeOf(kind), status,
+                            options_.clock->Now() - held->acquired_at);
+  } else if (held && observer()) {
     observer()->OnPermitsRelease(name, status,
                                  options_.clock->Now() - held->acquired_at);
   }

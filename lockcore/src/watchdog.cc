@@ -82,10 +82,7 @@ void LockCore::StopWatchdog() {
     auto lose = [&](const std::shared_ptr<HeldLock>& held) {
       if (held->released || held->lost.exchange(true)) return;
       leases_lost_.fetch_add(1, std::memory_order_relaxed);
-      if (observer() && held->set_kind == SetKind::kPermits) {
-        observer()->OnPermitsLost(held->name);
-        observer()->OnPermitsHeld(held->name, -held->fence);
-      }
+      if (observer() && held->set_kind != SetKind::kNone) ObserveLost(*held);
       left.push_back(held);
     };
     for (const auto& [key, held] : held_) lose(held);

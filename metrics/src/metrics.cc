@@ -112,6 +112,37 @@ class LockMetrics final : public LockObserver {
     });
   }
 
+  void OnRwAcquire(std::string_view name, RwMode mode, AcquireStatus status,
+                   Clock::Duration waited) noexcept override {
+    Record([&] {
+      const RwClassSeries::Mode& m = state_->Rw(name)[mode];
+      if (Counter* c = At(m.acquisitions, static_cast<size_t>(status)))
+        c->Increment();
+      m.wait->Observe(Seconds(waited));
+    });
+  }
+
+  void OnRwRelease(std::string_view name, RwMode mode, ReleaseStatus status,
+                   Clock::Duration held) noexcept override {
+    Record([&] {
+      const RwClassSeries::Mode& m = state_->Rw(name)[mode];
+      if (Counter* c = At(m.releases, static_cast<size_t>(status)))
+        c->Increment();
+      m.hold->Observe(Seconds(held));
+    });
+  }
+
+  void OnRwLost(std::string_view name, RwMode mode) noexcept override {
+    Record([&] { state_->Rw(name)[mode].lost->Increment(); });
+  }
+
+  void OnRwHeld(std::string_view name, RwMode mode,
+                int64_t delta) noexcept override {
+    Record([&] {
+      state_->Rw(name)[mode].held->Increment(static_cast<double>(delta));
+    });
+  }
+
  private:
   const std::shared_ptr<MetricsState> state_;
 };

@@ -148,6 +148,30 @@ MetricsState::MetricsState(MetricsOptions options)
       sem_held_(
           GaugeFamily(registry_, "lockfleet_semaphore_permits_held",
                       "Permits this process holds now, per semaphore class.")),
+      rw_acquisitions_(CounterFamily(
+          registry_, "lockfleet_rwlock_acquisitions_total",
+          "Read-write lock acquisition calls that ended, by mode (read, "
+          "write) and result: acquired, timed_out or cancelled (errors: "
+          "lockfleet_lock_errors_total).")),
+      rw_wait_(HistogramFamily(
+          registry_, "lockfleet_rwlock_wait_seconds",
+          "Time read-write lock acquisition calls took until their result, "
+          "by mode.")),
+      rw_hold_(HistogramFamily(
+          registry_, "lockfleet_rwlock_hold_seconds",
+          "Time from a read-write lock hold's grant to its release, by "
+          "mode.")),
+      rw_releases_(CounterFamily(
+          registry_, "lockfleet_rwlock_releases_total",
+          "Read-write lock holds given back, by mode and result: released or "
+          "not_held (its lease had run out).")),
+      rw_lost_(CounterFamily(
+          registry_, "lockfleet_rwlock_lost_total",
+          "Read-write lock holds lost while held, by mode: their lease ran "
+          "out before a renewal succeeded, or Redis said they were gone.")),
+      rw_held_(GaugeFamily(
+          registry_, "lockfleet_rwlock_holds",
+          "Read-write lock holds this process has now, per class and mode.")),
       jobs_(CounterFamily(registry_, "lockfleet_jobs_total",
                           "Jobs that ended, by source, type (the handler) and "
                           "result.")),
@@ -191,7 +215,11 @@ MetricsState::MetricsState(MetricsOptions options)
       semaphore_classes_(options_.max_lock_classes,
                          [this](const std::string& semaphore_class) {
                            return MakeSemaphoreSeries(semaphore_class);
-                         }) {
+                         }),
+      rw_classes_(options_.max_lock_classes,
+                  [this](const std::string& rwlock_class) {
+                    return MakeRwSeries(rwlock_class);
+                  }) {
   if (!options_.lock_class) options_.lock_class = LockClass;
   for (ErrorCode code : kErrorCodes) ErrorCounter(code);
   ConsumerErrors("consume");
@@ -280,6 +308,38 @@ SemaphoreClassSeries MetricsState::MakeSemaphoreSeries(
 
 const SemaphoreClassSeries& MetricsState::Semaphore(std::string_view name) {
   return semaphore_classes_.Get(LabelValue(options_.lock_class(name)));
+}
+
+RwClassSeries MetricsState::MakeRwSeries(const std::string& rwlock_class) {
+  RwClassSeries s;
+  for (RwMode mode : {RwMode::kRead, RwMode::kWrite}) {
+    RwClassSeries::Mode& m = s.modes[mode == RwMode::kWrite ? 1 : 0];
+    const prometheus::Labels labels = {{"rwlock_class", rwlock_class},
+                                       {"mode", RwModeName(mode)}};
+    auto with = [&](const char* value) {
+      prometheus::Labels l = labels;
+      l.emplace("result", value);
+      return l;
+    };
+    for (AcquireStatus status : kAcquireStatuses) {
+      m.acquisitions[static_cast<size_t>(status)] =
+          &rw_acquisitions_.Add(with(AcquireStatusName(status)));
+    }
+    m.wait = &rw_wait_.Add(labels, LockTimeBuckets());
+    m.hold = &rw_hold_.Add(labels, LockTimeBuckets());
+    for (ReleaseStatus status :
+         {ReleaseStatus::kReleased, ReleaseStatus::kNotHeld}) {
+      m.releases[static_cast<size_t>(status)] =
+          &rw_releases_.Add(with(ReleaseStatusName(status)));
+    }
+    m.lost = &rw_lost_.Add(labels);
+    m.held = &rw_held_.Add(labels);
+  }
+  return s;
+}
+
+const RwClassSeries& MetricsState::Rw(std::string_view name) {
+  return rw_classes_.Get(LabelValue(options_.lock_class(name)));
 }
 
 const JobSeries& MetricsState::Job(worker::JobSource source,

@@ -12,6 +12,7 @@
 #include "bounded_series.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/metrics/metrics.h"
 #include "notifier_collector.h"
 #include "prometheus/counter.h"
@@ -73,6 +74,22 @@ struct SemaphoreClassSeries {
   Gauge* held = nullptr;
 };
 
+// A read-write lock class's series, per mode (kRead, kWrite).
+struct RwClassSeries {
+  struct Mode {
+    std::array<Counter*, std::size(kAcquireStatuses)> acquisitions{};
+    Histogram* wait = nullptr;
+    Histogram* hold = nullptr;
+    std::array<Counter*, std::size(kReleaseStatuses)> releases{};
+    Counter* lost = nullptr;
+    Gauge* held = nullptr;
+  };
+  std::array<Mode, 2> modes;
+  const Mode& operator[](RwMode mode) const {
+    return modes[mode == RwMode::kWrite ? 1 : 0];
+  }
+};
+
 struct JobSeries {
   std::array<Counter*, std::size(kJobResults)> results{};
   Histogram* duration = nullptr;
@@ -87,6 +104,7 @@ class MetricsState {
 
   const LockClassSeries& Lock(std::string_view name);
   const SemaphoreClassSeries& Semaphore(std::string_view name);
+  const RwClassSeries& Rw(std::string_view name);
   const JobSeries& Job(worker::JobSource source, std::string_view type);
   Counter& ErrorCounter(ErrorCode code) {
     return errors_.Add({{"code", std::string(ErrorCodeName(code))}});
@@ -111,6 +129,7 @@ class MetricsState {
  private:
   LockClassSeries MakeLockSeries(const std::string& lock_class);
   SemaphoreClassSeries MakeSemaphoreSeries(const std::string& semaphore_class);
+  RwClassSeries MakeRwSeries(const std::string& rwlock_class);
   JobSeries MakeJobSeries(worker::JobSource source, const std::string& type);
 
   MetricsOptions options_;
@@ -133,6 +152,12 @@ class MetricsState {
   prometheus::Family<Counter>& sem_releases_;
   prometheus::Family<Counter>& sem_lost_;
   prometheus::Family<Gauge>& sem_held_;
+  prometheus::Family<Counter>& rw_acquisitions_;
+  prometheus::Family<Histogram>& rw_wait_;
+  prometheus::Family<Histogram>& rw_hold_;
+  prometheus::Family<Counter>& rw_releases_;
+  prometheus::Family<Counter>& rw_lost_;
+  prometheus::Family<Gauge>& rw_held_;
   prometheus::Family<Counter>& jobs_;
   prometheus::Family<Histogram>& job_duration_;
   prometheus::Family<Gauge>& consumer_lag_;
@@ -147,6 +172,7 @@ class MetricsState {
 
   BoundedSeries<LockClassSeries> lock_classes_;
   BoundedSeries<SemaphoreClassSeries> semaphore_classes_;
+  BoundedSeries<RwClassSeries> rw_classes_;
   std::array<std::unique_ptr<BoundedSeries<JobSeries>>, std::size(kJobSources)>
       job_types_;
 };

@@ -7,14 +7,17 @@
 #include "exposition.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/metrics/metrics.h"
 #include "support/redis_server.h"
+#include "support/wait_until.h"
 
 namespace lockfleet::metrics::testing {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 // A LockClient on a private redis-server, observed by `metrics`.
 class LockClientMetrics : public ::testing::Test {
@@ -94,6 +97,54 @@ TEST_F(LockClientMetrics, SemaphorePermitsAreCountedPerClass) {
   EXPECT_FALSE(ValueIn(m, "lockfleet_lock_leases_lost_total",
                        {{"lock_class", "partner"}}) > 0)
       << "a permit set is no lock";
+}
+
+TEST_F(LockClientMetrics, ReadWriteLockHoldsAreCountedPerClassAndMode) {
+  ReadWriteLock catalogue = locks.ReadWriteLock("catalogue:eu");
+  auto labels = [](const char* mode, const char* result = nullptr) {
+    LabelMatch l = {{"rwlock_class", "catalogue"}, {"mode", mode}};
+    if (result != nullptr) l.emplace("result", result);
+    return l;
+  };
+  RwResult r1 = catalogue.TryAcquire(RwMode::kRead);
+  RwResult r2 = catalogue.TryAcquire(RwMode::kRead, {.owner = "other"});
+  ASSERT_TRUE(r1);
+  ASSERT_TRUE(r2);
+  EXPECT_FALSE(catalogue.AcquireFor(RwMode::kWrite, milliseconds(30),
+                                    {.owner = "writer"}));
+  auto m = ParseExposition(metrics.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_holds", labels("read")), 2);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_holds", labels("write")), 0);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_acquisitions_total",
+                    labels("read", "acquired")),
+            2);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_acquisitions_total",
+                    labels("write", "timed_out")),
+            1);
+  r1.lease.Release();
+  r2.lease.Release();
+  RwResult w = catalogue.TryAcquire(RwMode::kWrite, {.lease = seconds(1)});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(Value(metrics, "lockfleet_rwlock_holds", labels("write")), 1);
+  // Its explicit lease runs out (on the server too): lost, off the gauge
+  // once.
+  ASSERT_TRUE(lockfleet::testing::WaitUntil(
+      [&] { return w.lease.lost() && catalogue.Inspect().holders.empty(); }));
+  EXPECT_EQ(w.lease.Release(), ReleaseStatus::kNotHeld);
+  m = ParseExposition(metrics.Exposition());
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_holds", labels("read")), 0);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_holds", labels("write")), 0);
+  EXPECT_EQ(
+      ValueIn(m, "lockfleet_rwlock_releases_total", labels("read", "released")),
+      2);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_releases_total",
+                    labels("write", "not_held")),
+            1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_rwlock_hold_seconds_count", labels("read")),
+            2);
+  EXPECT_FALSE(ValueIn(m, "lockfleet_semaphore_permits_held",
+                       {{"semaphore_class", "catalogue"}}) > 0)
+      << "a read-write lock is no semaphore";
 }
 
 // The held gauge never drifts: not when a release fails (Redis gone: the

@@ -16,6 +16,7 @@
 #include "exposition.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/metrics/metrics.h"
 #include "lockfleet/worker/observer.h"
 
@@ -47,6 +48,12 @@ void Populate(Metrics& m) {
   locks->OnPermitsHeld("api:1", 2);
   locks->OnPermitsRelease("api:1", ReleaseStatus::kReleased, milliseconds(9));
   locks->OnPermitsLost("api:2");
+  locks->OnRwAcquire("cat:1", RwMode::kRead, AcquireStatus::kAcquired,
+                     milliseconds(2));
+  locks->OnRwHeld("cat:1", RwMode::kRead, 1);
+  locks->OnRwRelease("cat:1", RwMode::kWrite, ReleaseStatus::kReleased,
+                     milliseconds(7));
+  locks->OnRwLost("cat:2", RwMode::kWrite);
 
   auto jobs = m.worker_observer();
   jobs->OnJob(worker::JobSource::kKafka, "reserve", worker::JobResult::kOk,
@@ -93,6 +100,12 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
            "lockfleet_semaphore_releases_total",
            "lockfleet_semaphore_permits_lost_total",
            "lockfleet_semaphore_permits_held",
+           "lockfleet_rwlock_acquisitions_total",
+           "lockfleet_rwlock_wait_seconds_count",
+           "lockfleet_rwlock_hold_seconds_count",
+           "lockfleet_rwlock_releases_total",
+           "lockfleet_rwlock_lost_total",
+           "lockfleet_rwlock_holds",
            "lockfleet_unlock_events_published_total",
            "lockfleet_unlock_events_delivered_total",
            "lockfleet_unlock_events_publish_failures_total",

@@ -18,6 +18,8 @@
 
 namespace lockfleet {
 
+enum class RwMode;  // rwlock.h
+
 enum class AcquireStatus;
 enum class ReleaseStatus;
 
@@ -84,6 +86,18 @@ class LockObserver {
   // given back, or lost).
   virtual void OnPermitsHeld(std::string_view /*name*/,
                              int64_t /*delta*/) noexcept {}
+
+  // Read-write locks (rwlock.h), per mode: as the semaphore's, for holds.
+  virtual void OnRwAcquire(std::string_view /*name*/, RwMode /*mode*/,
+                           AcquireStatus /*status*/,
+                           Clock::Duration /*waited*/) noexcept {}
+  virtual void OnRwRelease(std::string_view /*name*/, RwMode /*mode*/,
+                           ReleaseStatus /*status*/,
+                           Clock::Duration /*held*/) noexcept {}
+  virtual void OnRwLost(std::string_view /*name*/, RwMode /*mode*/) noexcept {}
+  // The holds of `name` in `mode` this client has changed by `delta`.
+  virtual void OnRwHeld(std::string_view /*name*/, RwMode /*mode*/,
+                        int64_t /*delta*/) noexcept {}
 };
 
 }  // namespace lockfleet

@@ -80,7 +80,7 @@
 
 namespace lockfleet {
 
-enum class RwMode { kRead, kWrite };
+enum class RwMode { kRead, kWrite };  // declared in observer.h
 
 // "read" / "write".
 const char* RwModeName(RwMode mode) noexcept;
