@@ -1137,15 +1137,19 @@ void LockCore::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
       // named: a read-write lock was freed for nobody; one waiter (barging)
       // wakes.
       if (event.next_waiter.empty()) {
-        sem_waits_.WakeOne(event.lock, WakeCause::kEvent);
+        rw_waits_.WakeOne(event.lock, WakeCause::kEvent);
         return;
       }
       std::string_view ids = event.next_waiter;
       while (!ids.empty()) {
         const size_t end = std::min(ids.find('\n'), ids.size());
         if (end > 0) {
-          sem_waits_.HandedOff(event.lock, std::string(ids.substr(0, end)),
-                               WakeCause::kEvent, {}, 0, /*promote=*/false);
+          const std::string id(ids.substr(0, end));
+          if (!sem_waits_.HandedOff(event.lock, id, WakeCause::kEvent, {}, 0,
+                                    /*promote=*/false)) {
+            rw_waits_.HandedOff(event.lock, id, WakeCause::kEvent, {}, 0,
+                                /*promote=*/false);
+          }
         }
         ids.remove_prefix(std::min(end + 1, ids.size()));
       }

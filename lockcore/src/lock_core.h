@@ -391,7 +391,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // release that handed nothing wakes one local waiter and publishes an
   // event naming none, for waiters that barge.
   void SemHanded(const std::string& name, const Reply& handed,
-                 const std::string& self = "", bool freed = false);
+                 const std::string& self = "", SetKind kind = SetKind::kPermits,
+                 bool freed = false);
   // `shortfall` (EvalRetryOnce's) of a semaphore change, or, if the change
   // was `retried` and replicas are wanted, why it is not known to be
   // acknowledged.
@@ -436,6 +437,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   const std::string instance_;  // random, per LockCore: see NextRequestId
   WaitTable waits_;
   WaitTable sem_waits_;  // semaphore waiters, by semaphore name
+  WaitTable rw_waits_;   // read-write lock waiters, by lock name
+  WaitTable& WaitsOf(SetKind kind) {
+    return kind == SetKind::kPermits ? sem_waits_ : rw_waits_;
+  }
   LatchBoard latches_;
   SpinAdvisor spin_;
 

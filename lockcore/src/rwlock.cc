@@ -3,6 +3,7 @@
 // scripts.cc's RwAcquireScript the granting); the contracts are in rwlock.h.
 #include "lockfleet/lockcore/rwlock.h"
 
+#include <algorithm>
 #include <string>
 
 #include "lock_core.h"
@@ -49,7 +50,7 @@ RwInfo LockCore::RwInspect(const std::string& name, size_t max_holders) {
   ValidateName(name);
   const Reply r =
       EvalRetryOnce(RwInspectScript(), SemKeys(name, "", "", SetKind::kRead),
-                    {std::to_string(max_holders)});
+                    {std::to_string(std::min<size_t>(max_holders, 1'000'000))});
   auto bad = [] {
     return Error(ErrorCode::kRedisProtocol,
                  "unexpected reply from read-write lock inspect");

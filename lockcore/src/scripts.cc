@@ -585,7 +585,9 @@ if sem_live(ARGV[1], now) then
   status = 1
 end
 sem_bury(ARGV[4])
-return latch({status, sem_hand_off(now, tonumber(ARGV[2]))}, tonumber(ARGV[3]))
+local handed = sem_hand_off(now, tonumber(ARGV[2]))
+return latch({status, handed, tonumber(redis.call('HGET', KEYS[1], 'used') or '0')},
+             tonumber(ARGV[3]))
 )lua"));
   return script;
 }

@@ -167,8 +167,9 @@ const Script& SemAcquireScript();
 // Leaves the queue, gives back a set under the id (held, a hand-off not
 // claimed, or a try whose reply was lost; an expired one is taken back
 // too), and hands what that frees (or what its place blocked) on.
-// -> {1, handed} a live set given back | {0, handed} none (expired,
-// released, never granted). A retry returns the first reply.
+// -> {1, handed, used} a live set given back | {0, handed, used} none
+// (expired, released, never granted); used: the permits out after it. A
+// retry returns the first reply.
 const Script& SemReleaseScript();
 
 // KEYS 1-2. ARGV: permit id, lease ms (0: check only). -> 1 the set is out

@@ -98,7 +98,8 @@ std::vector<std::string> LockCore::SemKeys(std::string_view name,
 }
 
 void LockCore::SemHanded(const std::string& name, const Reply& handed,
-                         const std::string& self, bool freed) {
+                         const std::string& self, SetKind kind, bool freed) {
+  WaitTable& waits = WaitsOf(kind);
   if (handed.type != Reply::Type::kArray) return;
   UnlockEvent event;
   event.lock = name;
@@ -107,8 +108,8 @@ void LockCore::SemHanded(const std::string& name, const Reply& handed,
   for (const Reply& waiter : handed.elements) {
     if (waiter.type != Reply::Type::kString || waiter.str == self) continue;
     // Ours: woken directly, no event. Another process's: only it wakes.
-    if (sem_waits_.HandedOff(name, waiter.str, WakeCause::kLocal, {}, 0,
-                             /*promote=*/false)) {
+    if (waits.HandedOff(name, waiter.str, WakeCause::kLocal, {}, 0,
+                        /*promote=*/false)) {
       continue;
     }
     if (named > 0) event.next_waiter += '\n';
@@ -123,7 +124,7 @@ void LockCore::SemHanded(const std::string& name, const Reply& handed,
     Publish(event);
   } else if (freed && handed.elements.empty()) {
     // Freed for nobody queued: a waiter that barges may take it now.
-    sem_waits_.WakeOne(name, WakeCause::kLocal);
+    waits.WakeOne(name, WakeCause::kLocal);
     Publish(event);
   }
 }
@@ -199,7 +200,7 @@ bool LockCore::SemAbandon(const std::string& name, const std::string& id,
         {id, std::to_string(options_.claim_window.count()),
          std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
         options_.clock->Now() + kGiveUpBudget);
-    SemHanded(name, Elem(r, 1, "semaphore abandon"), id);
+    SemHanded(name, Elem(r, 1, "semaphore abandon"), id, kind);
     return true;
   } catch (...) {
     // Redis unreachable or slow (counted): the queue entry lapses after
@@ -255,7 +256,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
   // Listen first: the slot is registered before the first attempt.
   WaitTable::Slot slot;
   slot.waiter_id = id;
-  if (wait) sem_waits_.Register(name, &slot);
+  WaitTable& waits = WaitsOf(ask.kind);
+  if (wait) waits.Register(name, &slot);
   if (wait) sem_waiting_.fetch_add(1, std::memory_order_relaxed);
   // Whether Redis may have our set or our queue entry: on a way out without
   // permits, the call leaves (SemAbandon).
@@ -283,7 +285,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
       if (!acquired && (touched || unsure))
         core->SemAbandon(name, id, unsure ? gone_ms : 0, kind);
       if (!wait) return;
-      core->sem_waits_.Unregister(name, slot);
+      core->WaitsOf(kind).Unregister(name, slot);
       core->sem_waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
   } leave{this,   name,    id,       wait,  touched,
@@ -327,7 +329,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
         reached_.store(true, std::memory_order_relaxed);
       in_outage = false;
       const long long status = Int(r, 0, "semaphore acquire");
-      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"), id);
+      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"), id,
+                ask.kind);
       if (status == -3) {
         throw Error(ErrorCode::kInternal,
                     what + ": this acquisition has ended");
@@ -444,7 +447,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
       if (wait_hint >= 0)
         bound = std::min<Clock::Duration>(bound, milliseconds(wait_hint + 1));
     }
-    switch (sem_waits_.Park(&slot, bound, options.stop)) {
+    switch (waits.Park(&slot, bound, options.stop)) {
       case WakeCause::kLocal:
         wake_local_.fetch_add(1, std::memory_order_relaxed);
         break;
@@ -480,7 +483,8 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
       if (!held->lost.load() && observer()) ObserveHeld(*held, -1);
       Forget(held);
     } else if (auto it = permits_.find(permit_id);
-               it != permits_.end() && it->second->name == name) {
+               it != permits_.end() && it->second->name == name &&
+               it->second->set_kind == SetKind::kPermits) {
       // Released by id while a Permits of this client holds it: that holder
       // has lost it (stop token, on_lost), as another client's release by
       // id is learnt at its next renewal.
@@ -508,8 +512,14 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
   const ReleaseStatus status = Int(r, 0, "semaphore release") == 1
                                    ? ReleaseStatus::kReleased
                                    : ReleaseStatus::kNotHeld;
-  SemHanded(name, Elem(r, 1, "semaphore release"), "",
-            /*freed=*/rw && status == ReleaseStatus::kReleased);
+  // A release that handed nothing wakes a barging waiter only where one
+  // could now get in: the lock is free, or a writer left (readers may
+  // enter). A reader leaving beside other readers frees nothing.
+  const bool freed =
+      rw && status == ReleaseStatus::kReleased &&
+      (kind == SetKind::kWrite ||
+       (r.elements.size() > 2 && Int(r, 2, "read-write lock release") == 0));
+  SemHanded(name, Elem(r, 1, "semaphore release"), "", kind, freed);
   (status != ReleaseStatus::kReleased ? releases_not_held_
    : rw                               ? rw_releases_
                                       : sem_releases_)

@@ -18,6 +18,7 @@
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "support/wait_until.h"
 
 namespace lockfleet::testing {
@@ -251,9 +252,10 @@ TEST_F(RwLockTest, TheWatchdogKeepsAWriteHoldAndToldWhenItIsTakenAway) {
   std::this_thread::sleep_for(milliseconds(3500));
   EXPECT_FALSE(w.lease.lost());
   EXPECT_FALSE(b->ReadWriteLock("renewed").TryAcquire(kRead));
-  // Taken away behind its back (as an operator deleting the set would):
-  // the next renewal tells the holder.
-  redis_->Execute({"HDEL", "lockfleet:{renewed}:rwlock", "p:" + w.lease.id()});
+  // Taken away behind its back (its lease ended on the server, as after a
+  // pause longer than the lease): the next renewal tells the holder.
+  redis_->Execute(
+      {"ZADD", "lockfleet:{renewed}:rwlock:expiry", "1", w.lease.id()});
   EXPECT_TRUE(WaitUntil([&] { return lost.load() == 1; }));
   EXPECT_TRUE(w.lease.lost());
   EXPECT_TRUE(w.lease.stop_token().stop_requested());
@@ -276,6 +278,45 @@ TEST_F(RwLockTest, ABargingWaiterIsWokenByAReleaseAndNeverQueues) {
   RwResult got = barger.get();
   ASSERT_TRUE(got);
   EXPECT_EQ(b->stats().wakeups_bound, 0u) << "woken by the release's event";
+}
+
+TEST_F(RwLockTest, OnlyAReleaseThatLetsSomeoneInIsAnnounced) {
+  auto a = Connected();
+  auto b = Connected();
+  RwResult r1 = a->ReadWriteLock("quiet").TryAcquire(kRead);
+  RwResult r2 = b->ReadWriteLock("quiet").TryAcquire(kRead);
+  ASSERT_TRUE(r1);
+  ASSERT_TRUE(r2);
+  // A semaphore waiter of the same name is not the read-write lock's.
+  ASSERT_TRUE(b->Semaphore("quiet").TrySetPermits(0 + 1));
+  PermitResult permit = a->Semaphore("quiet").TryAcquire(1);
+  ASSERT_TRUE(permit);
+  const uint64_t parks = b->stats().permit_parks;
+  auto sem_waiter = std::async(std::launch::async, [&] {
+    return b->Semaphore("quiet").AcquireFor(1, seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return b->stats().permit_parks > parks; }));
+  const uint64_t published = a->stats().events_published;
+  // A reader leaving beside another frees nothing: no event.
+  ASSERT_EQ(r1.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(a->stats().events_published, published);
+  // The last reader leaving frees the lock (for barging waiters): one event
+  // naming nobody, which wakes no semaphore waiter.
+  const uint64_t woken = b->stats().wakeups_event + b->stats().wakeups_local;
+  ASSERT_EQ(r2.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(b->stats().events_published, 1u);
+  EXPECT_EQ(a->stats().events_received, 1u);
+  EXPECT_EQ(b->stats().wakeups_event + b->stats().wakeups_local, woken);
+  // Releasing a read-write lock set by its id as a semaphore's is not its
+  // release: the holder keeps it.
+  RwResult w = a->ReadWriteLock("quiet").TryAcquire(kWrite);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(a->Semaphore("quiet").Release(w.lease.id()),
+            ReleaseStatus::kNotHeld);
+  EXPECT_FALSE(w.lease.lost());
+  EXPECT_EQ(w.lease.Release(), ReleaseStatus::kReleased);
+  permit.permits.Release();
+  EXPECT_TRUE(sem_waiter.get());
 }
 
 TEST_F(RwLockTest, AForgedEventWakesButGrantsNothing) {

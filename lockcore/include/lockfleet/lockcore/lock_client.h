@@ -353,7 +353,8 @@ class LockClient {
 
   // Entry point for the notification transport: wakes at most one local
   // waiter parked on event.lock (every awaiter of the latch event.lock, for
-  // a kOpened event; the named grantee of the semaphore event.lock, for a
+  // a kOpened event; the named grantees of the semaphore or read-write lock
+  // event.lock, or one read-write lock waiter when none is named, for a
   // kPermits event). An event is a hint, never an authority: a
   // kForce event naming a grant this client holds makes it check the grant
   // with Redis at once (a renewal); only Redis's "not ours" marks the lease

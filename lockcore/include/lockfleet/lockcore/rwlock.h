@@ -39,9 +39,12 @@
 // that takes the read lock and then releases the write lock keeps reading:
 // a downgrade, with no moment unlocked between. An owner holding only read
 // sets asking to write (an upgrade) is refused with Error(kInvalidArgument):
-// it would wait for itself. A set under the calling thread's default token
-// that this client does not hold (revived by a failover, or given up on)
-// does not count as the caller's: it waits until that set's lease ends.
+// it would wait for itself — counting every set under the owner token,
+// also another process's sharing an explicit token (a write waiter is then
+// refused when such a read is granted). While this client holds no set of
+// the lock under the calling thread's default token, sets Redis has under
+// that token (revived by a failover, or given up on) do not count as the
+// caller's: it waits until their lease ends. (Once it holds one, they do.)
 //
 // Tokens. A write set gets a fencing token (strictly increasing per lock
 // name, never below the server's clock in microseconds, as the lock's); a
