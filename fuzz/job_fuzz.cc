@@ -2,8 +2,9 @@
 //
 // Properties: it either returns a job or throws JobError (anything else —
 // another exception, a crash, a leak, undefined behaviour — is a finding);
-// a parsed job is within the documented bounds (its limit too); and EncodeJob
-// turns it into a record that parses back to the same job.
+// a parsed job is within the documented bounds (its limit and lock_mode
+// too); and EncodeJob turns it into a record that parses back to the same
+// job.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -42,6 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           job.limit->name[0] != '}');
     Check(job.limit->permits >= 1 && job.limit->permits <= 1'000'000);
     Check(job.limit->take >= 1 && job.limit->take <= job.limit->permits);
+  }
+  if (job.lock_mode) {
+    Check(*job.lock_mode == lockfleet::config::LockMode::kRead ||
+          *job.lock_mode == lockfleet::config::LockMode::kWrite);
   }
   // Uncaught here: EncodeJob must not refuse what ParseJob accepted.
   const std::string record = EncodeJob(job);

@@ -107,6 +107,12 @@ worker:
     # while the job runs: `take` (default 1) of the semaphore `name`'s
     # `permits` (1..1000000); a crashed worker's permits come back when
     # their lease ends. Kafka jobs give the same as "limit": {...}.
+    # `lock_mode: write`: hold the read-write lock `lock` exclusively instead
+    # of the plain lock, so that it never runs beside Kafka jobs that read
+    # under that lock ("lock_mode": "read": they run side by side). A
+    # schedule cannot take `read` (a shared lock cannot make one worker run
+    # an occurrence). The plain lock and the read-write lock of one name do
+    # not exclude each other: give all jobs on a lock lock_mode, or none.
     schedules:
       - name: nightly-report
         lock: report:nightly
@@ -114,6 +120,12 @@ worker:
         handler: sleep
         payload: {ms: 100}
         limit: {name: partner-api, permits: 3}
+      - name: catalogue-rebuild
+        lock: catalogue
+        lock_mode: write
+        every: 1h
+        handler: sleep
+        payload: {ms: 100}
       - name: heartbeat
         every: 1m
         catch_up: 1

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -143,6 +144,16 @@ const char* LogFormatName(LogFormat format) noexcept {
       return "json";
   }
   return "unknown";
+}
+
+const char* LockModeName(LockMode mode) noexcept {
+  return mode == LockMode::kWrite ? "write" : "read";
+}
+
+std::optional<LockMode> LockModeFromName(std::string_view name) noexcept {
+  if (name == "read") return LockMode::kRead;
+  if (name == "write") return LockMode::kWrite;
+  return std::nullopt;
 }
 
 Config LoadString(std::string_view text, std::string_view name,

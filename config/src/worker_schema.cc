@@ -105,7 +105,28 @@ struct ReadScheduleResult {
   ScheduleConfig schedule;
   std::optional<Value> name;           // set when the name is valid
   std::optional<Value> limit_permits;  // set when the limit's permits are
+  // Where the lock is chosen (for the lock_mode consistency check): its
+  // lock_mode when given, else its lock, else its name; unset when the lock
+  // (or the lock_mode) is not valid.
+  std::optional<Value> lock_at;
 };
+
+// `lock_mode:` of a schedule: "write", or an error ("read" explained).
+std::optional<LockMode> ReadScheduleLockMode(Context& context,
+                                             const Value& value) {
+  const std::optional<size_t> index =
+      ParseChoice(context, value, {"read", "write"});
+  if (!index) return std::nullopt;
+  if (*index == 0) {
+    context.Error(value,
+                  "expected write (or no lock_mode) for a schedule, found "
+                  "'read': an occurrence runs once, under a lock one worker "
+                  "holds, and a read lock is shared by every worker that "
+                  "asks for it (lock_mode: read is for Kafka jobs)");
+    return std::nullopt;
+  }
+  return LockMode::kWrite;
+}
 
 ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
   ReadScheduleResult out;
@@ -119,7 +140,21 @@ ReadScheduleResult ReadSchedule(Context& context, const Value& value) {
     }
   }
   schedule.lock = schedule.name;
-  map.Read("lock", schedule.lock, Checked("a lock name", CheckLockName));
+  bool lock_ok = out.name.has_value();
+  std::optional<Value> lock_at = out.name;
+  if (std::optional<Value> lock = map.Get("lock")) {
+    auto parse = Checked("a lock name", CheckLockName);
+    const std::optional<std::string> parsed = parse(context, *lock);
+    if (parsed) schedule.lock = *parsed;
+    lock_ok = parsed.has_value();
+    lock_at = lock;
+  }
+  if (std::optional<Value> lock_mode = map.Get("lock_mode")) {
+    schedule.lock_mode = ReadScheduleLockMode(context, *lock_mode);
+    lock_ok = lock_ok && schedule.lock_mode.has_value();
+    lock_at = lock_mode;
+  }
+  if (lock_ok) out.lock_at = lock_at;
   std::optional<Value> every = map.Get("every");
   if (every) schedule.every = ParseDurationValue(context, *every, seconds(1));
   std::optional<Value> cron = map.Get("cron");
@@ -171,6 +206,10 @@ std::vector<ScheduleConfig> ReadSchedules(Context& context,
   // By limit name: its permits, and where they were first given. A limit is
   // one semaphore: two numbers would reset it back and forth.
   std::map<std::string, std::pair<int, int>> limits;
+  // By lock name: whether its first schedule takes the read-write lock
+  // (gives lock_mode), and on which line. The plain lock and the read-write
+  // lock of one name do not exclude each other.
+  std::map<std::string, std::pair<bool, int>> lock_kinds;
   for (size_t i = 0; i < node.size(); ++i) {
     const Value item_value = Item(value, i);
     const YAML::Node& item = item_value.node;
@@ -204,6 +243,24 @@ std::vector<ScheduleConfig> ReadSchedules(Context& context,
                           " permits on line " +
                           std::to_string(it->second.second) +
                           ": one limit, one number of permits");
+      }
+    }
+    if (read.lock_at) {
+      const ScheduleConfig& schedule = read.schedule;
+      const bool rw = schedule.lock_mode.has_value();
+      const auto [it, inserted] = lock_kinds.emplace(
+          schedule.lock, std::pair{rw, read.lock_at->mark.line + 1});
+      if (!inserted && it->second.first != rw) {
+        const std::string line = std::to_string(it->second.second);
+        context.Error(
+            *read.lock_at,
+            "lock '" + schedule.lock + "' is " +
+                (rw ? "the plain lock (no lock_mode) on line " + line +
+                          " and the read-write lock (lock_mode) here"
+                    : "the read-write lock (lock_mode) on line " + line +
+                          " and the plain lock (no lock_mode) here") +
+                ": the two are different locks that do not exclude each "
+                "other; give every schedule on one lock lock_mode, or none");
       }
     }
     out.push_back(std::move(read.schedule));

@@ -121,6 +121,31 @@ TEST_F(ConfigCliTest, CheckRejectsABadCatchUp) {
                             "expected an integer from 0 to 1000, found '-2'\n");
 }
 
+TEST_F(ConfigCliTest, CheckRejectsAnUnknownLockMode) {
+  const std::string path = Write("lock_mode.yaml",
+                                 "redis: {url: redis://h:1}\n"
+                                 "worker:\n"
+                                 "  sources:\n"
+                                 "    schedules:\n"
+                                 "      - name: rebuild\n"
+                                 "        every: 1h\n"
+                                 "        lock_mode: sideways\n"
+                                 "        handler: sleep\n");
+  const Result result = Run("config check '" + path + "'");
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.err, path +
+                            ":7:20: worker.sources.schedules[0].lock_mode: "
+                            "expected one of read, write, found 'sideways'\n");
+  const std::string good = Write("write.yaml",
+                                 "redis: {url: redis://h:1}\n"
+                                 "worker:\n"
+                                 "  sources:\n"
+                                 "    schedules:\n"
+                                 "      - {name: rebuild, every: 1h, "
+                                 "lock_mode: write, handler: sleep}\n");
+  EXPECT_EQ(Run("config check '" + good + "'").status, 0);
+}
+
 TEST_F(ConfigCliTest, CheckUsesTheEnvironment) {
   const std::string path = Write("env.yaml", "redis: {url: \"${URL}\"}\n");
   EXPECT_EQ(Run("config check '" + path + "'", "URL=redis://h").status, 0);

@@ -70,7 +70,7 @@ worker:
   sources:
     kafka_jobs: {enabled: true, group: g}
     schedules:
-      - {name: a, lock: "report:a", every: 1h, catch_up: 3, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}, limit: {name: partner-api, permits: 3, take: 2}}
+      - {name: a, lock: "report:a", lock_mode: write, every: 1h, catch_up: 3, handler: h, payload: {ms: 100, f: 1.5, b: true, s: "7", t: text}, limit: {name: partner-api, permits: 3, take: 2}}
       - {name: b, cron: "@daily", handler: h2}
   handlers:
     inventory.purchase: {stock_prefix: stock, limit: 3}
@@ -113,6 +113,7 @@ logging: {level: debug, format: json}
   const ScheduleConfig& a = config.worker.sources.schedules[0];
   EXPECT_EQ(a.name, "a");
   EXPECT_EQ(a.lock, "report:a");
+  EXPECT_EQ(a.lock_mode, LockMode::kWrite);
   EXPECT_EQ(a.every, milliseconds(3600000));
   EXPECT_FALSE(a.cron.has_value());
   EXPECT_EQ(a.handler, "h");
@@ -128,6 +129,7 @@ logging: {level: debug, format: json}
             (LimitConfig{.name = "partner-api", .permits = 3, .take = 2}));
   const ScheduleConfig& b = config.worker.sources.schedules[1];
   EXPECT_EQ(b.lock, "b") << "the lock defaults to the name";
+  EXPECT_FALSE(b.lock_mode.has_value()) << "the plain lock by default";
   EXPECT_FALSE(b.limit.has_value());
   EXPECT_FALSE(b.every.has_value());
   ASSERT_TRUE(b.cron.has_value());
@@ -588,6 +590,47 @@ TEST(ConfigErrorTest, ALimitNamesASemaphoreAndItsPermits) {
   EXPECT_EQ(lines, expected);
 }
 
+// lock_mode: write only (a schedule's occurrence runs once, under a lock one
+// worker holds), spelled exactly; one lock name is either the plain lock or
+// the read-write lock across the schedules.
+TEST(ConfigErrorTest, AScheduleLockModeIsWriteAndOneLockIsOneKind) {
+  const std::vector<std::string> lines =
+      ErrorLines(std::string(kMinimal) + R"(worker:
+  sources:
+    schedules:
+      - {name: a, every: 1h, handler: h, lock_mode: write}
+      - {name: b, every: 1h, handler: h, lock_mode: sideways}
+      - {name: c, every: 1h, handler: h, lock_mode: read}
+      - {name: d, every: 1h, handler: h, lock_mode: Write}
+      - {name: e, every: 1h, handler: h, lock_mode: [write]}
+      - {name: f, every: 1h, handler: h, lock: a}
+      - {name: g, every: 1h, handler: h, lock: x}
+      - {name: h, every: 1h, handler: h, lock: x, lock_mode: write}
+      - {name: i, every: 1h, handler: h, lock: a, lock_mode: write}
+)");
+  const std::vector<std::string> expected = {
+      "c.yaml:7:53: worker.sources.schedules[1].lock_mode: expected one of "
+      "read, write, found 'sideways'",
+      "c.yaml:8:53: worker.sources.schedules[2].lock_mode: expected write (or "
+      "no lock_mode) for a schedule, found 'read': an occurrence runs once, "
+      "under a lock one worker holds, and a read lock is shared by every "
+      "worker that asks for it (lock_mode: read is for Kafka jobs)",
+      "c.yaml:9:53: worker.sources.schedules[3].lock_mode: expected one of "
+      "read, write, found 'Write'; did you mean 'write'?",
+      "c.yaml:10:53: worker.sources.schedules[4].lock_mode: expected one of "
+      "read, write, found a list",
+      "c.yaml:11:48: worker.sources.schedules[5].lock: lock 'a' is the "
+      "read-write lock (lock_mode) on line 6 and the plain lock (no "
+      "lock_mode) here: the two are different locks that do not exclude each "
+      "other; give every schedule on one lock lock_mode, or none",
+      "c.yaml:13:62: worker.sources.schedules[7].lock_mode: lock 'x' is the "
+      "plain lock (no lock_mode) on line 12 and the read-write lock "
+      "(lock_mode) here: the two are different locks that do not exclude "
+      "each other; give every schedule on one lock lock_mode, or none",
+  };
+  EXPECT_EQ(lines, expected);
+}
+
 TEST(ConfigErrorTest, SchedulesMustBeAList) {
   EXPECT_EQ(OnlyError(std::string(kMinimal) +
                       "worker: {sources: {schedules: {name: a}}}")
@@ -852,7 +895,8 @@ TEST(ExampleConfigTest, LoadsWithoutEnvironment) {
   EXPECT_EQ(config.redis.url, "redis://127.0.0.1:6379");
   ASSERT_TRUE(config.kafka.has_value());
   EXPECT_EQ(config.kafka->bootstrap, "127.0.0.1:9092");
-  EXPECT_EQ(config.worker.sources.schedules.size(), 2u);
+  EXPECT_EQ(config.worker.sources.schedules.size(), 3u);
+  EXPECT_EQ(config.worker.sources.schedules[1].lock_mode, LockMode::kWrite);
 }
 
 TEST(ExampleConfigTest, ItsValuesAreTheDefaults) {

@@ -96,6 +96,31 @@ TEST(JobTest, ALimitIsParsedCheckedAndEncoded) {
   EXPECT_THROW(EncodeJob(job), JobError);
 }
 
+TEST(JobTest, ALockModeIsParsedCheckedAndEncoded) {
+  const Job plain = ParseJob(R"({"id":"a","lock":"l","type":"t"})");
+  EXPECT_FALSE(plain.lock_mode.has_value()) << "the plain lock by default";
+  EXPECT_EQ(EncodeJob(plain).find("lock_mode"), std::string::npos);
+  Job job = ParseJob(R"({"id":"a","lock":"l","type":"t","lock_mode":"read"})");
+  EXPECT_EQ(job.lock_mode, config::LockMode::kRead);
+  EXPECT_EQ(ParseJob(EncodeJob(job)), job);
+  job.lock_mode = config::LockMode::kWrite;
+  EXPECT_NE(EncodeJob(job).find(R"("lock_mode":"write")"), std::string::npos);
+  EXPECT_EQ(ParseJob(EncodeJob(job)), job);
+  const std::string head = R"({"id":"a","lock":"l","type":"t","lock_mode":)";
+  const std::string expected =
+      "field 'lock_mode': expected \"read\" or \"write\" (or no lock_mode "
+      "for the plain lock), found ";
+  EXPECT_EQ(ParseError(head + R"("sideways"})"), expected + "\"sideways\"");
+  EXPECT_EQ(ParseError(head + R"("READ"})"), expected + "\"READ\"");
+  EXPECT_EQ(ParseError(head + R"(""})"), expected + "\"\"");
+  EXPECT_EQ(ParseError(head + "null}"), expected + "null");
+  EXPECT_EQ(ParseError(head + "1}"), expected + "1");
+  EXPECT_EQ(ParseError(head + R"(["read"]})"), expected + "[\"read\"]");
+  const std::string huge =
+      ParseError(head + "\"" + std::string(5000, 'x') + "\"}");
+  EXPECT_LT(huge.size(), 256u) << "a bad value is shown cut short";
+}
+
 TEST(JobTest, EncodeRefusesWhatParseWouldRefuse) {
   EXPECT_THROW(EncodeJob(Job{.id = "", .lock = "l", .type = "t"}), JobError);
   EXPECT_THROW(EncodeJob(Job{.id = "a", .lock = "l", .type = ""}), JobError);

@@ -348,5 +348,79 @@ TEST_F(RunnerLeaseLossTest, LostPermitsStopTheHandlerAndTheJobRunsAgain) {
   EXPECT_EQ(operator_client->Semaphore("partner").Inspect().used, 0);
 }
 
+// --- read-write holds (lock_mode)
+// ---------------------------------------------
+
+// The keys of read-write lock `name` that hold its sets: deleting them loses
+// every hold (the next renewal finds its set gone).
+void DeleteRwLock(RedisClient& redis, const std::string& name) {
+  redis.Execute({"DEL", "lockfleet:{" + name + "}:rwlock",
+                 "lockfleet:{" + name + "}:rwlock:expiry"});
+}
+
+// A read hold lost while its handler runs stops the handler as a lost lease
+// does: counted as lease_lost, not done, run again (no attempt spent).
+TEST_F(RunnerLeaseLossTest, ALostReadHoldStopsTheHandlerAndTheJobRunsAgain) {
+  handlers_->Register("hold", {.run = [this](JobContext& c) -> JobResult {
+                        if (++runs_ == 1) {
+                          started_ = true;
+                          if (AwaitStop(c)) throw JobCancelled();
+                        }
+                        return JobResult::kOk;
+                      }});
+  const Job job{.id = "r1",
+                .lock = "catalogue",
+                .type = "hold",
+                .lock_mode = config::LockMode::kRead};
+  auto a = NewRunner("a");
+  std::atomic<JobResult> result{JobResult::kFailed};
+  std::jthread run([&] { result = a->Run(job, JobSource::kKafka, {}); });
+  ASSERT_TRUE(WaitUntil([&] { return started_.load(); }));
+  DeleteRwLock(*redis_, "catalogue");
+  run.join();
+  EXPECT_TRUE(token_fired_.load());
+  EXPECT_EQ(result.load(), JobResult::kOk);
+  EXPECT_EQ(runs_.load(), 2);
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1);
+  EXPECT_EQ(observer_->count(JobResult::kFailed), 0) << "no attempt spent";
+  EXPECT_TRUE(Exists(a->DoneKey("catalogue", "r1")));
+}
+
+// A read job that returns normally after its hold was lost is not done: a
+// read hold cannot fence its done marker (its token is shared), and a writer
+// may have run beside it. It runs again. (A write hold's finished run stands
+// when no newer grant wrote, as a lease's does.)
+TEST_F(RunnerLeaseLossTest, AReadJobFinishedAfterItsHoldWasLostRunsAgain) {
+  handlers_->Register("ignore", {.run = [this](JobContext& c) -> JobResult {
+                        if (++runs_ == 1) {
+                          started_ = true;
+                          AwaitStop(c);  // and carries on regardless
+                        }
+                        return JobResult::kOk;
+                      }});
+  auto runner = NewRunner("a");
+  for (const config::LockMode mode :
+       {config::LockMode::kRead, config::LockMode::kWrite}) {
+    runs_ = 0;
+    started_ = false;
+    token_fired_ = false;
+    const std::string id = config::LockModeName(mode);
+    std::atomic<JobResult> result{JobResult::kFailed};
+    std::jthread run([&] {
+      result = runner->Run(
+          {.id = id, .lock = "catalogue", .type = "ignore", .lock_mode = mode},
+          JobSource::kKafka, {});
+    });
+    ASSERT_TRUE(WaitUntil([&] { return started_.load(); })) << id;
+    DeleteRwLock(*redis_, "catalogue");
+    run.join();
+    EXPECT_TRUE(token_fired_.load()) << id;
+    EXPECT_EQ(result.load(), JobResult::kOk) << id;
+    EXPECT_EQ(runs_.load(), mode == config::LockMode::kRead ? 2 : 1) << id;
+    EXPECT_TRUE(Exists(runner->DoneKey("catalogue", id))) << id;
+  }
+  EXPECT_EQ(observer_->count(JobResult::kLeaseLost), 1) << "the read run's";
+}
+
 }  // namespace
 }  // namespace lockfleet::worker

@@ -4,18 +4,23 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "counting_observer.h"
 #include "lockcore/lock_fixture.h"
 #include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "support/loopback_bus.h"
+#include "support/wait_until.h"
 
 namespace lockfleet::worker {
 namespace {
@@ -677,6 +682,246 @@ TEST_F(RunnerTest, AnOccurrenceClaimsTheScheduleResourceForItsGrant) {
             JobResult::kOk);
   ASSERT_TRUE(seen && highest);
   EXPECT_EQ(*highest, *seen);  // claimed before the handler ran
+}
+
+// --- read-write locks (lock_mode; issue 17, item 5) --------------------------
+
+Job RwJob(std::string id, std::string lock, config::LockMode mode,
+          std::string type = "probe") {
+  return Job{.id = std::move(id),
+             .lock = std::move(lock),
+             .type = std::move(type),
+             .lock_mode = mode};
+}
+
+// The handler "probe" of the read-write tests: counts the readers and
+// writers inside, notes any overlap a read-write lock forbids, and holds a
+// job until the test lets its kind go (so overlaps are made to happen, not
+// hoped for).
+class RwProbe {
+ public:
+  JobResult Run(JobContext& context) {
+    const bool write = context.rw_lease != nullptr &&
+                       context.rw_lease->mode() == RwMode::kWrite;
+    {
+      std::lock_guard lock(mu_);
+      if (context.rw_lease == nullptr) bad_ = true;  // not a read-write hold
+      if (write ? readers_ + writers_ > 0 : writers_ > 0) violation_ = true;
+      (write ? writers_ : readers_)++;
+      most_readers_ = std::max(most_readers_, readers_);
+      started_.push_back(context.job.id);
+    }
+    const std::atomic<bool>& go = write ? writers_go_ : readers_go_;
+    testing::WaitUntil([&] { return go.load(); }, std::chrono::seconds(30));
+    {
+      std::lock_guard lock(mu_);
+      (write ? writers_ : readers_)--;
+    }
+    return JobResult::kOk;
+  }
+
+  void LetReadersGo() { readers_go_ = true; }
+  void LetWritersGo() { writers_go_ = true; }
+  int inside() {
+    std::lock_guard lock(mu_);
+    return readers_ + writers_;
+  }
+  int readers() {
+    std::lock_guard lock(mu_);
+    return readers_;
+  }
+  int writers() {
+    std::lock_guard lock(mu_);
+    return writers_;
+  }
+  bool started(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return std::find(started_.begin(), started_.end(), id) != started_.end();
+  }
+  bool violation() {
+    std::lock_guard lock(mu_);
+    return violation_ || bad_;
+  }
+  int most_readers() {
+    std::lock_guard lock(mu_);
+    return most_readers_;
+  }
+
+ private:
+  std::mutex mu_;
+  int readers_ = 0, writers_ = 0, most_readers_ = 0;
+  bool violation_ = false, bad_ = false;
+  std::vector<std::string> started_;
+  std::atomic<bool> readers_go_{false}, writers_go_{false};
+};
+
+// Two read jobs on one lock (on two workers) run at the same time; a write
+// job queued behind them starts only once both ended; a read job arriving
+// while the write job runs waits for it. Every job runs once, and the lock
+// is free at the end.
+TEST_F(RunnerTest, ReadJobsOverlapAndAWriteJobOverlapsNone) {
+  RwProbe probe;
+  handlers_->Register("probe",
+                      {.run = [&](JobContext& c) { return probe.Run(c); }});
+  auto a = NewRunner();
+  auto b = NewRunner();
+  auto c = NewRunner();
+  LockClient inspector(NewRedis());
+  ReadWriteLock catalogue = inspector.ReadWriteLock("catalogue");
+  std::vector<std::jthread> runs;
+  std::map<std::string, std::atomic<JobResult>> results;
+  for (const char* id : {"r1", "r2", "w1", "r3"})
+    results[id] = JobResult::kFailed;
+  const auto run = [&](JobRunner& runner, Job job) {
+    runs.emplace_back([&runner, &results, job] {
+      results.at(job.id) = runner.Run(job, JobSource::kKafka, {});
+    });
+  };
+  run(*a, RwJob("r1", "catalogue", config::LockMode::kRead));
+  run(*b, RwJob("r2", "catalogue", config::LockMode::kRead));
+  ASSERT_TRUE(testing::WaitUntil([&] { return probe.readers() == 2; }))
+      << "two readers at once";
+  run(*c, RwJob("w1", "catalogue", config::LockMode::kWrite));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return catalogue.Inspect().waiters == 1;
+  })) << "the writer queues behind the readers";
+  EXPECT_FALSE(probe.started("w1"));
+  probe.LetReadersGo();
+  ASSERT_TRUE(testing::WaitUntil([&] { return probe.writers() == 1; }));
+  EXPECT_EQ(probe.readers(), 0);
+  EXPECT_TRUE(catalogue.Inspect().write_locked());
+  // A reader now waits for the writer.
+  run(*a, RwJob("r3", "catalogue", config::LockMode::kRead));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return catalogue.Inspect().waiters == 1;
+  })) << "the reader queues behind the writer";
+  EXPECT_FALSE(probe.started("r3"));
+  probe.LetWritersGo();
+  runs.clear();  // joins
+  for (const auto& [id, result] : results) {
+    EXPECT_EQ(result.load(), JobResult::kOk) << id;
+  }
+  EXPECT_FALSE(probe.violation());
+  EXPECT_EQ(probe.most_readers(), 2);
+  EXPECT_TRUE(catalogue.Inspect().holders.empty()) << "every hold given back";
+  EXPECT_EQ(observer_->count(JobResult::kOk), 4);
+}
+
+// Many read and write jobs on one lock across 3 workers of 2 threads: never
+// a writer beside anyone, every job runs once.
+TEST_F(RunnerTest, MixedReadAndWriteJobsNeverOverlapAWriter) {
+  RwProbe probe;
+  probe.LetReadersGo();
+  probe.LetWritersGo();
+  std::atomic<int> runs{0};
+  handlers_->Register("probe", {.run = [&](JobContext& c) {
+                        ++runs;
+                        const JobResult result = probe.Run(c);
+                        std::this_thread::sleep_for(milliseconds(2));
+                        return result;
+                      }});
+  constexpr int kJobs = 40, kWorkers = 3, kThreadsPerWorker = 2;
+  std::vector<std::shared_ptr<JobRunner>> runners;
+  for (int w = 0; w < kWorkers; ++w) runners.push_back(NewRunner());
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWorkers * kThreadsPerWorker; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i; (i = next++) < kJobs;) {
+        runners[t % kWorkers]->Run(RwJob("j" + std::to_string(i), "catalogue",
+                                         i % 4 == 0 ? config::LockMode::kWrite
+                                                    : config::LockMode::kRead),
+                                   JobSource::kKafka, {});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_FALSE(probe.violation());
+  EXPECT_EQ(runs.load(), kJobs);
+  EXPECT_EQ(observer_->count(JobResult::kOk), kJobs);
+  EXPECT_TRUE(
+      LockClient(redis_).ReadWriteLock("catalogue").Inspect().holders.empty());
+}
+
+// The plain lock and the read-write lock of one name are two locks: a plain
+// job runs while a writer holds the read-write lock.
+TEST_F(RunnerTest, ThePlainLockAndTheReadWriteLockOfOneNameAreTwoLocks) {
+  LockClient holder(NewRedis());
+  RwLease held = holder.ReadWriteLock("x").Acquire(RwMode::kWrite);
+  auto runner = NewRunner({.lock_wait = milliseconds(50)});
+  Job plain{.id = "p", .lock = "x", .type = "sleep"};
+  plain.payload["ms"] = {config::Scalar::Type::kInteger, "0"};
+  EXPECT_EQ(runner->Run(plain, JobSource::kKafka, {}), JobResult::kOk);
+  Job read = plain;
+  read.id = "r";
+  read.lock_mode = config::LockMode::kRead;
+  EXPECT_EQ(runner->Run(read, JobSource::kKafka, {}), JobResult::kTimeout);
+}
+
+// A write hold fences as a lease does: the flash sale's fenced script takes
+// its grant, and a stale write grant is refused and retried.
+TEST_F(RunnerTest, APurchaseUnderAWriteLockIsFenced) {
+  SeedStock(*redis_, "lockfleet", "product:1", 2);
+  auto runner = NewRunner();
+  Job job = Purchase("o1", "product:1", "alice");
+  job.lock_mode = config::LockMode::kWrite;
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kOk);
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kDuplicate);
+  const StockAudit audit = AuditStock(*redis_, "lockfleet", "product:1");
+  EXPECT_EQ(audit.stock, 1);
+  EXPECT_EQ(audit.sold, 1);
+  // The resource saw the write grant's token, and its owner is the hold's.
+  FencedResource resource(redis_, "product:1");
+  const FenceGrant highest = resource.HighestGrant();
+  EXPECT_GT(highest.fence, 0);
+  EXPECT_NE(highest.owner.find(":job:"), std::string::npos) << highest.owner;
+}
+
+TEST_F(RunnerTest, AReadWriteLockWaitTimeoutNamesTheHolders) {
+  LockClient holder(NewRedis());
+  RwLease held = holder.ReadWriteLock("cat").Acquire(RwMode::kWrite,
+                                                     {.owner = "exporter"});
+  auto runner = NewRunner({.lock_wait = milliseconds(50)});
+  Job job = RwJob("t1", "cat", config::LockMode::kRead, "sleep");
+  EXPECT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kTimeout);
+  ASSERT_EQ(DeadLetters(), 1);
+  const std::string letter =
+      redis_->Execute({"LINDEX", "lockfleet:jobs:dead", "0"}).str;
+  EXPECT_TRUE(
+      letter.starts_with("the read lock of read-write lock 'cat' not "
+                         "acquired within 50 ms (held by writer "
+                         "'exporter')"))
+      << letter;
+  EXPECT_NE(letter.find(R"("lock_mode":"read")"), std::string::npos)
+      << "the record keeps its lock_mode";
+}
+
+// A schedule with lock_mode write takes the read-write lock's write lock: a
+// reader holding it makes the occurrence come back later; read is refused.
+TEST_F(RunnerTest, AWriteModeScheduleWaitsForReadersAndReadModeIsRefused) {
+  LockClient holder(NewRedis());
+  RwResult reader = holder.ReadWriteLock("catalogue").TryAcquire(RwMode::kRead);
+  ASSERT_TRUE(reader);
+  config::ScheduleConfig schedule = Every("rebuild");
+  schedule.lock = "catalogue";
+  schedule.lock_mode = config::LockMode::kWrite;
+  auto runner = NewRunner();
+  const SysMillis due{milliseconds(1'700'000'000'000)};
+  const OccurrenceResult busy = runner->RunOccurrence(schedule, due, {});
+  EXPECT_FALSE(busy.result.has_value());
+  EXPECT_GT(busy.retry_after, milliseconds(50)) << "the reader's lease left";
+  EXPECT_FALSE(LockClient(redis_).Inspect("catalogue").locked)
+      << "the plain lock is not involved";
+  ASSERT_EQ(reader.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(runner->RunOccurrence(schedule, due, {}).result, JobResult::kOk);
+  EXPECT_EQ(runner->RunOccurrence(schedule, due, {}).result,
+            JobResult::kDuplicate);
+  EXPECT_TRUE(
+      LockClient(redis_).ReadWriteLock("catalogue").Inspect().holders.empty());
+  schedule.name = "reader";
+  schedule.lock_mode = config::LockMode::kRead;
+  EXPECT_EQ(runner->RunOccurrence(schedule, due, {}).result,
+            JobResult::kFailed);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ JobResult Purchase(JobContext& context) {
   // started it either applies whole (the done marker with it) or not at all.
   if (context.stop.stop_requested()) throw JobCancelled();
   const FenceResult result = context.resource.Eval(
-      context.lease, kPurchase,
+      context.grant, kPurchase,
       {context.resource.Key({"stock"}), context.resource.Key({"sales"}),
        context.done_key},
       {context.job.id, buyer, std::to_string(context.dedup_ttl.count())});
@@ -53,10 +53,10 @@ JobResult Purchase(JobContext& context) {
     // Our lease lapsed and a newer holder wrote meanwhile: nothing was
     // written. Throwing retries under a fresh hold.
     throw std::runtime_error(
-        "stale fencing token " + std::to_string(context.lease.fence()) +
+        "stale fencing token " + std::to_string(context.grant.fence) +
         " (resource has seen " + std::to_string(result.highest_fence) +
-        (result.highest_fence == context.lease.fence() ? " from another grant"
-                                                       : "") +
+        (result.highest_fence == context.grant.fence ? " from another grant"
+                                                     : "") +
         ")");
   }
   const std::string& outcome = result.reply.str;

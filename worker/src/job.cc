@@ -1,6 +1,7 @@
 #include "lockfleet/worker/job.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace lockfleet::worker {
@@ -12,6 +13,7 @@ using nlohmann::json;
 constexpr size_t kMaxIdBytes = 256;
 constexpr size_t kMaxLockBytes = 1024;
 constexpr size_t kMaxTypeBytes = 128;
+constexpr size_t kMaxShownBytes = 64;  // of a bad value, in an error
 
 std::string CheckField(std::string_view field, std::string_view value,
                        size_t max_bytes) {
@@ -147,6 +149,24 @@ config::LimitConfig ParseLimit(const json& limit) {
   return out;
 }
 
+config::LockMode ParseLockMode(const json& mode) {
+  if (mode.is_string()) {
+    if (const std::optional<config::LockMode> parsed =
+            config::LockModeFromName(mode.get<std::string>())) {
+      return *parsed;
+    }
+  }
+  // Shown as JSON, cut short: a record may be megabytes.
+  std::string found = mode.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (found.size() > kMaxShownBytes) {
+    found = found.substr(0, kMaxShownBytes) + "...";
+  }
+  throw JobError(
+      "field 'lock_mode': expected \"read\" or \"write\" (or no lock_mode "
+      "for the plain lock), found " +
+      found);
+}
+
 }  // namespace
 
 Job ParseJob(std::string_view text) {
@@ -172,6 +192,9 @@ Job ParseJob(std::string_view text) {
   }
   if (const auto limit = record.find("limit"); limit != record.end()) {
     job.limit = ParseLimit(*limit);
+  }
+  if (const auto mode = record.find("lock_mode"); mode != record.end()) {
+    job.lock_mode = ParseLockMode(*mode);
   }
   return job;
 }
@@ -199,6 +222,7 @@ std::string EncodeJob(const Job& job) {
                        {"take", job.limit->take}};
     ParseLimit(record["limit"]);  // nothing unparseable is produced
   }
+  if (job.lock_mode) record["lock_mode"] = config::LockModeName(*job.lock_mode);
   // Replace invalid UTF-8 rather than throw: ids come from callers.
   return record.dump(-1, ' ', false, json::error_handler_t::replace);
 }

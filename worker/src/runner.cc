@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include "any_stop.h"
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/fenced_resource.h"
+#include "lockfleet/lockcore/rwlock.h"
 
 namespace lockfleet::worker {
 namespace {
@@ -88,6 +91,153 @@ Reply Answered(Reply reply, std::string_view what) {
   if (!reply.is_error()) return reply;
   throw Error(ErrorReplyCode(reply.str, ErrorCode::kRedisProtocol),
               std::string(what) + " answered an error: " + reply.str);
+}
+
+// Who holds the read-write lock `name` now, as one snapshot sees it —
+// "writer 'OWNER'" or "2 readers ('A', 'B')" — and the longest lease left
+// among them; {"", 0} when it is free or the snapshot failed (best effort:
+// it only explains a wait).
+std::pair<std::string, milliseconds> RwHolders(LockClient& locks,
+                                               const std::string& name) {
+  constexpr size_t kNamed = 3;  // owners named in the description
+  try {
+    const RwInfo info = locks.ReadWriteLock(name).Inspect(100);
+    if (info.holders.empty()) return {"", milliseconds(0)};
+    milliseconds ttl(0);
+    for (const RwHolder& h : info.holders) ttl = std::max(ttl, h.ttl);
+    std::string who;
+    for (size_t i = 0; i < info.holders.size() && i < kNamed; ++i) {
+      who += (i > 0 ? ", '" : "'") + info.holders[i].owner + "'";
+    }
+    if (info.holders.size() > kNamed) who += ", ...";
+    if (info.write_locked()) return {"writer " + who, ttl};
+    const size_t n = info.holders.size();
+    return {
+        std::to_string(n) + (n == 1 ? " reader (" : " readers (") + who + ")",
+        ttl};
+  } catch (const std::exception&) {
+    return {"", milliseconds(0)};
+  }
+}
+
+// A new owner token for one read-write hold of a job: "<client id>:job:<n>",
+// unique to the hold, so a hold never re-enters another's (two jobs of one
+// pool thread, a retry), and known, so its grant can fence. Its
+// "<client id>:" prefix tells the client the hold is its own.
+std::string NewRwOwner(const LockClient& locks) {
+  static std::atomic<uint64_t> next{0};
+  return locks.client_id() + ":job:" + std::to_string(++next);
+}
+
+// What a job runs under: the plain lock's lease, or (with a lock_mode) a
+// hold of the read-write lock of that name. One hold at a time; movable.
+class JobHold {
+ public:
+  JobHold() = default;
+  explicit JobHold(Lease lease) : lease_(std::move(lease)) {}
+  JobHold(RwLease rw, std::string owner)
+      : rw_(std::move(rw)), owner_(std::move(owner)) {}
+
+  // Held until released (lost or not).
+  bool held() const noexcept { return lease_.held() || rw_.held(); }
+  bool lost() const noexcept { return rw_.held() ? rw_.lost() : lease_.lost(); }
+  // REQUIRES: held().
+  std::stop_token stop_token() const {
+    return rw_.held() ? rw_.stop_token() : lease_.stop_token();
+  }
+  const Lease& lease() const { return lease_; }
+  const RwLease* rw_lease() const { return rw_.held() ? &rw_ : nullptr; }
+  // Whether the grant may fence a write: not a read hold's (shared).
+  bool fences() const { return !rw_.held() || rw_.mode() == RwMode::kWrite; }
+  // REQUIRES: held(). The grant to fence with (see handler.h).
+  FenceGrant grant() const {
+    return rw_.held() ? FenceGrant{.fence = rw_.token(), .owner = owner_}
+                      : FenceGrant::Of(lease_);
+  }
+  // REQUIRES: held(). "lease on lock 'X' (fence N)", "write hold on
+  // read-write lock 'X' (token N)".
+  std::string Describe(const std::string& lock) const {
+    if (!rw_.held()) {
+      return "lease on lock '" + lock + "' (fence " +
+             std::to_string(lease_.fence()) + ")";
+    }
+    return std::string(RwModeName(rw_.mode())) + " hold on read-write lock '" +
+           lock + "' (token " + std::to_string(rw_.token()) + ")";
+  }
+  // Gives it back (if held). Throws Error on a Redis failure (the hold then
+  // ends with its lease).
+  void Release() {
+    if (rw_.held()) {
+      rw_.Release();
+    } else if (lease_.held()) {
+      lease_.Release();
+    }
+  }
+
+ private:
+  Lease lease_;
+  RwLease rw_;
+  std::string owner_;  // rw_'s
+};
+
+// The result of acquiring a JobHold.
+struct HoldResult {
+  AcquireStatus status = AcquireStatus::kTimedOut;
+  JobHold hold;  // held() iff status == kAcquired
+  // When not acquired: who holds the lock ("OWNER", or "writer 'OWNER'",
+  // "2 readers (...)"; "" if unknown) and its (longest) lease left.
+  std::string holder;
+  milliseconds holder_ttl{0};
+};
+
+// Acquires `lock` — the plain lock, or with `mode` the read-write lock in
+// that mode: one try (`try_only`), or waiting up to `wait` (nullopt: until
+// `stop`; kCancelled then). Throws what LockClient throws.
+HoldResult AcquireHold(LockClient& locks, const std::string& lock,
+                       std::optional<config::LockMode> mode,
+                       std::stop_token stop, bool try_only,
+                       std::optional<milliseconds> wait) {
+  HoldResult out;
+  if (!mode) {
+    const AcquireOptions options{.stop = stop};
+    AcquireResult got =
+        try_only ? locks.TryAcquire(lock, options)
+        : wait   ? locks.AcquireFor(lock, *wait, options)
+                 : locks.AcquireUntil(lock, Clock::TimePoint::max(), options);
+    out.status = got.status;
+    if (got) {
+      out.hold = JobHold(std::move(got.lease));
+    } else {
+      out.holder = got.holder;
+      out.holder_ttl = got.holder_ttl;
+    }
+    return out;
+  }
+  const RwMode rw_mode =
+      *mode == config::LockMode::kWrite ? RwMode::kWrite : RwMode::kRead;
+  RwOptions options;
+  options.owner = NewRwOwner(locks);
+  options.stop = stop;
+  ReadWriteLock rw = locks.ReadWriteLock(lock);
+  RwResult got =
+      try_only ? rw.TryAcquire(rw_mode, options)
+      : wait   ? rw.AcquireFor(rw_mode, *wait, options)
+               : rw.AcquireUntil(rw_mode, Clock::TimePoint::max(), options);
+  out.status = got.status;
+  if (got) {
+    out.hold = JobHold(std::move(got.lease), std::move(options.owner));
+  } else if (got.status != AcquireStatus::kCancelled) {
+    std::tie(out.holder, out.holder_ttl) = RwHolders(locks, lock);
+  }
+  return out;
+}
+
+// "lock 'X'", or "the read lock of read-write lock 'X'".
+std::string LockNoun(const std::string& lock,
+                     std::optional<config::LockMode> mode) {
+  if (!mode) return "lock '" + lock + "'";
+  return std::string("the ") + config::LockModeName(*mode) +
+         " lock of read-write lock '" + lock + "'";
 }
 
 }  // namespace
@@ -344,9 +494,8 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
                        "hold");
     }
   };
-  const auto lease_of = [&](const Lease& lease) {
-    return "lease on lock '" + job.lock + "' (fence " +
-           std::to_string(lease.fence()) + ")";
+  const auto lease_of = [&](const JobHold& hold) {
+    return hold.Describe(job.lock);
   };
   const auto permits_of = [&] {
     return "permits of limit '" + job.limit->name + "'";
@@ -357,28 +506,29 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
       return finish(JobResult::kCancelled);
     }
     HoldJournal::Entry journaled;  // declared first: ends after the lease
-    Lease lease;
-    Permits permits;  // after the lease: given back before it
+    JobHold lease;                 // the lock's lease, or a read-write hold
+    Permits permits;               // after the lease: given back before it
     JobResult result = JobResult::kOk;
     try {
-      AcquireOptions acquire{.stop = stop};
-      if (options_.lock_wait) {
-        AcquireResult got =
-            locks_->AcquireFor(job.lock, *options_.lock_wait, acquire);
-        if (got.status == AcquireStatus::kCancelled) {
-          return finish(JobResult::kCancelled);
-        }
-        if (!got) {
-          return give_up(JobResult::kTimeout,
-                         "lock '" + job.lock + "' not acquired within " +
-                             std::to_string(options_.lock_wait->count()) +
-                             " ms (held by " + got.holder + ")");
-        }
-        lease = std::move(got.lease);
-      } else {
-        lease = locks_->Acquire(job.lock, acquire);
+      HoldResult got = AcquireHold(*locks_, job.lock, job.lock_mode, stop,
+                                   /*try_only=*/false, options_.lock_wait);
+      if (got.status == AcquireStatus::kCancelled) {
+        return finish(JobResult::kCancelled);
       }
-      journaled = Journal(job.lock, lease);
+      if (!got.hold.held()) {  // timed out (only a wait with a limit does)
+        return give_up(
+            JobResult::kTimeout,
+            LockNoun(job.lock, job.lock_mode) + " not acquired within " +
+                (options_.lock_wait
+                     ? std::to_string(options_.lock_wait->count()) + " ms"
+                     : std::string("its wait")) +
+                " (held by " + (got.holder.empty() ? "?" : got.holder) + ")");
+      }
+      lease = std::move(got.hold);
+      // A read-write hold is not journaled: lockcore gives back only a
+      // plain lock's grant from another process (ForceUnlock); it runs out
+      // its lease after a crash.
+      if (!job.lock_mode) journaled = Journal(job.lock, lease.lease());
       if (Answered(redis_->Execute({"EXISTS", done_key}), "EXISTS done marker")
               .integer == 1) {
         return finish(JobResult::kDuplicate);
@@ -413,13 +563,15 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
           {stop, lease.stop_token(), PermitsToken(permits)});
       JobContext context{.job = job,
                          .source = source,
-                         .lease = lease,
+                         .lease = lease.lease(),
                          .resource = resource,
                          .redis = *redis_,
                          .settings = settings,
                          .done_key = done_key,
                          .dedup_ttl = options_.dedup_ttl,
-                         .stop = handler_stop.token()};
+                         .stop = handler_stop.token(),
+                         .rw_lease = lease.rw_lease(),
+                         .grant = lease.grant()};
       result = spec->run(context);
       if (result != JobResult::kOk && result != JobResult::kRejected &&
           result != JobResult::kDuplicate) {
@@ -431,14 +583,21 @@ JobResult JobRunner::Run(const Job& job, JobSource source,
       // It finished, but its lease is gone: the done marker goes through
       // the fence, so the job counts as done only if no newer grant has
       // written to the resource since (its fenced effect, if any, then stands
-      // unopposed). Refused: not done; run it again.
+      // unopposed). Refused: not done; run it again. A read hold cannot
+      // fence (its token is shared): a writer may have run beside it, so it
+      // is not done.
       if (result != JobResult::kDuplicate && lease.lost()) {
+        if (!lease.fences()) {
+          lease_lost(lease_of(lease),
+                     "a read hold cannot fence its done marker");
+          continue;
+        }
         bool accepted = false;
         if (!RetryWhileRedisDown(
                 [&] {
                   accepted =
                       resource
-                          .Write(lease,
+                          .Write(lease.grant(),
                                  {{"SET", done_key, JobResultName(result), "PX",
                                    std::to_string(options_.dedup_ttl.count())}})
                           .accepted;
@@ -551,6 +710,17 @@ OccurrenceResult JobRunner::RunOccurrence(
     out.result = JobResult::kFailed;
     return out;
   }
+  if (schedule.lock_mode == config::LockMode::kRead) {
+    // The config refuses it: a read lock is shared, so every worker would
+    // run the occurrence.
+    if (options_.log) {
+      options_.log(LogLevel::kError,
+                   "schedule " + schedule.name +
+                       ": lock_mode read cannot make one worker run an "
+                       "occurrence (use write)");
+    }
+    return finish(JobResult::kFailed);
+  }
   const int64_t due_ms = due.time_since_epoch().count();
   try {
     FencedResource resource(redis_, schedule.lock, options_.key_prefix);
@@ -563,26 +733,32 @@ OccurrenceResult JobRunner::RunOccurrence(
       return !last.is_nil() && std::stoll(last.str) >= due_ms;
     };
     if (done()) return finish(JobResult::kDuplicate);
-    AcquireResult got =
-        locks_->TryAcquire(schedule.lock, AcquireOptions{.stop = stop});
-    if (!got) {
+    // The plain lock, or (lock_mode: write) the read-write lock's write
+    // lock: exclusive either way.
+    HoldResult got = AcquireHold(*locks_, schedule.lock, schedule.lock_mode,
+                                 stop, /*try_only=*/true, std::nullopt);
+    if (!got.hold.held()) {
       // Held: running this occurrence now, or about to find it done.
       if (done()) return finish(JobResult::kDuplicate);
       out.retry_after = std::max(got.holder_ttl, milliseconds(50));
       return out;
     }
-    HoldJournal::Entry journaled = Journal(schedule.lock, got.lease);
-    Lease lease = std::move(got.lease);
+    HoldJournal::Entry journaled;  // declared first: ends after the lease
+    if (!schedule.lock_mode) {
+      journaled = Journal(schedule.lock, got.hold.lease());
+    }
+    JobHold lease = std::move(got.hold);
+    const FenceGrant grant = lease.grant();
     // Checked again under the lock, in one script with a claim: from here on
     // a stale runner's late record (an older grant) is refused, and a grant
     // that is stale already — or repeats another grant's token after a
     // Redis rollback — runs nothing. No extra round trip: the check was due.
-    const FenceResult claimed = resource.Eval(lease, kReadMarker, {marker}, {});
+    const FenceResult claimed = resource.Eval(grant, kReadMarker, {marker}, {});
     if (!claimed.accepted) {
       if (options_.log) {
         options_.log(LogLevel::kWarning,
                      "schedule " + schedule.name + ": the lock's grant " +
-                         std::to_string(lease.fence()) +
+                         std::to_string(grant.fence) +
                          " is stale (the resource has seen " +
                          std::to_string(claimed.highest_fence) +
                          "); trying again");
@@ -611,7 +787,8 @@ OccurrenceResult JobRunner::RunOccurrence(
                   .lock = schedule.lock,
                   .type = schedule.handler,
                   .payload = schedule.payload,
-                  .limit = schedule.limit};
+                  .limit = schedule.limit,
+                  .lock_mode = schedule.lock_mode};
     const std::string done_key = DoneKey(job.lock, job.id);
     // A run whose lease was lost is not recorded (its record would be
     // refused anyway once a newer grant claimed the resource): counted as
@@ -620,7 +797,7 @@ OccurrenceResult JobRunner::RunOccurrence(
     const auto lease_lost = [&](std::string_view what) {
       if (options_.log) {
         const std::string lost =
-            lease.lost() ? "lease (fence " + std::to_string(lease.fence()) + ")"
+            lease.lost() ? lease.Describe(schedule.lock)
                          : "permits of limit '" + schedule.limit->name + "'";
         options_.log(LogLevel::kWarning, "schedule " + schedule.name + " at " +
                                              std::to_string(due_ms) + ": " +
@@ -638,13 +815,15 @@ OccurrenceResult JobRunner::RunOccurrence(
         {stop, lease.stop_token(), PermitsToken(permits)});
     JobContext context{.job = job,
                        .source = JobSource::kSchedule,
-                       .lease = lease,
+                       .lease = lease.lease(),
                        .resource = resource,
                        .redis = *redis_,
                        .settings = SettingsFor(schedule.handler),
                        .done_key = done_key,
                        .dedup_ttl = options_.dedup_ttl,
-                       .stop = handler_stop.token()};
+                       .stop = handler_stop.token(),
+                       .rw_lease = lease.rw_lease(),
+                       .grant = grant};
     JobResult result = JobResult::kOk;
     std::string error;
     try {
@@ -677,7 +856,7 @@ OccurrenceResult JobRunner::RunOccurrence(
     bool refused = false;  // by the fence: a newer grant claimed the resource
     if (!RetryWhileRedisDown(
             [&] {
-              recorded = resource.Eval(lease, kRecordOccurrence,
+              recorded = resource.Eval(grant, kRecordOccurrence,
                                        {marker, ScheduleHistoryKey(schedule)},
                                        {std::to_string(due_ms), entry,
                                         std::to_string(kHistoryKeep)});

@@ -231,6 +231,21 @@ struct LimitConfig {
   bool operator==(const LimitConfig&) const = default;
 };
 
+// A job's `lock_mode` (of a schedule; "lock_mode" of a Kafka job): which
+// lock the job runs under. Absent (std::nullopt): the plain exclusive lock
+// named by its `lock`, as always. kRead / kWrite: the read-write lock of that
+// name (lockcore's ReadWriteLock), held in that mode — read jobs on one name
+// run side by side, a write job runs alone. The plain lock and the
+// read-write lock of one name are two different locks that do not exclude
+// each other: all jobs on one name should agree on whether they give
+// lock_mode.
+enum class LockMode { kRead, kWrite };
+
+// "read" / "write": the config and job spelling.
+const char* LockModeName(LockMode mode) noexcept;
+// The mode spelled `name` ("read" or "write", exactly), else std::nullopt.
+std::optional<LockMode> LockModeFromName(std::string_view name) noexcept;
+
 // One entry of `worker.sources.schedules:` — a job the worker fleet runs
 // on a timetable, under a lock so that one worker runs each firing.
 struct ScheduleConfig {
@@ -251,6 +266,11 @@ struct ScheduleConfig {
   int catch_up = 1;
   // Held while it runs, after the lock. Default: none.
   std::optional<LimitConfig> limit;
+  // The read-write lock `lock` in this mode instead of the plain lock.
+  // Only kWrite: an occurrence runs once, under a lock one worker holds, and
+  // a read lock is shared (the config refuses `lock_mode: read` here).
+  // Default: none (the plain lock).
+  std::optional<LockMode> lock_mode;
 
   bool operator==(const ScheduleConfig&) const = default;
 };

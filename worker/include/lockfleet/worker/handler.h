@@ -11,14 +11,24 @@
 // a partition) may still be running when another worker already holds the
 // lock. Writes to shared state must therefore go through
 // `context.resource` (a FencedResource for the job's lock) with
-// `context.lease` (its grant: fencing token and owner): a stale holder's
-// write is refused, and so is another grant's that repeats the token after
-// a Redis rollback. Throw when that happens; the retry re-acquires the lock
-// and re-checks. A handler that reads the resource before its first fenced
-// write, or works a while first, calls context.resource.Claim(context.lease)
-// at its start (fenced_resource.h, "Claim"); the worker does not claim for
-// it, as the claim leaves a fence key per lock name for good. Make keys
-// with context.resource.Key({"part", id}): ids go in parts of their own.
+// `context.grant` (the hold's grant: fencing token and owner): a stale
+// holder's write is refused, and so is another grant's that repeats the
+// token after a Redis rollback. Throw when that happens; the retry
+// re-acquires the lock and re-checks. A handler that reads the resource
+// before its first fenced write, or works a while first, calls
+// context.resource.Claim(context.grant) at its start (fenced_resource.h,
+// "Claim"); the worker does not claim for it, as the claim leaves a fence key
+// per lock name for good. Make keys with context.resource.Key({"part", id}):
+// ids go in parts of their own.
+//
+// Read-write locks. A job with a lock_mode (job.h) holds the read-write lock
+// job.lock instead of the plain lock: `context.rw_lease` is that hold and
+// `context.lease` holds nothing. A write hold fences like a lock's lease
+// (context.grant: its fencing token and owner). A read hold is shared with
+// the other readers and its token is the last write grant's (what state it
+// reads): readers write nothing through the fence — a resource that a
+// writer wrote under that token refuses them, one it did not may accept
+// them.
 //
 // Exactly-once effects. The worker marks a job done (context.done_key) after
 // the handler returns, so a crash between the two re-runs the handler when
@@ -27,8 +37,9 @@
 // applies its effect twice.
 //
 // Stopping. `context.stop` is requested when shutdown's grace period ends
-// *or* when the job's lease is lost (Lease::stop_token(): Redis says the lock
-// is no longer ours, its validity ran out, or the LockClient went away) —
+// *or* when the job's lease is lost (Lease::stop_token(), or the read-write
+// hold's: Redis says the lock is no longer ours, its validity ran out, or the
+// LockClient went away) —
 // from then on another worker may hold the lock and run the same job. Check
 // it at your natural check points (before each step, before a fenced write,
 // in every wait: std::condition_variable_any::wait takes it) and stop
@@ -50,7 +61,9 @@
 // accepts it only if no newer grant has written to the resource since, and
 // otherwise the job is not done and runs again (kLeaseLost). A handler whose
 // effect and done marker are one fenced script (see "Exactly-once effects")
-// is thus never applied twice; one with unfenced effects may be.
+// is thus never applied twice; one with unfenced effects may be. A read
+// hold cannot fence: a read job whose hold was lost (a writer may have run
+// beside it) is never recorded done, and runs again.
 //
 //   HandlerRegistry handlers;
 //   RegisterBuiltinHandlers(handlers);
@@ -72,6 +85,7 @@
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/worker/job.h"
 #include "lockfleet/worker/observer.h"
 
@@ -80,7 +94,9 @@ namespace lockfleet::worker {
 struct JobContext {
   const Job& job;
   JobSource source;
-  const Lease& lease;           // held for the whole call; the grant to fence
+  // The plain lock's lease, held for the whole call; with a lock_mode it
+  // holds nothing (see rw_lease).
+  const Lease& lease;
   FencedResource& resource;     // the resource guarded by job.lock
   RedisClient& redis;           // for reads and unfenced bookkeeping
   const Settings& settings;     // worker.handlers[<name>] from the config
@@ -89,6 +105,12 @@ struct JobContext {
   // Requested when shutdown's grace runs out or the job's lease is lost
   // (see "Stopping" above). Valid for the call only.
   std::stop_token stop;
+  // With job.lock_mode: the hold of the read-write lock job.lock, held for
+  // the whole call (its mode, token, stop token). Else nullptr.
+  const RwLease* rw_lease = nullptr;
+  // The grant to fence writes with: the lease's, or the read-write hold's
+  // token and owner (see "Read-write locks" above for a read hold).
+  FenceGrant grant;
 };
 
 // Thrown by a handler that stopped because context.stop was requested.

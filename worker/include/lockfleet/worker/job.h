@@ -21,6 +21,11 @@
 //            a concurrency limit held after the lock while it runs (see
 //            config::LimitConfig; name 1..1024 bytes, permits 1..1000000,
 //            take 1..permits, default 1). Default: none.
+//   lock_mode optional string "read" or "write": run under the read-write
+//            lock `lock` in that mode instead of the plain lock of that name
+//            (config::LockMode): "read" jobs on one lock run side by side,
+//            a "write" job runs alone. Anything else (another string, null,
+//            a number) refuses the record. Default: the plain lock.
 // Unknown top-level fields are ignored (newer producers may add some).
 #pragma once
 
@@ -45,6 +50,8 @@ struct Job {
   std::string type;
   Settings payload;
   std::optional<config::LimitConfig> limit;
+  // std::nullopt: the plain lock `lock`; else its read-write lock.
+  std::optional<config::LockMode> lock_mode;
 
   bool operator==(const Job&) const = default;
 };

@@ -1,7 +1,9 @@
 // JobRunner: runs one job, or one occurrence of a schedule, to its end.
 //
 // A Kafka job (Run):
-//   1. acquire the job's lock (waiting up to `lock_wait`; cancellable);
+//   1. acquire the job's lock (waiting up to `lock_wait`; cancellable) — with
+//      a lock_mode, the read-write lock of that name in that mode instead
+//      (read jobs on one lock then run side by side, a write job alone);
 //   2. if the job's done marker exists, it already ran: kDuplicate;
 //   3. with a `limit`, take its permits (Semaphore; waiting up to
 //      `lock_wait` as well), after the lock — every job takes the two in
@@ -42,6 +44,17 @@
 // like an occurrence held elsewhere. An occurrence thus runs at least once
 // while any worker lives, and — unless its runner loses its lease mid-run
 // and its handler does not stop — exactly once.
+//
+// Read-write holds (a lock_mode) go as a lease does, with these
+// differences: each is taken under an owner token of its own (so two jobs of
+// one thread never share a hold), its grant (token and that owner) is what
+// the handler and the runner fence with; a read hold cannot fence, so a read
+// job whose hold was lost is never recorded done but runs again; a read
+// hold does not order the done-marker check, so a job delivered twice at
+// once under lock_mode read may run twice; and a read-write hold is not
+// recorded in the hold journal (it runs out its lease after a crash). A
+// schedule takes only lock_mode write (its lock must make one worker run
+// an occurrence); read is refused (kFailed, logged).
 //
 // Thread-safety: Run and RunOccurrence may be called from any number of
 // threads concurrently.
