@@ -3,7 +3,7 @@
 //
 //   lockfleet_chaos_holder --redis URL --name NAME [--kafka BOOTSTRAP]
 //       [--lease MS] [--wait MS] [--park-cap MS] [--resource R]
-//       [--go FILE | --hold MS] [--log FILE]
+//       [--go FILE | --hold MS] [--log FILE] [--rw read|write]
 //
 // It uses the real library the way a service does: one RedisClient, one
 // LockClient with the watchdog on (lease --lease), a KafkaNotifier for
@@ -15,7 +15,10 @@
 // trusting the lock's own bookkeeping. With --log it appends one interval
 // "pid fence start_ns end_ns" to FILE just before releasing (still under the
 // hold). Times are CLOCK_MONOTONIC (std::chrono::steady_clock) nanoseconds,
-// which all processes of one host share.
+// which all processes of one host share. With --rw it takes the read-write
+// lock NAME in that mode instead (rwlock.h): a writer writes as above with
+// its token; a reader does not write; the interval line gets a fifth field,
+// "r" or "w" (and "fence" is the hold's token).
 //
 // stdout, one line per event, "EVENT key=value ...":
 //   held fence=F owner=O t_ns=T wait_ms=W
@@ -41,6 +44,7 @@
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace {
@@ -74,6 +78,7 @@ struct Args {
   milliseconds wait{30000};
   milliseconds park_cap{1000};
   milliseconds hold{0};
+  std::string rw;  // "", "read" or "write"
 };
 
 // Returns false (after printing why) on a bad command line.
@@ -81,7 +86,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
   std::map<std::string, std::string*> strings{
       {"--redis", &args->redis}, {"--name", &args->name},
       {"--kafka", &args->kafka}, {"--resource", &args->resource},
-      {"--go", &args->go},       {"--log", &args->log}};
+      {"--go", &args->go},       {"--log", &args->log},
+      {"--rw", &args->rw}};
   std::map<std::string, milliseconds*> durations{
       {"--lease", &args->lease},
       {"--wait", &args->wait},
@@ -108,6 +114,10 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     return false;
   }
   if (args->resource.empty()) args->resource = args->name;
+  if (!args->rw.empty() && args->rw != "read" && args->rw != "write") {
+    std::fprintf(stderr, "chaos_holder: --rw must be read or write\n");
+    return false;
+  }
   return true;
 }
 
@@ -137,18 +147,20 @@ class LostFlag {
 };
 
 // Writes through the fenced resource and reports it; returns accepted.
-bool FencedWrite(lockfleet::FencedResource& resource,
-                 const lockfleet::Lease& lease, int n) {
-  const bool lost = lease.lost();  // what the holder knew before writing
+// `held`: a Lease or an RwLease.
+template <typename Held>
+bool FencedWrite(lockfleet::FencedResource& resource, const Held& held,
+                 int64_t fence, int n) {
+  const bool lost = held.lost();  // what the holder knew before writing
   const std::string record =
-      std::to_string(lease.fence()) + ":" + std::to_string(::getpid());
+      std::to_string(fence) + ":" + std::to_string(::getpid());
   const lockfleet::FenceResult result =
-      resource.Write(lease.fence(), {{"INCR", resource.Key("count")},
-                                     {"RPUSH", resource.Key("writes"), record},
-                                     {"SET", resource.Key("last"), record}});
+      resource.Write(fence, {{"INCR", resource.Key("count")},
+                             {"RPUSH", resource.Key("writes"), record},
+                             {"SET", resource.Key("last"), record}});
   Print("write n=" + std::to_string(n) +
         " result=" + (result.accepted ? "accepted" : "rejected") +
-        " fence=" + std::to_string(lease.fence()) +
+        " fence=" + std::to_string(fence) +
         " highest=" + std::to_string(result.highest_fence) +
         " lost=" + (lost ? "1" : "0") + " t_ns=" + std::to_string(NowNs()));
   return result.accepted;
@@ -163,6 +175,15 @@ void Hold(const Args& args) {
     std::this_thread::sleep_for(args.hold);
   }
 }
+
+std::string OwnerOf(const lockfleet::Lease& lease) { return lease.owner(); }
+std::string OwnerOf(const lockfleet::RwLease& lease) { return lease.id(); }
+
+template <typename Held>
+int HoldAndRelease(const Args& args,
+                   const std::shared_ptr<lockfleet::RedisClient>& redis,
+                   Held held, int64_t fence, Steady::time_point start,
+                   LostFlag& lost_flag, const std::string& mode);
 
 int Run(const Args& args) {
   // Outlives the LockClient, whose watchdog thread runs the callback.
@@ -201,36 +222,66 @@ int Run(const Args& args) {
   };
 
   const Steady::time_point start = Steady::now();
+  if (!args.rw.empty()) {
+    lockfleet::RwOptions rw_options;
+    rw_options.on_lost = acquire.on_lost;
+    const lockfleet::RwMode mode = args.rw == "write"
+                                       ? lockfleet::RwMode::kWrite
+                                       : lockfleet::RwMode::kRead;
+    lockfleet::RwResult result =
+        locks.ReadWriteLock(args.name).AcquireFor(mode, args.wait, rw_options);
+    if (!result) {
+      Print("timeout holder=");
+      return 75;
+    }
+    const int64_t token = result.lease.token();
+    return HoldAndRelease(args, redis, std::move(result.lease), token, start,
+                          lost_flag,
+                          mode == lockfleet::RwMode::kWrite ? "w" : "r");
+  }
   lockfleet::AcquireResult result =
       locks.AcquireFor(args.name, args.wait, acquire);
   if (!result) {
     Print("timeout holder=" + result.holder);
     return 75;
   }
-  lockfleet::Lease lease = std::move(result.lease);
+  const int64_t fence = result.lease.fence();
+  return HoldAndRelease(args, redis, std::move(result.lease), fence, start,
+                        lost_flag, "");
+}
+
+// Reports the hold of `held` (a Lease, or an RwLease in `mode` "r" or "w"),
+// writes (not a reader), holds, logs its interval and releases. Returns the
+// exit status.
+template <typename Held>
+int HoldAndRelease(const Args& args,
+                   const std::shared_ptr<lockfleet::RedisClient>& redis,
+                   Held held, int64_t fence, Steady::time_point start,
+                   LostFlag& lost_flag, const std::string& mode) {
   const int64_t held_ns = NowNs();
-  Print("held fence=" + std::to_string(lease.fence()) + " owner=" +
-        lease.owner() + " t_ns=" + std::to_string(held_ns) + " wait_ms=" +
+  Print("held fence=" + std::to_string(fence) + " owner=" + OwnerOf(held) +
+        " t_ns=" + std::to_string(held_ns) + " wait_ms=" +
         std::to_string(
             std::chrono::duration_cast<milliseconds>(Steady::now() - start)
                 .count()));
 
   lockfleet::FencedResource resource(redis, args.resource);
-  bool accepted = FencedWrite(resource, lease, 1);
+  const bool writes = mode != "r";
+  bool accepted = !writes || FencedWrite(resource, held, fence, 1);
   Hold(args);
-  accepted = FencedWrite(resource, lease, 2) && accepted;
+  accepted = (!writes || FencedWrite(resource, held, fence, 2)) && accepted;
   // A rejected write means a newer holder exists: the watchdog must say so
   // too. Give its thread a moment (the process may have just been resumed).
-  if (!accepted || lease.lost()) lost_flag.WaitFor(milliseconds(5000));
+  if (!accepted || held.lost()) lost_flag.WaitFor(milliseconds(5000));
 
   if (!args.log.empty()) {
     std::ofstream(args.log, std::ios::app)
-        << ::getpid() << " " << lease.fence() << " " << held_ns << " "
-        << NowNs() << "\n";
+        << ::getpid() << " " << fence << " " << held_ns << " " << NowNs()
+        << (mode.empty() ? "" : " " + mode) << "\n";
   }
   std::string release;
   try {
-    release = lockfleet::ReleaseStatusName(lease.Release());
+    release = lockfleet::ReleaseStatusName(held.Release());
   } catch (const lockfleet::Error& e) {
     release = "error";
     std::fprintf(stderr, "chaos_holder: release: %s\n", e.what());

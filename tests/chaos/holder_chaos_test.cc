@@ -32,6 +32,7 @@
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
 
@@ -282,6 +283,103 @@ TEST_F(HolderChaos, KilledHolderFreesAfterLeaseWithoutKafka) {
 TEST_F(HolderChaos, KilledHolderFreesAfterLeaseWithKafka) {
   BrokerProcess broker;
   KilledHolderScenario(broker.bootstrap(), "sigkill_kafka");
+}
+
+// The read-write lock's scenario 1: a reader with a 2 s lease is SIGKILLed
+// while a writer, two readers and a second writer queue behind it (in that
+// order, each in its own process, woken through Kafka). Nobody gets in
+// before the dead reader's lease runs out; then the writer alone, the two
+// readers together (one release hands it to both), the second writer alone.
+// From the interval log: no write hold overlaps any other hold; writer
+// tokens rise; the readers saw the first writer's token.
+TEST_F(HolderChaos, RwKilledReaderNeverLetsAWriterBesideAnyone) {
+  BrokerProcess broker;
+  constexpr char kLock[] = "catalogue";
+  const std::vector<std::string> common{"--park-cap",
+                                        std::to_string(kParkCap.count()),
+                                        "--kafka", broker.bootstrap()};
+  auto with = [&](std::vector<std::string> options) {
+    options.insert(options.end(), common.begin(), common.end());
+    return options;
+  };
+  const std::string log = File("rw-intervals");
+  ReadWriteLock rw = client_.ReadWriteLock(kLock);
+  auto dead = StartHolder(
+      kLock, with({"--rw", "read", "--lease", "2000", "--go", File("never")}));
+  const std::optional<std::string> held = dead->WaitForLine("held");
+  ASSERT_TRUE(held) << dead->Output();
+  std::vector<std::unique_ptr<HolderProcess>> waiters;
+  for (const auto& [mode, hold] :
+       std::vector<std::pair<std::string, std::string>>{{"write", "300"},
+                                                        {"read", "800"},
+                                                        {"read", "800"},
+                                                        {"write", "300"}}) {
+    waiters.push_back(StartHolder(kLock, with({"--rw", mode, "--wait", "60000",
+                                               "--hold", hold, "--log", log})));
+    ASSERT_TRUE(WaitUntil([&] {
+      return rw.Inspect().waiters == static_cast<int64_t>(waiters.size());
+    })) << waiters.back()->Output();
+  }
+  const RwInfo before = rw.Inspect();
+  ASSERT_EQ(before.holders.size(), 1u);
+  const int64_t snapshot_ns = NowNs();
+  const int64_t ttl_ms = before.holders[0].ttl.count();
+  dead->Signal(SIGKILL);
+  const int64_t kill_ns = NowNs();
+  ASSERT_EQ(dead->Wait(), 128 + SIGKILL);
+  for (auto& waiter : waiters) {
+    ASSERT_EQ(waiter->Wait(seconds(60)), 0) << waiter->Output();
+    EXPECT_NE(waiter->Stdout().find("done on_lost_called=0 release=released"),
+              std::string::npos)
+        << waiter->Output();
+  }
+
+  std::vector<Interval> intervals;
+  std::vector<bool> write;
+  for (const std::string& line : SplitLines(ReadFile(log))) {
+    std::istringstream in(line);
+    Interval i;
+    std::string mode;
+    in >> i.pid >> i.fence >> i.start_ns >> i.end_ns >> mode;
+    intervals.push_back(i);
+    write.push_back(mode == "w");
+  }
+  ASSERT_EQ(intervals.size(), waiters.size()) << ReadFile(log);
+  intervals.push_back({dead->pid(), IntField(*held, "fence"),
+                       IntField(*held, "t_ns"), kill_ns});
+  write.push_back(false);
+  int64_t first_ns = INT64_MAX;
+  for (size_t i = 0; i + 1 < intervals.size(); ++i)
+    first_ns = std::min(first_ns, intervals[i].start_ns);
+  EXPECT_GE(first_ns, snapshot_ns + (ttl_ms - 2) * kMs)
+      << "a waiter got in before the killed reader's lease could have ended";
+  int readers_overlapping = 0;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    for (size_t j = i + 1; j < intervals.size(); ++j) {
+      const bool overlap = intervals[i].start_ns < intervals[j].end_ns &&
+                           intervals[j].start_ns < intervals[i].end_ns;
+      if (write[i] || write[j]) {
+        EXPECT_FALSE(overlap)
+            << "a write hold of pid " << intervals[write[i] ? i : j].pid
+            << " overlaps the hold of pid " << intervals[write[i] ? j : i].pid;
+      } else if (overlap && i + 1 < intervals.size() &&
+                 j + 1 < intervals.size()) {
+        ++readers_overlapping;
+      }
+    }
+  }
+  EXPECT_EQ(readers_overlapping, 1) << "the two queued readers shared it";
+  // Writer tokens rise in arrival order; the readers carry the first's.
+  EXPECT_GT(intervals[0].fence, 0);
+  EXPECT_GT(intervals[3].fence, intervals[0].fence);
+  EXPECT_EQ(intervals[1].fence + intervals[2].fence, 2 * intervals[0].fence);
+  const std::vector<int64_t> tokens = CheckResource(kLock);
+  EXPECT_EQ(tokens.size(), 2u);
+  const RwInfo after = rw.Inspect();
+  EXPECT_TRUE(after.holders.empty());
+  EXPECT_EQ(after.waiters, 0);
+  Report("rw_sigkill_lease_left_at_kill_ms", ttl_ms);
+  Report("rw_sigkill_recovery_ms", (first_ns - kill_ns) / kMs);
 }
 
 // Scenario 2. A holder is frozen past its lease; another process acquires
