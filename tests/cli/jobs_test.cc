@@ -24,6 +24,7 @@
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
+#include "support/kafka_admin.h"
 #include "support/real_kafka.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
@@ -90,8 +91,9 @@ class JobsToolsTest : public ::testing::Test {
   }
 
   void Produce(const std::vector<std::string>& records,
-               const std::string& bootstrap) {
-    notifier::JobProducer producer({.bootstrap = bootstrap});
+               const std::string& bootstrap,
+               const std::string& topic = "lockfleet.jobs") {
+    notifier::JobProducer producer({.bootstrap = bootstrap, .topic = topic});
     for (const std::string& record : records) {
       std::string key;
       try {
@@ -104,16 +106,18 @@ class JobsToolsTest : public ::testing::Test {
   }
 
   // A worker's config: this test's Redis, `bootstrap`, the group
-  // "jobs-test", metrics on a free port; `locks` adds to the locks section.
+  // group_ ("jobs-test"), topics_'s kafka settings (the default topics),
+  // metrics on a free port; `locks` adds to the locks section.
   std::string WriteConfig(const std::string& bootstrap,
                           const std::string& locks = "") {
     const std::string path = dir_.File("fleet.yaml");
     WriteFile(path, "redis:\n  url: " + server_.url() +
                         "\nkafka:\n  bootstrap: " + bootstrap +
-                        "\n  fetch_wait: 1ms\nlocks:\n  lease: 5s\n" + locks +
+                        "\n  fetch_wait: 1ms\n" + topics_ +
+                        "locks:\n  lease: 5s\n" + locks +
                         "worker:\n  threads: 2\n  grace_period: 0\n"
-                        "  sources:\n    kafka_jobs: {enabled: true, group: "
-                        "jobs-test}\nmetrics:\n  listen: 127.0.0.1:0\n");
+                        "  sources:\n    kafka_jobs: {enabled: true, group: " +
+                        group_ + "}\nmetrics:\n  listen: 127.0.0.1:0\n");
     return path;
   }
 
@@ -134,8 +138,7 @@ class JobsToolsTest : public ::testing::Test {
 
   // `jobs status --json` (plus `extra`), parsed; null if it did not exit 0.
   json Status(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> words = {"status", "--json", "--group",
-                                      "jobs-test"};
+    std::vector<std::string> words = {"status", "--json", "--group", group_};
     words.insert(words.end(), extra.begin(), extra.end());
     const CliResult result = JobsWithKafka(words);
     if (result.status != 0) {
@@ -156,6 +159,8 @@ class JobsToolsTest : public ::testing::Test {
   RedisServer server_;
   std::shared_ptr<RedisClient> redis_;
   std::unique_ptr<notifier::EmbeddedBroker> broker_;
+  std::string group_ = "jobs-test";  // the workers' group (WriteConfig)
+  std::string topics_;               // kafka: lines for WriteConfig
 };
 
 TEST_F(JobsToolsTest, DeadLettersAWorkerWroteAreListedShownAndRetried) {
@@ -648,21 +653,32 @@ TEST_F(JobsToolsTest, TheDeploymentConfigAndARunningDemoAreFound) {
   EXPECT_EQ(json::parse(found.out)["dead"][0]["id"], "t-1");
 }
 
+// On the ctest run's shared broker (support/real_kafka.h): topics and a
+// group of the test's own, the topics created first (the jobs topic with 2
+// partitions), as an operator does.
 TEST_F(JobsToolsTest, StatusOnARealKafkaNamesTheGroupMembersAndOwners) {
   LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
-  RealKafka kafka({"num.partitions=2", "offsets.topic.num.partitions=1"});
+  const std::unique_ptr<RealKafka> kafka = RealKafka::Shared();
+  const std::string jobs_topic = RealKafka::UniqueName("lockfleet.jobs");
+  const std::string unlock_topic = RealKafka::UniqueName("lockfleet.unlock");
+  group_ = RealKafka::UniqueName("jobs-test");
+  topics_ = "  jobs_topic: " + jobs_topic +
+            "\n  unlock_topic: " + unlock_topic + "\n";
+  ASSERT_EQ(CreateKafkaTopic(kafka->bootstrap(), jobs_topic, 2), "");
+  ASSERT_EQ(CreateKafkaTopic(kafka->bootstrap(), unlock_topic, 3), "");
   std::vector<std::string> records;
   for (int i = 0; i < 4; ++i) {
     records.push_back(worker::EncodeJob(
         Sleep("r-" + std::to_string(i), "lock-" + std::to_string(i), 1)));
   }
-  Produce(records, kafka.bootstrap());
-  auto worker = StartWorker(WriteConfig(kafka.bootstrap()), "w1");
+  Produce(records, kafka->bootstrap(), jobs_topic);
+  auto worker = StartWorker(WriteConfig(kafka->bootstrap()), "w1");
   json status;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        const CliResult r = Jobs({"status", "--json", "--bootstrap",
-                                  kafka.bootstrap(), "--group", "jobs-test"});
+        const CliResult r =
+            Jobs({"status", "--json", "--bootstrap", kafka->bootstrap(),
+                  "--topic", jobs_topic, "--group", group_});
         if (r.status != 0) return false;
         status = json::parse(r.out);
         return status["kafka"]["lag"] == 0 &&

@@ -80,8 +80,10 @@ TEST_F(SignedEvents, WithoutAKeyAForgedEventWakesAWaiter) {
 }
 
 TEST_P(ForgedEvents, AreCountedAndWakeNobody) {
-  Process holder(redis_->url(), bootstrap(), {.event_keys = {kKey}});
-  Process waiter(redis_->url(), bootstrap(), {.event_keys = {kKey}});
+  Process holder(redis_->url(), bootstrap(),
+                 {.event_keys = {kKey}, .topic = unlock_topic()});
+  Process waiter(redis_->url(), bootstrap(),
+                 {.event_keys = {kKey}, .topic = unlock_topic()});
   AcquireResult held = holder.locks->TryAcquire("forged:1");  // 30 s lease
   ASSERT_TRUE(held);
   auto fut = std::async(std::launch::async, [&] {
@@ -105,7 +107,8 @@ TEST_P(ForgedEvents, AreCountedAndWakeNobody) {
   Forge(bootstrap(),
         {EncodeUnlockEvent(release), EncodeUnlockEvent(force),
          wrong.Encode(release), wrong.Encode(force),
-         EncodeUnlockEvent(force, "hmac-sha256-v1:" + std::string(64, '0'))});
+         EncodeUnlockEvent(force, "hmac-sha256-v1:" + std::string(64, '0'))},
+        unlock_topic());
   for (Process* p : {&holder, &waiter}) {
     EXPECT_TRUE(WaitUntil([&] {
       return p->Dropped("unsigned") == 2 && p->Dropped("bad_signature") == 3;

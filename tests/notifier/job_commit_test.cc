@@ -33,6 +33,7 @@
 
 #include "lockfleet/notifier/embedded_broker.h"
 #include "lockfleet/notifier/job_topic.h"
+#include "support/kafka_admin.h"
 #include "support/real_kafka.h"
 #include "support/wait_until.h"
 
@@ -481,12 +482,17 @@ TEST_F(JobCommit, JobConsumersCommittingThroughAJoinRedeliverNothing) {
 // held behind a JoinGroup REBALANCE_IN_PROGRESS rather than
 // ILLEGAL_GENERATION, so it cannot show #4059): the commits librdkafka's
 // auto-committer sends, and those for revoked partitions, work with a real
-// group coordinator.
+// group coordinator. On the ctest run's shared broker (support/real_kafka.h):
+// a topic (created with its partitions) and group of the test's own.
 TEST_F(JobCommit, JobConsumersCommittingThroughAJoinOnARealBroker) {
   LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
-  RealKafka kafka({"num.partitions=" + std::to_string(kPartitions),
-                   "offsets.topic.num.partitions=1"});
-  bootstrap_ = kafka.bootstrap();
+  const std::unique_ptr<RealKafka> kafka = RealKafka::Shared();
+  bootstrap_ = kafka->bootstrap();
+  topic_ = RealKafka::UniqueName(topic_);
+  group_ = topic_ + ".workers";
+  ASSERT_EQ(
+      lockfleet::testing::CreateKafkaTopic(bootstrap_, topic_, kPartitions),
+      "");
   Produce();
   // 6 s: the smallest session a real broker accepts by default.
   RunJobConsumers(milliseconds(6000), /*check_window=*/false);

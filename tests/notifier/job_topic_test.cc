@@ -151,8 +151,8 @@ EmbeddedBroker* JobTopic::broker_ = nullptr;
 
 // The same tests on the embedded broker and on a real Apache Kafka broker
 // (kafka-local: a real group coordinator, which refuses sessions under 6 s
-// and commits while members rejoin). Every test runs in a process of its
-// own (ctest), each starting its broker: keep the real-broker tests few.
+// and commits while members rejoin): the ctest run's shared one, where the
+// test's topic and group get a random part (support/real_kafka.h).
 class JobTopicOnBothBrokers : public JobTopic,
                               public ::testing::WithParamInterface<bool> {
  protected:
@@ -160,10 +160,9 @@ class JobTopicOnBothBrokers : public JobTopic,
     JobTopic::SetUp();
     if (!real()) return;
     LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
-    if (!real_) {
-      real_ = std::make_unique<testing::RealKafka>(
-          std::vector<std::string>{"offsets.topic.num.partitions=1"});
-    }
+    if (!real_) real_ = testing::RealKafka::Shared();
+    topic_ = testing::RealKafka::UniqueName(topic_);
+    group_ = topic_ + ".workers";
   }
   static void TearDownTestSuite() {
     real_.reset();

@@ -36,8 +36,8 @@ INSTANTIATE_TEST_SUITE_P(Brokers, Wakeups, ::testing::Values(false, true),
                          testing::BrokerName);
 
 TEST_P(Wakeups, ReleaseInOneProcessWakesAWaiterInAnother) {
-  Process holder(redis_->url(), bootstrap());
-  Process waiter(redis_->url(), bootstrap());
+  Process holder(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  Process waiter(redis_->url(), bootstrap(), {.topic = unlock_topic()});
   AcquireResult held = holder.locks->TryAcquire("kafka:1");  // 30 s lease
   ASSERT_TRUE(held);
   auto fut = std::async(std::launch::async, [&] {
@@ -64,9 +64,9 @@ TEST_P(Wakeups, ReleaseInOneProcessWakesAWaiterInAnother) {
 // A countdown latch opened in one process wakes every awaiter of two others
 // through one kOpened event (no park cap: only the event can wake them).
 TEST_P(Wakeups, ALatchOpenedInOneProcessWakesTheAwaitersOfTheOthers) {
-  Process opener(redis_->url(), bootstrap());
-  Process first(redis_->url(), bootstrap());
-  Process second(redis_->url(), bootstrap());
+  Process opener(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  Process first(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  Process second(redis_->url(), bootstrap(), {.topic = unlock_topic()});
   const std::string name = real() ? "latch:real" : "latch:embedded";
   ASSERT_TRUE(opener.locks->Latch(name).TrySetCount(1));
   std::vector<std::future<AwaitStatus>> awaited;
@@ -115,8 +115,8 @@ TEST_F(Notifier, EventForALockNobodyWaitsOnIsJustDecoded) {
 }
 
 TEST_P(Wakeups, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
-  Process holder(redis_->url(), bootstrap());
-  Process waiter(redis_->url(), bootstrap());
+  Process holder(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  Process waiter(redis_->url(), bootstrap(), {.topic = unlock_topic()});
   for (int i = 0; i < 20; ++i) {
     std::string name = "krace:" + std::to_string(i);
     Lease held = std::move(holder.locks->TryAcquire(name).lease);

@@ -36,7 +36,8 @@ inline void Quiet(LogLevel, std::string_view) {}
 
 struct ProcessOptions {
   std::chrono::milliseconds park_cap = kNoCap;
-  std::vector<std::string> event_keys;  // Default: unsigned events
+  std::vector<std::string> event_keys;     // Default: unsigned events
+  std::string topic = "lockfleet.unlock";  // the unlock topic
 };
 
 struct Process {
@@ -44,6 +45,7 @@ struct Process {
           ProcessOptions options = {}) {
     KafkaOptions k;
     k.bootstrap = bootstrap;
+    k.topic = std::move(options.topic);
     k.event_keys = std::move(options.event_keys);
     k.log = Quiet;
     notifier = std::make_shared<KafkaNotifier>(k);
@@ -76,7 +78,8 @@ struct Process {
 // Writes `values` to the unlock topic with a producer of its own: someone
 // who can write to the topic but is no lockfleet process.
 inline void Forge(const std::string& bootstrap,
-                  const std::vector<std::string>& values) {
+                  const std::vector<std::string>& values,
+                  const std::string& topic = "lockfleet.unlock") {
   std::string err;
   std::unique_ptr<RdKafka::Conf> conf(
       RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -86,10 +89,10 @@ inline void Forge(const std::string& bootstrap,
       RdKafka::Producer::create(conf.get(), err));
   ASSERT_TRUE(producer) << err;
   for (const std::string& v : values) {
-    ASSERT_EQ(producer->produce(
-                  "lockfleet.unlock", RdKafka::Topic::PARTITION_UA,
-                  RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(v.data()),
-                  v.size(), nullptr, 0, 0, nullptr),
+    ASSERT_EQ(producer->produce(topic, RdKafka::Topic::PARTITION_UA,
+                                RdKafka::Producer::RK_MSG_COPY,
+                                const_cast<char*>(v.data()), v.size(), nullptr,
+                                0, 0, nullptr),
               RdKafka::ERR_NO_ERROR);
   }
   ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
@@ -113,12 +116,13 @@ class KafkaRedisTest : public ::testing::Test {
 };
 
 // The same tests on the embedded broker and on a real Apache Kafka broker
-// (kafka-local, support/real_kafka.h, with the unlock topic created first):
-// a real broker long-polls and has a real group coordinator. TEST_P tests
-// of a fixture derived from this one, instantiated with
-// INSTANTIATE_TEST_SUITE_P(Brokers, Fixture, ::testing::Values(false, true),
-// BrokerName). Every test runs in a process of its own (ctest), so the real
-// broker is started for each: keep the real-broker tests few.
+// (kafka-local, support/real_kafka.h): a real broker long-polls and has a
+// real group coordinator. TEST_P tests of a fixture derived from this one,
+// instantiated with INSTANTIATE_TEST_SUITE_P(Brokers, Fixture,
+// ::testing::Values(false, true), BrokerName), give their processes
+// {.topic = unlock_topic()}: on the real broker, the ctest run's shared one,
+// each test has an unlock topic of its own, created (3 partitions) before
+// its first process starts, as deploy/README.md tells operators.
 class BothBrokersTest : public ::testing::TestWithParam<bool> {
  protected:
   static void SetUpTestSuite() {
@@ -133,14 +137,12 @@ class BothBrokersTest : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     if (real()) {
       LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
-      if (!real_) {
-        real_ = std::make_unique<lockfleet::testing::RealKafka>();
-        // As deploy/README.md tells operators: the unlock topic exists
-        // before the first process starts.
-        ASSERT_EQ(lockfleet::testing::CreateKafkaTopic(real_->bootstrap(),
-                                                       "lockfleet.unlock", 3),
-                  "");
-      }
+      if (!real_) real_ = lockfleet::testing::RealKafka::Shared();
+      unlock_topic_ =
+          lockfleet::testing::RealKafka::UniqueName("lockfleet.unlock");
+      ASSERT_EQ(lockfleet::testing::CreateKafkaTopic(real_->bootstrap(),
+                                                     unlock_topic_, 3),
+                "");
     } else if (!embedded_) {
       embedded_ = std::make_unique<EmbeddedBroker>();
     }
@@ -150,10 +152,14 @@ class BothBrokersTest : public ::testing::TestWithParam<bool> {
   std::string bootstrap() const {
     return real() ? real_->bootstrap() : embedded_->bootstrap();
   }
+  const std::string& unlock_topic() const { return unlock_topic_; }
 
   inline static lockfleet::testing::RedisServer* redis_ = nullptr;
   inline static std::unique_ptr<EmbeddedBroker> embedded_;
   inline static std::unique_ptr<lockfleet::testing::RealKafka> real_;
+
+ private:
+  std::string unlock_topic_ = "lockfleet.unlock";
 };
 
 inline std::string BrokerName(const ::testing::TestParamInfo<bool>& info) {
