@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 namespace lockfleet::cli {
 
@@ -94,6 +95,169 @@ Analysis Analyze(std::vector<Section> sections, int processes, int threads) {
       out.handoffs == 0 ? 0
                         : static_cast<double>(out.back_to_releaser) /
                               static_cast<double>(out.handoffs);
+  return out;
+}
+
+namespace {
+
+bool ByLockThenTime(const Section& a, const Section& b) {
+  return std::tie(a.lock, a.acquire_ns, a.release_ns) <
+         std::tie(b.lock, b.acquire_ns, b.release_ns);
+}
+
+// Calls visit(section, held) for every section in acquire order per lock,
+// `held` being the sections of its lock held at its acquire instant (those
+// acquired before it and released after its acquire; a release at the same
+// instant as an acquire comes first).
+template <typename Visit>
+void Sweep(std::vector<Section>& sections, Visit visit) {
+  std::sort(sections.begin(), sections.end(), ByLockThenTime);
+  // Held sections by release time (min first).
+  std::vector<const Section*> held;
+  const auto later = [](const Section* a, const Section* b) {
+    return a->release_ns > b->release_ns;
+  };
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Section& s = sections[i];
+    if (i == 0 || sections[i - 1].lock != s.lock) held.clear();
+    while (!held.empty() && held.front()->release_ns <= s.acquire_ns) {
+      std::pop_heap(held.begin(), held.end(), later);
+      held.pop_back();
+    }
+    visit(s, held);
+    held.push_back(&s);
+    std::push_heap(held.begin(), held.end(), later);
+  }
+}
+
+}  // namespace
+
+CheckResult CheckRwLock(std::vector<Section> sections) {
+  CheckResult out;
+  Sweep(sections,
+        [&](const Section& s, const std::vector<const Section*>& held) {
+          bool conflict = false, lost = s.lost;
+          for (const Section* h : held) {
+            if (s.write || h->write) {
+              conflict = true;
+              lost = lost || h->lost;
+            }
+          }
+          if (conflict) ++(lost ? out.lost_overlaps : out.violations);
+        });
+  return out;
+}
+
+CheckResult CheckSemaphore(std::vector<Section> sections, int64_t permits) {
+  CheckResult out;
+  Sweep(sections,
+        [&](const Section& s, const std::vector<const Section*>& held) {
+          if (static_cast<int64_t>(held.size()) < permits) return;
+          bool lost = s.lost;
+          for (const Section* h : held) lost = lost || h->lost;
+          ++(lost ? out.lost_overlaps : out.violations);
+        });
+  return out;
+}
+
+TripStats SummarizeTrips(const std::vector<double>& trips) {
+  TripStats out;
+  out.count = trips.size();
+  if (trips.empty()) return out;
+  double sum = 0;
+  for (double t : trips) sum += t;
+  out.mean = sum / static_cast<double>(trips.size());
+  const Percentiles p = Summarize(trips);
+  out.p50 = p.p50;
+  out.p99 = p.p99;
+  out.max = p.max;
+  return out;
+}
+
+SharedAnalysis AnalyzeShared(std::vector<Section> sections, int processes,
+                             int threads, Primitive primitive,
+                             int64_t permits) {
+  SharedAnalysis out;
+  Analysis& a = out.base;
+  a.acquisitions = sections.size();
+  a.per_contender.assign(static_cast<size_t>(processes) * threads, 0);
+  for (const Section& s : sections) {
+    ++a.per_contender[static_cast<size_t>(s.process) * threads + s.thread];
+    if (primitive == Primitive::kRwLock) ++(s.write ? out.writes : out.reads);
+  }
+  const CheckResult check =
+      primitive == Primitive::kRwLock
+          ? CheckRwLock(sections)
+          : CheckSemaphore(sections,
+                           primitive == Primitive::kMultiLock ? 1 : permits);
+  a.violations = check.violations;
+  a.lost_lease_overlaps = check.lost_overlaps;
+
+  std::vector<double> all_trips, unwaited, waited, joining, write_trips;
+  Sweep(
+      sections, [&](const Section& s, const std::vector<const Section*>& held) {
+        out.max_concurrent =
+            std::max<uint64_t>(out.max_concurrent, held.size() + 1);
+        const auto t = static_cast<double>(s.acquire_trips);
+        all_trips.push_back(t);
+        (s.waited ? waited : unwaited).push_back(t);
+        if (primitive == Primitive::kRwLock) {
+          if (s.write) {
+            write_trips.push_back(t);
+          } else if (!held.empty() &&
+                     std::none_of(held.begin(), held.end(),
+                                  [](const Section* h) { return h->write; })) {
+            joining.push_back(t);
+          }
+        }
+      });
+  out.trips_all = SummarizeTrips(all_trips);
+  out.trips_unwaited = SummarizeTrips(unwaited);
+  out.trips_waited = SummarizeTrips(waited);
+  out.trips_read_joining = SummarizeTrips(joining);
+  out.trips_write = SummarizeTrips(write_trips);
+
+  // Waited hand-offs: per lock, the releases sorted; for each waited
+  // section the latest release at or before its acquire.
+  std::vector<double> gaps, read_gaps, write_gaps, cross;
+  std::vector<std::pair<int64_t, const Section*>> releases;
+  size_t begin = 0;
+  while (begin < sections.size()) {
+    size_t end = begin;
+    while (end < sections.size() && sections[end].lock == sections[begin].lock)
+      ++end;
+    releases.clear();
+    for (size_t i = begin; i < end; ++i)
+      releases.emplace_back(sections[i].release_ns, &sections[i]);
+    std::sort(releases.begin(), releases.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = begin; i < end; ++i) {
+      const Section& s = sections[i];
+      if (!s.waited) continue;
+      auto it = std::upper_bound(
+          releases.begin(), releases.end(), s.acquire_ns,
+          [](int64_t v, const auto& r) { return v < r.first; });
+      if (it == releases.begin()) continue;  // nothing released before it
+      --it;
+      const double gap_us =
+          static_cast<double>(s.acquire_ns - it->first) / 1000.0;
+      gaps.push_back(gap_us);
+      if (it->second->process != s.process) cross.push_back(gap_us);
+      if (primitive == Primitive::kRwLock) {
+        (s.write ? write_gaps : read_gaps).push_back(gap_us);
+      }
+    }
+    begin = end;
+  }
+  a.handoffs = gaps.size();
+  a.handoff_us = Summarize(gaps);
+  a.cross_process_us = Summarize(cross);
+  a.parked_cross_process_us = a.cross_process_us;
+  out.waited_handoff_us = a.handoff_us;
+  out.waited_read_handoff_us = Summarize(std::move(read_gaps));
+  out.waited_write_handoff_us = Summarize(std::move(write_gaps));
+  a.jain_index = JainIndex(
+      std::vector<double>(a.per_contender.begin(), a.per_contender.end()));
   return out;
 }
 

@@ -37,6 +37,10 @@ struct Section {
   int32_t lock = 0;     // index of the lock name, 0..K-1
   bool waited = false;  // the first attempt failed (the acquirer waited)
   bool lost = false;    // the holder's lease was known lost at release
+  bool write = false;   // --primitive rwlock: a write (else a read)
+  // Redis round trips of the acquire call (the process's client counter
+  // around it; exact with one thread per process), capped at 255.
+  int32_t acquire_trips = 0;
 };
 
 // Order statistics in microseconds; all 0 when count == 0.
@@ -71,5 +75,63 @@ struct Analysis {
 // contender counts for Jain's index, also one with no acquisition).
 // REQUIRES: every section's process < processes and thread < threads.
 Analysis Analyze(std::vector<Section> sections, int processes, int threads);
+
+// The primitives `lockfleet bench --primitive` measures.
+enum class Primitive {
+  kLock,       // one lock name per section (Analyze)
+  kRwLock,     // read-write lock: reads may overlap reads, nothing a write
+  kSemaphore,  // at most `permits` sections at any instant (1 permit each)
+  kMultiLock,  // every section takes all K names: recorded on lock 0, no
+               // two sections overlap (Analyze)
+};
+
+// The interval checkers, per lock name (sections of different locks never
+// conflict). Each counts *violating sections*: a section that starts while
+// the sections it may not coexist with already hold more than allowed.
+// Overlaps in which the conflicting holder or the starter knew its lease was
+// lost at release count apart (lost_overlaps), as in Analyze.
+struct CheckResult {
+  uint64_t violations = 0;
+  uint64_t lost_overlaps = 0;
+};
+// A write that starts while any section is held, or a read that starts
+// while a write is held. Equal times do not overlap (release <= acquire).
+CheckResult CheckRwLock(std::vector<Section> sections);
+// A section that starts while `permits` sections are already held.
+CheckResult CheckSemaphore(std::vector<Section> sections, int64_t permits);
+
+// Mean and percentiles of acquire-call round trips over a class of
+// acquisitions.
+struct TripStats {
+  uint64_t count = 0;
+  double mean = 0;
+  double p50 = 0, p99 = 0, max = 0;
+};
+TripStats SummarizeTrips(const std::vector<double>& trips);
+
+struct SharedAnalysis {
+  Analysis base;  // acquisitions, violations, per-contender, Jain, hand-offs
+  uint64_t reads = 0, writes = 0;  // rwlock
+  // Hand-off gap of a waited acquisition: its acquire - the latest release
+  // of another section of the same name before it (the release that let it
+  // in, or the last one before its grant), in us; all / reads / writes.
+  Percentiles waited_handoff_us, waited_read_handoff_us,
+      waited_write_handoff_us;
+  // Acquire-call round trips: every acquisition; those that did not wait;
+  // those that waited; rwlock reads that started while another read was held
+  // and no write ("a reader joining readers"); writes.
+  TripStats trips_all, trips_unwaited, trips_waited, trips_read_joining,
+      trips_write;
+  // Most sections seen held at once (per name, the maximum).
+  uint64_t max_concurrent = 0;
+};
+
+// The analysis of --primitive rwlock and semaphore (lock and multilock use
+// Analyze for their hand-offs; multilock also this, for its round trips,
+// checked as a semaphore of 1 permit): violations by CheckRwLock /
+// CheckSemaphore, the waited hand-off gaps in base.handoff_us (and the
+// classes above), round trips, fairness.
+SharedAnalysis AnalyzeShared(std::vector<Section> sections, int processes,
+                             int threads, Primitive primitive, int64_t permits);
 
 }  // namespace lockfleet::cli

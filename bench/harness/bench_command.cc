@@ -30,6 +30,17 @@ one of --locks locks (picked at random), hold it --hold-ms, release, think
 --think-ms. All start on a common barrier after warm-up and stop after
 --seconds.
 
+--primitive rwlock: the threads take one read-write lock per pick (a read
+with probability --read-share %, else a write); --primitive semaphore: one
+permit of a semaphore of --permits permits; --primitive multilock: all
+--names lock names at once (AcquireAllFor). Violations are then: a write
+overlapping any other section, or a read overlapping a write (rwlock);
+more than --permits sections at one instant (semaphore); any overlap
+(multilock). Their hand-off gap is that of acquisitions that waited:
+acquire - the latest release before it on the same name; round trips of
+the acquire call alone are reported per class (reads joining readers,
+writes, waited, not waited).
+
 Without --redis a private redis-server (from PATH, or
 $LOCKFLEET_REDIS_SERVER) is started on a unix socket; without --kafka (in
 kafka mode) an embedded broker is started in this process; with --kafka
@@ -85,7 +96,9 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
   CLI::App* app = parent.add_subcommand("bench", kDescription);
   formatter.SetSynopsis(
       app,
-      "[--mode kafka|local|poll|floor] [--processes P] [--threads T] "
+      "[--mode kafka|local|poll|floor] "
+      "[--primitive lock|rwlock|semaphore|multilock] [--processes P] "
+      "[--threads T] "
       "[--locks K] [--seconds S] [--hold-ms H] [--fair|--no-fair] "
       "[--redis URL] [--kafka BOOTSTRAP|kafka-local] [--repeat N] [--json] "
       "...");
@@ -96,6 +109,25 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "floor (BLPOP on a token: a reference, not a lock). "
                   "Default: kafka")
       ->type_name("MODE");
+  app->add_option("--primitive", args->primitive_name,
+                  "lock, rwlock (one read-write lock; --read-share), "
+                  "semaphore (--permits, 1 permit per acquisition) or "
+                  "multilock (--names names per acquisition). Default: lock")
+      ->type_name("PRIMITIVE");
+  CLI::Option* read_share =
+      app->add_option("--read-share", args->read_share,
+                      "--primitive rwlock: % of acquisitions that are reads, "
+                      "0..100. Default: 90")
+          ->type_name("PCT");
+  CLI::Option* permits =
+      app->add_option("--permits", args->permits,
+                      "--primitive semaphore: its permits. Default: 4")
+          ->type_name("N");
+  CLI::Option* names =
+      app->add_option("--names", args->names,
+                      "--primitive multilock: lock names every acquisition "
+                      "takes (LockClient::AcquireAllFor), 1..256. Default: 4")
+          ->type_name("K");
   app->add_option("--processes", args->processes,
                   "Contender processes, 1..256. Default: 2")
       ->type_name("P");
@@ -165,8 +197,12 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
   app->add_option("--run-dir", args->run_dir)->group("");
   Subcommand subcommand;
   subcommand.app = app;
-  subcommand.run = [args, poll_interval](const Context& context) {
+  subcommand.run = [args, poll_interval, read_share, permits,
+                    names](const Context& context) {
     args->poll_interval_given = poll_interval->count() > 0;
+    args->read_share_given = read_share->count() > 0;
+    args->permits_given = permits->count() > 0;
+    args->names_given = names->count() > 0;
     try {
       CheckBenchArgs(*args);
     } catch (const config::ConfigErrors& e) {

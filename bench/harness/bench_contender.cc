@@ -20,6 +20,9 @@
 #include "kafka_wakeups.h"
 #include "lockfleet/config/redis_url.h"
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/rwlock.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
@@ -56,6 +59,8 @@ struct Shared {
   std::atomic<uint64_t> acquisitions{0};
   std::atomic<uint64_t> poll_sleeps{0};
   std::atomic<uint64_t> token_takes{0};  // --mode floor: BLPOP calls
+  // --primitive other than lock: acquire scripts run (result.attempts).
+  std::atomic<uint64_t> primitive_attempts{0};
   std::mutex mu;
   std::map<std::string, uint64_t> errors;  // guarded by mu
 
@@ -130,18 +135,82 @@ void FloorSection(Shared& shared, int lock, RecordWriter& records) {
   GiveTokenBack(shared, lock);
 }
 
+// Holds, records and releases one section of --primitive rwlock, semaphore
+// or multilock. `trips_before`: the client's round trips before the
+// acquire call.
+// `attempts`: acquire scripts the call ran; `waited`: more than one try.
+template <typename Hold>
+void RecordHold(Shared& shared, bool acquired, uint64_t attempts, bool waited,
+                Hold& hold, int lock, bool write, uint64_t trips_before,
+                RecordWriter& records) {
+  const uint64_t trips = shared.redis.round_trips() - trips_before;
+  shared.primitive_attempts.fetch_add(attempts, std::memory_order_relaxed);
+  if (!acquired) return;  // the run ended while waiting
+  Section section{
+      .acquire_ns = WallClockNs(),
+      .lock = lock,
+      .waited = waited,
+      .write = write,
+      .acquire_trips = static_cast<int32_t>(std::min<uint64_t>(trips, 255))};
+  if (shared.args.hold_ms > 0)
+    std::this_thread::sleep_for(milliseconds(shared.args.hold_ms));
+  section.release_ns = WallClockNs();
+  section.lost = hold.lost();
+  records.Write(section);
+  shared.acquisitions.fetch_add(1, std::memory_order_relaxed);
+  hold.Release();
+}
+
 void Contend(Shared& shared, int thread, RecordWriter& records) {
   const BenchArgs& args = shared.args;
   std::mt19937 random(static_cast<uint32_t>(args.child_index * 7919 + thread));
   std::uniform_int_distribution<int> pick(0, args.locks - 1);
   std::vector<std::string> names;
   for (int i = 0; i < args.locks; ++i) names.push_back(BenchLockName(i));
+  const std::vector<std::string> multi_names = MultiLockNames(args.names);
+  std::uniform_int_distribution<int> share(0, 99);
   AcquireOptions options{.stop = shared.stop};
   while (!shared.stop.stop_requested() && WallClockNs() < shared.end_ns) {
     const int lock = pick(random);
     try {
       if (args.mode == BenchMode::kFloor) {
         FloorSection(shared, lock, records);
+        if (args.think_ms > 0) {
+          SleepUnlessStopped(shared.stop, milliseconds(args.think_ms));
+        }
+        continue;
+      }
+      if (args.primitive != Primitive::kLock) {
+        const nanoseconds left(shared.end_ns - WallClockNs());
+        const uint64_t trips_before = shared.redis.round_trips();
+        if (args.primitive == Primitive::kRwLock) {
+          const bool write = share(random) >= args.read_share;
+          RwResult r = shared.locks.ReadWriteLock(names[lock])
+                           .AcquireFor(write ? RwMode::kWrite : RwMode::kRead,
+                                       left, {.stop = shared.stop});
+          RecordHold(shared, static_cast<bool>(r),
+                     static_cast<uint64_t>(std::max(0, r.attempts)),
+                     r.attempts > 1, r.lease, lock, write, trips_before,
+                     records);
+        } else if (args.primitive == Primitive::kSemaphore) {
+          PermitResult r = shared.locks.Semaphore(names[lock])
+                               .AcquireFor(1, left, {.stop = shared.stop});
+          RecordHold(shared, static_cast<bool>(r),
+                     static_cast<uint64_t>(std::max(0, r.attempts)),
+                     r.attempts > 1, r.permits, lock, false, trips_before,
+                     records);
+        } else {
+          // AcquireAllResult has no attempt count: the client's (exact with
+          // one thread per process). One try takes each name once.
+          const uint64_t attempts_before = shared.locks.stats().attempts;
+          AcquireAllResult r =
+              shared.locks.AcquireAllFor(multi_names, left, options);
+          const uint64_t attempts =
+              shared.locks.stats().attempts - attempts_before;
+          RecordHold(shared, static_cast<bool>(r), attempts,
+                     attempts > multi_names.size(), r.lease, 0, false,
+                     trips_before, records);
+        }
         if (args.think_ms > 0) {
           SleepUnlessStopped(shared.stop, milliseconds(args.think_ms));
         }
@@ -250,6 +319,20 @@ int RunContender(const BenchArgs& args, const Context& context) {
         "bench:warm-up:" + std::to_string(args.child_index);
     AcquireResult result = locks->TryAcquire(warm);
     if (result) result.lease.Release();
+    // The primitive's scripts, and the semaphores' permits (idempotent:
+    // every contender sets the same number).
+    if (args.primitive == Primitive::kRwLock) {
+      RwResult r = locks->ReadWriteLock(warm).TryAcquire(RwMode::kRead);
+      if (r) r.lease.Release();
+    } else if (args.primitive == Primitive::kSemaphore) {
+      for (int i = 0; i < args.locks; ++i) {
+        locks->Semaphore(BenchLockName(i)).SetPermits(args.permits);
+      }
+      lockfleet::Semaphore warm_semaphore = locks->Semaphore(warm);
+      warm_semaphore.SetPermits(1);
+      PermitResult r = warm_semaphore.TryAcquire(1);
+      if (r) r.permits.Release();
+    }
   } catch (const Error& e) {
     PrintError("redis " + Quoted(config::RedactRedisUrl(args.redis)) +
                " unreachable: " + e.what());
@@ -307,8 +390,10 @@ int RunContender(const BenchArgs& args, const Context& context) {
 
   const LockStats stats = locks->stats();
   report.acquisitions = shared.acquisitions.load();
-  report.attempts = args.mode == BenchMode::kFloor
-                        ? shared.token_takes.load()
+  report.attempts = args.mode == BenchMode::kFloor ? shared.token_takes.load()
+                    : args.primitive == Primitive::kRwLock ||
+                            args.primitive == Primitive::kSemaphore
+                        ? shared.primitive_attempts.load()
                         : stats.attempts - stats_before.attempts;
   report.round_trips = redis->round_trips() - trips_before;
   if (args.mode == BenchMode::kPoll) {

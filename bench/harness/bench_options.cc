@@ -28,6 +28,61 @@ const char* BenchModeName(BenchMode mode) {
   return "?";
 }
 
+const char* PrimitiveName(Primitive primitive) {
+  switch (primitive) {
+    case Primitive::kLock:
+      return "lock";
+    case Primitive::kRwLock:
+      return "rwlock";
+    case Primitive::kSemaphore:
+      return "semaphore";
+    case Primitive::kMultiLock:
+      return "multilock";
+  }
+  return "?";
+}
+
+namespace {
+
+void CheckPrimitive(BenchArgs& args) {
+  if (args.primitive_name == "lock") {
+    args.primitive = Primitive::kLock;
+  } else if (args.primitive_name == "rwlock") {
+    args.primitive = Primitive::kRwLock;
+  } else if (args.primitive_name == "semaphore") {
+    args.primitive = Primitive::kSemaphore;
+  } else if (args.primitive_name == "multilock") {
+    args.primitive = Primitive::kMultiLock;
+  } else {
+    throw UsageError("--primitive " + Quoted(args.primitive_name) +
+                     ": must be lock, rwlock, semaphore or multilock");
+  }
+  if (args.primitive != Primitive::kLock &&
+      (args.mode == BenchMode::kPoll || args.mode == BenchMode::kFloor)) {
+    throw UsageError("--primitive " + args.primitive_name +
+                     " applies to --mode kafka and local only");
+  }
+  if (args.read_share_given && args.primitive != Primitive::kRwLock) {
+    throw UsageError("--read-share applies to --primitive rwlock only");
+  }
+  if (args.permits_given && args.primitive != Primitive::kSemaphore) {
+    throw UsageError("--permits applies to --primitive semaphore only");
+  }
+  if (args.names_given && args.primitive != Primitive::kMultiLock) {
+    throw UsageError("--names applies to --primitive multilock only");
+  }
+  CheckRange("--read-share", args.read_share, 0, 100);
+  CheckRange("--permits", args.permits, 1, 1'000'000);
+  CheckRange("--names", args.names, 1, 256);
+  if (args.primitive == Primitive::kMultiLock && args.locks != 1) {
+    throw UsageError(
+        "--locks does not apply to --primitive multilock (every acquisition "
+        "takes all --names names)");
+  }
+}
+
+}  // namespace
+
 void CheckBenchArgs(BenchArgs& args) {
   if (args.mode_name == "kafka") {
     args.mode = BenchMode::kKafka;
@@ -43,6 +98,7 @@ void CheckBenchArgs(BenchArgs& args) {
   }
   const bool lock_mode =
       args.mode != BenchMode::kPoll && args.mode != BenchMode::kFloor;
+  CheckPrimitive(args);
   CheckRange("--processes", args.processes, 1, 256);
   CheckRange("--threads", args.threads, 1, 256);
   CheckRange("--processes x --threads",
@@ -163,6 +219,16 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
                                 redis};
   if (args.mode == BenchMode::kKafka)
     argv.insert(argv.end(), {"--kafka", kafka});
+  if (args.primitive != Primitive::kLock) {
+    argv.insert(argv.end(), {"--primitive", args.primitive_name});
+  }
+  if (args.primitive == Primitive::kRwLock) {
+    argv.insert(argv.end(), {"--read-share", std::to_string(args.read_share)});
+  } else if (args.primitive == Primitive::kSemaphore) {
+    argv.insert(argv.end(), {"--permits", std::to_string(args.permits)});
+  } else if (args.primitive == Primitive::kMultiLock) {
+    argv.insert(argv.end(), {"--names", std::to_string(args.names)});
+  }
   if (args.mode == BenchMode::kPoll) {
     argv.insert(argv.end(),
                 {"--poll-interval-ms", std::to_string(args.poll_interval_ms)});
@@ -207,6 +273,13 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
 
 std::string BenchLockName(int index) {
   return "bench:" + std::to_string(index);
+}
+
+std::vector<std::string> MultiLockNames(int names) {
+  std::vector<std::string> out;
+  for (int i = 0; i < names; ++i)
+    out.push_back("bench:multi:" + std::to_string(i));
+  return out;
 }
 
 std::string FloorKey(int index) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_analysis.h"
 #include "event_key_options.h"
 #include "lockfleet/config/config.h"
 #include "lockfleet/lockcore/lock_client.h"
@@ -25,6 +26,7 @@ enum class BenchMode {
 };
 
 const char* BenchModeName(BenchMode mode);
+const char* PrimitiveName(Primitive primitive);
 
 struct BenchArgs {
   int processes = 2;
@@ -36,6 +38,14 @@ struct BenchArgs {
   std::string mode_name = "kafka";
   BenchMode mode =
       BenchMode::kKafka;  // from mode_name, set by CheckBenchArgs()
+  // --primitive lock|rwlock|semaphore|multilock: what the contenders take
+  // (see Primitive); `primitive` is set by CheckBenchArgs().
+  std::string primitive_name = "lock";
+  Primitive primitive = Primitive::kLock;
+  int read_share = 90;  // rwlock: % of acquisitions that are reads
+  int permits = 4;      // semaphore: its permits (each acquisition takes 1)
+  int names = 4;        // multilock: names every acquisition takes
+  bool read_share_given = false, permits_given = false, names_given = false;
   int poll_interval_ms = 10;
   bool poll_interval_given = false;      // --poll-interval-ms was given
   bool fair_flag = false;                // --fair given
@@ -87,6 +97,9 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
 
 // The name of lock `index` of a run ("bench:0", ...).
 std::string BenchLockName(int index);
+
+// The names one multilock acquisition takes ("bench:multi:0", ...).
+std::vector<std::string> MultiLockNames(int names);
 
 // The token list of lock `index` in --mode floor.
 std::string FloorKey(int index);

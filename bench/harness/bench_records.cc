@@ -1,5 +1,6 @@
 #include "bench_records.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +18,8 @@ struct Record {
   int32_t lock;
   uint8_t waited;
   uint8_t lost;
-  uint8_t unused[2];
+  uint8_t write;          // --primitive rwlock: a write
+  uint8_t acquire_trips;  // capped at 255
 };
 static_assert(sizeof(Record) == 24);
 
@@ -48,7 +50,9 @@ void RecordWriter::Write(const Section& section) {
                       .lock = section.lock,
                       .waited = section.waited ? uint8_t{1} : uint8_t{0},
                       .lost = section.lost ? uint8_t{1} : uint8_t{0},
-                      .unused = {0, 0}};
+                      .write = section.write ? uint8_t{1} : uint8_t{0},
+                      .acquire_trips = static_cast<uint8_t>(
+                          std::clamp(section.acquire_trips, 0, 255))};
   std::fwrite(&record, sizeof(record), 1, file_);
 }
 
@@ -70,7 +74,9 @@ std::vector<Section> ReadRecords(const std::string& path, int process,
                           .thread = thread,
                           .lock = record.lock,
                           .waited = record.waited != 0,
-                          .lost = record.lost != 0});
+                          .lost = record.lost != 0,
+                          .write = record.write != 0,
+                          .acquire_trips = record.acquire_trips});
   }
   std::fclose(file);
   return out;

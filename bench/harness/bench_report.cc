@@ -28,6 +28,14 @@ double PerAcquisition(double total, uint64_t acquisitions) {
   return acquisitions == 0 ? 0.0 : total / static_cast<double>(acquisitions);
 }
 
+json ToJson(const TripStats& t) {
+  return {{"count", t.count},
+          {"mean", t.mean},
+          {"p50", t.p50},
+          {"p99", t.p99},
+          {"max", t.max}};
+}
+
 json OrNull(const auto& value) { return value ? json(*value) : json(nullptr); }
 
 // "123 us p50, 456 p90, ..." from a percentile object.
@@ -71,6 +79,12 @@ constexpr Figure kFigures[] = {
     {"/redis_cpu_percent", "redis cpu (% of a core)", "%.1f"},
     {"/host_cpu_percent", "host cpu (% of all cores)", "%.1f"},
     {"/jain_index", "fairness (Jain)", "%.3f"},
+    {"/primitive/acquire_round_trips/all/mean", "acquire round trips (mean)",
+     "%.2f"},
+    {"/primitive/acquire_round_trips/waited/mean", "  ... that waited (mean)",
+     "%.2f"},
+    {"/primitive/acquire_round_trips/read_joining_readers/mean",
+     "  ... reads joining readers", "%.2f"},
     {"/releaser_reacquire_share", "back to the releaser", "%.3f"},
 };
 
@@ -209,6 +223,14 @@ json ToJson(const RunResult& r) {
   json out = {
       {"config",
        {{"mode", args.mode_name},
+        {"primitive", args.primitive_name},
+        {"read_share", args.primitive == Primitive::kRwLock
+                           ? json(args.read_share)
+                           : json(nullptr)},
+        {"permits", args.primitive == Primitive::kSemaphore ? json(args.permits)
+                                                            : json(nullptr)},
+        {"names", args.primitive == Primitive::kMultiLock ? json(args.names)
+                                                          : json(nullptr)},
         {"processes", args.processes},
         {"threads", args.threads},
         {"locks", args.locks},
@@ -269,6 +291,27 @@ json ToJson(const RunResult& r) {
         {"during", OrNull(r.clients_during)},
         {"after", OrNull(r.clients_after)}}},
   };
+  if (r.shared) {
+    const SharedAnalysis& s = *r.shared;
+    out["primitive"] = {{"name", args.primitive_name},
+                        {"max_concurrent", s.max_concurrent},
+                        {"waited_handoff_us", ToJson(s.waited_handoff_us)},
+                        {"acquire_round_trips",
+                         {{"all", ToJson(s.trips_all)},
+                          {"not_waited", ToJson(s.trips_unwaited)},
+                          {"waited", ToJson(s.trips_waited)}}}};
+    if (args.primitive == Primitive::kRwLock) {
+      out["primitive"]["reads"] = s.reads;
+      out["primitive"]["writes"] = s.writes;
+      out["primitive"]["waited_read_handoff_us"] =
+          ToJson(s.waited_read_handoff_us);
+      out["primitive"]["waited_write_handoff_us"] =
+          ToJson(s.waited_write_handoff_us);
+      out["primitive"]["acquire_round_trips"]["read_joining_readers"] =
+          ToJson(s.trips_read_joining);
+      out["primitive"]["acquire_round_trips"]["write"] = ToJson(s.trips_write);
+    }
+  }
   if (r.event_latency_us) {
     out["event_latency_us"] = ToJson(*r.event_latency_us);
     out["event_latency_us"]["sent"] = r.event_latency_sent;
@@ -297,6 +340,16 @@ void PrintTable(const json& j, std::ostream& out) {
       c.at("hold_ms").get<int>(), c.at("think_ms").get<int>(),
       c.at("seconds").get<int>());
   out << line;
+  if (c.contains("primitive") && c.at("primitive") != "lock") {
+    out << "  primitive " << c.at("primitive").get<std::string>();
+    if (!c.at("read_share").is_null())
+      out << ", " << c.at("read_share").get<int>() << "% reads";
+    if (!c.at("permits").is_null())
+      out << ", " << c.at("permits").get<int>() << " permits";
+    if (!c.at("names").is_null())
+      out << ", " << c.at("names").get<int>() << " names per acquisition";
+    out << "\n";
+  }
   out << "  redis " << c.at("redis").get<std::string>();
   if (!c.at("kafka").get<std::string>().empty()) {
     out << ", kafka " << c.at("kafka").get<std::string>();
@@ -341,6 +394,34 @@ void PrintTable(const json& j, std::ostream& out) {
       number(j.at("releaser_reacquire_share").get<double>() * 100, "%.1f%%") +
           " of " + std::to_string(j.at("handoffs").get<uint64_t>()) +
           " hand-offs");
+  if (j.contains("primitive")) {
+    const json& p = j.at("primitive");
+    const auto trips = [&](const json& t) {
+      if (t.at("count").get<uint64_t>() == 0) return std::string("none");
+      char text[128];
+      std::snprintf(
+          text, sizeof(text), "mean %.2f  p50 %.0f  p99 %.0f  (%llu)",
+          t.at("mean").get<double>(), t.at("p50").get<double>(),
+          t.at("p99").get<double>(),
+          static_cast<unsigned long long>(t.at("count").get<uint64_t>()));
+      return std::string(text);
+    };
+    const json& rt = p.at("acquire_round_trips");
+    row("acquire-call round trips", trips(rt.at("all")));
+    row("  not waited", trips(rt.at("not_waited")));
+    row("  waited", trips(rt.at("waited")));
+    if (rt.contains("read_joining_readers")) {
+      row("  reads joining readers", trips(rt.at("read_joining_readers")));
+      row("  writes", trips(rt.at("write")));
+      row("reads / writes", std::to_string(p.at("reads").get<uint64_t>()) +
+                                " / " +
+                                std::to_string(p.at("writes").get<uint64_t>()));
+      row("waited hand-off, reads", Gap(p.at("waited_read_handoff_us")));
+      row("waited hand-off, writes", Gap(p.at("waited_write_handoff_us")));
+    }
+    row("most held at once",
+        std::to_string(p.at("max_concurrent").get<uint64_t>()));
+  }
   row("wake-ups", Counts(j.at("wakeups")));
   row("errors", Counts(j.at("errors")));
   const json& res = j.at("resources");

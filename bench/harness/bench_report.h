@@ -30,6 +30,9 @@ struct RunResult {
   std::string kafka;   // "embedded broker (...)", the bootstrap, or ""
   double seconds = 0;  // the timed window
   Analysis analysis;
+  // --primitive other than lock: the per-primitive figures (for rwlock and
+  // semaphore, `analysis` is its base).
+  std::optional<SharedAnalysis> shared;
   std::vector<ProcessResult> processes;
   std::optional<long long> redis_commands;  // INFO commandstats delta
   std::optional<double> redis_cpu_seconds;  // INFO cpu delta (user+sys)

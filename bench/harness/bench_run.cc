@@ -558,8 +558,17 @@ int Bench::Run() {
   }
   if (cpu_before && cpu_after)
     result_.redis_cpu_seconds = *cpu_after - *cpu_before;
-  result_.analysis =
-      Analyze(std::move(sections_), args_.processes, args_.threads);
+  if (args_.primitive == Primitive::kLock) {
+    result_.analysis =
+        Analyze(std::move(sections_), args_.processes, args_.threads);
+  } else {
+    result_.shared = AnalyzeShared(sections_, args_.processes, args_.threads,
+                                   args_.primitive, args_.permits);
+    result_.analysis =
+        args_.primitive == Primitive::kMultiLock
+            ? Analyze(std::move(sections_), args_.processes, args_.threads)
+            : result_.shared->base;
+  }
   if (args_.event_latency > 0) {
     result_.event_latency_us = MeasureEventLatency(
         bootstrap_, args_.fetch_wait_ms, args_.event_latency, args_.event_keys);

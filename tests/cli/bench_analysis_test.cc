@@ -119,5 +119,134 @@ TEST(BenchAnalysisTest, NoSectionsNoHandOffs) {
   EXPECT_DOUBLE_EQ(a.releaser_reacquire_share, 0);
 }
 
+// --primitive rwlock, semaphore and multilock: the interval checkers.
+
+Section Rw(int64_t acquire_ms, int64_t release_ms, bool write, int process,
+           int lock = 0) {
+  Section s = At(acquire_ms, release_ms, process, 0, lock);
+  s.write = write;
+  return s;
+}
+
+TEST(BenchPrimitiveAnalysisTest, OverlappingReadsAreNoViolation) {
+  const CheckResult r = CheckRwLock(
+      {Rw(0, 10, false, 0), Rw(2, 8, false, 1), Rw(5, 12, false, 2)});
+  EXPECT_EQ(r.violations, 0u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, WriteOverlappingAReadIsAViolation) {
+  // A write starting inside a read, and a read starting inside a write.
+  EXPECT_EQ(CheckRwLock({Rw(0, 10, false, 0), Rw(5, 12, true, 1)}).violations,
+            1u);
+  EXPECT_EQ(CheckRwLock({Rw(0, 10, true, 0), Rw(5, 12, false, 1)}).violations,
+            1u);
+  // Two writes.
+  EXPECT_EQ(CheckRwLock({Rw(0, 10, true, 0), Rw(9, 12, true, 1)}).violations,
+            1u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, WriteInsideAnEarlierLongReadIsFound) {
+  // The write overlaps the first read only, not its immediate predecessor.
+  EXPECT_EQ(CheckRwLock(
+                {Rw(0, 100, false, 0), Rw(1, 2, false, 1), Rw(50, 60, true, 2)})
+                .violations,
+            1u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, RwTouchingIntervalsAndOtherLocksDoNotCount) {
+  // Release at 10, acquire at 10: no overlap. Another lock: no conflict.
+  EXPECT_EQ(CheckRwLock({Rw(0, 10, true, 0), Rw(10, 20, true, 1),
+                         Rw(5, 15, true, 2, /*lock=*/1)})
+                .violations,
+            0u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, RwOverlapWithALostLeaseCountsApart) {
+  Section lost = Rw(0, 10, true, 0);
+  lost.lost = true;
+  const CheckResult r = CheckRwLock({lost, Rw(5, 12, false, 1)});
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.lost_overlaps, 1u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, SemaphoreAllowsUpToItsPermits) {
+  std::vector<Section> four;
+  for (int p = 0; p < 4; ++p) four.push_back(At(p, 100, p));
+  EXPECT_EQ(CheckSemaphore(four, 4).violations, 0u);
+  four.push_back(At(50, 60, 4));  // a fifth while four are held
+  EXPECT_EQ(CheckSemaphore(four, 4).violations, 1u);
+  EXPECT_EQ(CheckSemaphore(four, 5).violations, 0u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, SemaphoreCountsEachInstantNotEachPair) {
+  // 2 permits: sections come and go, never more than 2 held at once.
+  EXPECT_EQ(CheckSemaphore({At(0, 10, 0), At(5, 15, 1), At(10, 20, 2),
+                            At(15, 25, 3), At(20, 30, 0)},
+                           2)
+                .violations,
+            0u);
+  // A third starting at 12 while [5,15) and [10,20) are held.
+  EXPECT_EQ(CheckSemaphore(
+                {At(0, 10, 0), At(5, 15, 1), At(10, 20, 2), At(12, 13, 3)}, 2)
+                .violations,
+            1u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, SemaphoreOfOnePermitIsMutualExclusion) {
+  // The multilock check: every acquisition takes all names, recorded on one.
+  EXPECT_EQ(
+      CheckSemaphore({At(0, 1, 0), At(1, 2, 1), At(3, 4, 0)}, 1).violations,
+      0u);
+  EXPECT_EQ(
+      CheckSemaphore({At(0, 10, 0), At(1, 2, 1), At(5, 6, 2)}, 1).violations,
+      2u);
+}
+
+TEST(BenchPrimitiveAnalysisTest, SharedAnalysisRoundTripsAndHandOffs) {
+  // Reads 0 [0,10) and 1 [2,8) (joining a reader, 1 round trip); write 2
+  // waits and gets in at 11, 1 ms after the last release (10); read 3
+  // waited behind the write and gets in 2 ms after its release at 20.
+  Section r0 = Rw(0, 10, false, 0);
+  r0.acquire_trips = 1;
+  Section r1 = Rw(2, 8, false, 1);
+  r1.acquire_trips = 1;
+  Section w2 = Rw(11, 20, true, 2);
+  w2.waited = true;
+  w2.acquire_trips = 3;
+  Section r3 = Rw(22, 30, false, 3);
+  r3.waited = true;
+  r3.acquire_trips = 2;
+  const SharedAnalysis a =
+      AnalyzeShared({r0, r1, w2, r3}, 4, 1, Primitive::kRwLock, 0);
+  EXPECT_EQ(a.base.acquisitions, 4u);
+  EXPECT_EQ(a.base.violations, 0u);
+  EXPECT_EQ(a.reads, 3u);
+  EXPECT_EQ(a.writes, 1u);
+  EXPECT_EQ(a.max_concurrent, 2u);
+  EXPECT_EQ(a.trips_read_joining.count, 1u);
+  EXPECT_DOUBLE_EQ(a.trips_read_joining.mean, 1.0);
+  EXPECT_EQ(a.trips_waited.count, 2u);
+  EXPECT_DOUBLE_EQ(a.trips_waited.mean, 2.5);
+  EXPECT_DOUBLE_EQ(a.trips_all.mean, 7.0 / 4);
+  EXPECT_EQ(a.waited_write_handoff_us.count, 1u);
+  EXPECT_DOUBLE_EQ(a.waited_write_handoff_us.p50, 1000);
+  EXPECT_EQ(a.waited_read_handoff_us.count, 1u);
+  EXPECT_DOUBLE_EQ(a.waited_read_handoff_us.p50, 2000);
+  EXPECT_EQ(a.base.handoff_us.count, 2u);
+  EXPECT_DOUBLE_EQ(a.base.jain_index, 1.0);
+}
+
+TEST(BenchPrimitiveAnalysisTest, SharedAnalysisSemaphoreViolationsAndJain) {
+  // 2 permits; process 0 takes three, process 1 one, and the last one
+  // starts while two are held.
+  const SharedAnalysis a =
+      AnalyzeShared({At(0, 10, 0), At(1, 10, 1), At(5, 6, 0), At(20, 21, 0)}, 2,
+                    1, Primitive::kSemaphore, 2);
+  EXPECT_EQ(a.base.violations, 1u);
+  EXPECT_EQ(a.base.per_contender, (std::vector<uint64_t>{3, 1}));
+  EXPECT_NEAR(a.base.jain_index, 16.0 / 20, 1e-12);
+  EXPECT_EQ(a.max_concurrent, 3u);
+}
+
 }  // namespace
 }  // namespace lockfleet::cli
