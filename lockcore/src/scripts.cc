@@ -230,6 +230,22 @@ local function sem_hand_off(now, claim_ms)
   end
   return handed
 end
+-- An acquire refused: queues `id` (once) with its waiter entry `entry`
+-- (nil: not queued) and refreshes its presence; returns the refusal {0,
+-- free, ms until the earliest set's lease ends (-1: none), handed}.
+local function sem_refused(id, entry, presence, now, free, handed)
+  if entry then
+    if redis.call('HSET', KEYS[4], id, entry) == 1 then
+      redis.call('RPUSH', KEYS[3], id)
+    end
+    local keep = presence * 2
+    if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
+    if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+  end
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local wait = first[2] and math.max(0, tonumber(first[2]) - now) or -1
+  return {0, math.max(0, free), wait, handed}
+end
 -- The call `id` has ended (released or given up) and a try of it may still
 -- run late: leave a tombstone (KEYS[6]) that the acquire script refuses.
 local function sem_bury(ms)
@@ -553,18 +569,8 @@ if k <= free and (not head or head == id) then
   sem_create(id, k, now + lease)
   return {1, k, handed}
 end
-if ARGV[5] == '1' then
-  local presence = tonumber(ARGV[4])
-  if redis.call('HSET', KEYS[4], id, (now + presence) .. '|' .. k) == 1 then
-    redis.call('RPUSH', KEYS[3], id)
-  end
-  local keep = presence * 2
-  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
-  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
-end
-local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local wait = first[2] and math.max(0, tonumber(first[2]) - now) or -1
-return {0, math.max(0, free), wait, handed}
+return sem_refused(id, ARGV[5] == '1' and (now + tonumber(ARGV[4])) .. '|' .. k,
+                   tonumber(ARGV[4]), now, free, handed)
 )lua"));
   return script;
 }
@@ -701,18 +707,9 @@ if mine > 0 or (k <= free and (ARGV[9] ~= '1' or not head or head == id)) then
   leave_queue()
   return {1, k, handed, sem_create(id, k, now + lease, owner)}
 end
-if ARGV[5] == '1' and ARGV[9] == '1' then
-  local presence = tonumber(ARGV[4])
-  if redis.call('HSET', KEYS[4], id, (now + presence) .. '|' .. k .. '|' .. owner) == 1 then
-    redis.call('RPUSH', KEYS[3], id)
-  end
-  local keep = presence * 2
-  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
-  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
-end
-local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local wait = first[2] and math.max(0, tonumber(first[2]) - now) or -1
-return {0, math.max(0, free), wait, handed}
+local queue = ARGV[5] == '1' and ARGV[9] == '1'
+return sem_refused(id, queue and (now + tonumber(ARGV[4])) .. '|' .. k .. '|' .. owner,
+                   tonumber(ARGV[4]), now, free, handed)
 )lua"));
   return script;
 }
