@@ -26,8 +26,9 @@ constexpr char kProduceDescription[] =
     "Produce jobs to the jobs topic: JSON lines from FILE (or stdin), or a "
     "generated flash sale.";
 constexpr char kProduceFooter[] =
-    R"(Each input line is one job, {"id","lock","type","payload"} (see
-docs/worker.md); blank lines and lines starting with '#' are skipped. Every
+    R"(Each input line is one job, {"id","lock","type","payload"}, optionally
+with "limit" and "lock_mode" (see docs/worker.md); blank lines and lines
+starting with '#' are skipped. Every
 line is checked before anything is sent, so a bad file sends nothing. Records
 are keyed by the job's lock. --flash-sale N generates N inventory.purchase
 jobs ("order-<i>" on "product:<i mod --products>", buyer "buyer-<i>")

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "command.h"
+#include "lock_held.h"
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/error.h"
 
@@ -60,6 +61,13 @@ void ReportWaiting(const LockRequest& request, const std::string& blocked_on,
     PrintError("waiting for " +
                PermitsNoun(request.semaphore->take, blocked_on) + " (" +
                holder + " free; " + how + "; retrying at least every " +
+               config::FormatDuration(request.locks.park_cap) + ")");
+    return;
+  }
+  if (request.rw_mode) {
+    PrintError("waiting for " + RwNoun(blocked_on, *request.rw_mode) +
+               (holder.empty() ? "" : " held by " + holder) + " (" + how +
+               "; retrying at least every " +
                config::FormatDuration(request.locks.park_cap) + ")");
     return;
   }
@@ -177,6 +185,29 @@ AcquireAllResult AcquireAllLocks(LockClient& client, const LockRequest& request,
 
 // As AcquireLock: a first try, Kafka ready, then the wait (a try never
 // queues; the wait does, in arrival order).
+RwResult AcquireRwLock(LockClient& client, const LockRequest& request,
+                       const RwOptions& options, notifier::KafkaNotifier* kafka,
+                       std::optional<Steady::time_point> deadline) {
+  const std::string& name = request.names.front();
+  ReadWriteLock rw = client.ReadWriteLock(name);
+  const RwMode mode = *request.rw_mode;
+  return TryThenWait(
+      request, options.stop, kafka, deadline,
+      [&] { return rw.TryAcquire(mode, options); },
+      [&](const RwResult&) {
+        std::string holders;
+        try {
+          holders = DescribeRwHolders(rw.Inspect());
+        } catch (const Error&) {  // only a report: the wait tells
+        }
+        ReportWaiting(request, name, holders, kafka);
+      },
+      [&] {
+        return rw.AcquireUntil(
+            mode, deadline.value_or(Steady::time_point::max()), options);
+      });
+}
+
 PermitResult AcquirePermits(LockClient& client, const LockRequest& request,
                             const PermitOptions& options,
                             notifier::KafkaNotifier* kafka,

@@ -22,6 +22,7 @@
 #include "lock_run.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
@@ -43,6 +44,14 @@ AcquireResult AcquireLock(
 AcquireAllResult AcquireAllLocks(
     LockClient& client, const LockRequest& request,
     const AcquireOptions& options, notifier::KafkaNotifier* kafka,
+    std::optional<std::chrono::steady_clock::time_point> deadline);
+
+// The same for request.rw_mode's hold of the read-write lock
+// request.names[0]. With --verbose, the waiting report names its holders
+// (one ReadWriteLock::Inspect).
+RwResult AcquireRwLock(
+    LockClient& client, const LockRequest& request, const RwOptions& options,
+    notifier::KafkaNotifier* kafka,
     std::optional<std::chrono::steady_clock::time_point> deadline);
 
 // The same for request.semaphore's permits of the semaphore

@@ -14,6 +14,7 @@
 #include "lockfleet/config/duration.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/multi_lock.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "option_range.h"
 
@@ -45,6 +46,26 @@ once all are held; losing any of them stops COMMAND as for one lock (exit
 76); all are released when it ends, newest first. Each is an ordinary lock:
 'lockfleet lock A' elsewhere excludes 'lockfleet lock A B'. At most )" +
       std::to_string(kMaxMultiLockNames) + R"( NAMEs.
+
+Read-write locks (--read, --write): many readers of a catalogue, one writer
+of it. With --read, lockfleet takes the read lock of the read-write lock
+NAME: any number of 'lockfleet lock --read NAME' commands run at once. With
+--write, its write lock: the command runs alone, with no reader and no
+other writer of NAME. Waiting is in arrival order: a --write waits for the
+readers before it, and readers that come after a waiting --write wait for
+it (a stream of readers never starves a writer); a release that frees the
+lock lets every reader at the head of the line run at once. The read-write
+lock NAME is not the lock NAME: 'lockfleet lock NAME' (without --read or
+--write) does not exclude either, so give every command on one NAME the
+same kind. One NAME only (no multi-lock of read-write locks). COMMAND gets
+LOCKFLEET_NAME, LOCKFLEET_MODE (read or write) and LOCKFLEET_TOKEN: under
+--write the fencing token of this grant, which it also gets as
+LOCKFLEET_FENCE; under --read the token of the last write grant (0: never
+written: what state it reads), and no LOCKFLEET_FENCE (every reader has
+that token: it fences nothing). Also LOCKFLEET_LOCKS=1, LOCKFLEET_NAME_1
+and, under --write, LOCKFLEET_FENCE_1. --no-fair, --wait, --lease, signals,
+Kafka and the exit statuses work as for a lock (75: the holders are named;
+76: the hold's lease expired).
 
 Whatever the number of NAMEs, COMMAND also gets LOCKFLEET_LOCKS (how many)
 and, for the i-th NAME as given (i = 1, 2, ...), LOCKFLEET_NAME_<i> and
@@ -82,7 +103,8 @@ ignored: give every process that shares the topic the same key.
 Exit status:
   N        COMMAND's own exit status (128+S if signal S killed it)
   2        bad arguments: missing NAME or COMMAND, an empty or repeated
-           NAME, too many NAMEs, bad duration, bad URL, Kafka bootstrap or
+           NAME, too many NAMEs, --read with --write, or either with
+           several NAMEs, bad duration, bad URL, Kafka bootstrap or
            event key, or a bad --config file (each error names
            FILE:LINE:COL)
   69       Redis unreachable, timed out or refused authentication, or
@@ -115,6 +137,8 @@ Environment (without --config):
 Examples:
   lockfleet lock --wait 30s nightly-backup -- ./backup.sh --full
   lockfleet lock --wait 1m stock:A stock:B -- ./move-stock.sh A B
+  lockfleet lock --read catalogue -- ./export-catalogue.sh
+  lockfleet lock --write --wait 10m catalogue -- ./rebuild-catalogue.sh
   lockfleet lock --kafka kafka1:9092,kafka2:9092 deploy -- ./deploy.sh
   lockfleet lock --config /etc/lockfleet/worker.yaml reindex -- ./reindex)";
 }
@@ -157,6 +181,8 @@ struct LockArgs {
   std::string replica_timeout;
   bool verbose = false;
   bool no_fair = false;
+  bool read = false;               // lock: --read
+  bool write = false;              // lock: --write
   std::vector<std::string> names;  // every word before "--" but options
   long long permits = 0;           // semaphore: --permits
   long long take = 1;              // semaphore: --take
@@ -271,13 +297,32 @@ SemaphoreRequest ValidateSemaphore(const LockArgs& args,
   return semaphore;
 }
 
+// --read / --write: one of them, with one NAME (ValidateLockNames first).
+std::optional<RwMode> ValidateRwMode(const LockArgs& args) {
+  if (!args.read && !args.write) return std::nullopt;
+  const std::string flag = args.read ? "--read" : "--write";
+  if (args.names.size() > 1) {
+    throw UsageError(flag + " takes one lock NAME, not " +
+                     std::to_string(args.names.size()) +
+                     ": a read-write lock is one lock (several NAMEs, a "
+                     "multi-lock, are plain locks only)");
+  }
+  return args.read ? RwMode::kRead : RwMode::kWrite;
+}
+
 LockRequest Validate(const LockArgs& args, const Context& context,
                      bool semaphore) {
   LockRequest request;
   if (semaphore) {
     request.semaphore = ValidateSemaphore(args, context);
   } else {
+    if (args.read && args.write) {
+      throw UsageError(
+          "--read and --write exclude each other: a hold of a read-write "
+          "lock is one or the other");
+    }
     ValidateLockNames(args, context);
+    request.rw_mode = ValidateRwMode(args);
   }
   request.names = args.names;
   request.command = context.trailing_args;
@@ -360,7 +405,9 @@ Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
     formatter.SetSynopsis(app,
                           "[OPTIONS] NAME -- COMMAND [ARGS...]\n"
                           "   or: lockfleet lock [OPTIONS] NAME NAME... -- "
-                          "COMMAND [ARGS...]");
+                          "COMMAND [ARGS...]\n"
+                          "   or: lockfleet lock [OPTIONS] --read|--write "
+                          "NAME -- COMMAND [ARGS...]");
     app->footer(LockFooter());
   }
   // "the lock ... are" reads oddly; "the lock(s)" covers a multi-lock.
@@ -427,6 +474,14 @@ Subcommand AddHoldCommand(CLI::App& parent, HelpFormatter& formatter,
                  config::FormatDuration(LockRequest{}.kill_after))
           ->type_name("DURATION");
   if (!semaphore) {
+    app->add_flag("--read", args->read,
+                  "Hold the read lock of the read-write lock NAME: run beside "
+                  "other --read holders of NAME, never beside a --write one "
+                  "(one NAME)");
+    app->add_flag("--write", args->write,
+                  "Hold the write lock of the read-write lock NAME: run alone, "
+                  "with no --read or other --write holder of NAME (one NAME; "
+                  "the read-write lock NAME is not the lock NAME)");
     app->add_flag(
         "--no-fair", args->no_fair,
         "Barge instead of queueing: do not wait in line behind earlier "

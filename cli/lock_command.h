@@ -2,14 +2,19 @@
 //
 //   lockfleet lock [--redis URL] [--wait DURATION] [--lease DURATION]
 //                  [--kafka BOOTSTRAP] [--kill-after DURATION] [-v]
-//                  [--park-cap DURATION] NAME [NAME...] -- COMMAND [ARGS...]
+//                  [--park-cap DURATION] [--read|--write]
+//                  NAME [NAME...] -- COMMAND [ARGS...]
 //
 // flock(1) across machines, like `etcdctl lock` or `consul lock`: waits for
 // lock NAME, runs COMMAND with LOCKFLEET_NAME and LOCKFLEET_FENCE in its
 // environment while the lease watchdog keeps the lock alive, then releases
 // the lock and exits with COMMAND's status. Several NAMEs are taken
 // all-or-nothing (a multi-lock; COMMAND gets LOCKFLEET_LOCKS,
-// LOCKFLEET_NAME_<i> and LOCKFLEET_FENCE_<i>). With Kafka (--kafka), releases
+// LOCKFLEET_NAME_<i> and LOCKFLEET_FENCE_<i>). With --read or --write (one
+// NAME), COMMAND runs under the read-write lock NAME (lockcore's
+// ReadWriteLock) in that mode instead: readers side by side, a writer alone
+// (COMMAND gets LOCKFLEET_MODE and LOCKFLEET_TOKEN, and LOCKFLEET_FENCE only
+// as a writer). With Kafka (--kafka), releases
 // wake waiters in other processes at once (see kafka_wakeups.h). The help
 // text (LockFooter() in the .cc) lists every exit status.
 #pragma once

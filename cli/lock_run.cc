@@ -29,6 +29,7 @@
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
@@ -94,7 +95,13 @@ class LockRun {
   int HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
                   Steady::time_point start,
                   std::optional<Steady::time_point> deadline);
-  // "lock 'X'", "locks 'A', 'B'" or "semaphore 'S'": what is waited for.
+  // The read-write form (`lockfleet lock --read|--write`): takes the
+  // read-write lock in request_.rw_mode under `owner` and runs COMMAND.
+  int HoldRw(LockClient& client, notifier::KafkaNotifier* kafka,
+             const std::string& owner, Steady::time_point start,
+             std::optional<Steady::time_point> deadline);
+  // "lock 'X'", "locks 'A', 'B'", "read-write lock 'X' (read)" or
+  // "semaphore 'S'": what is waited for.
   std::string Noun() const;
   // Runs COMMAND under `held` (every lock of request_.names, or the
   // semaphore's permits), then releases.
@@ -202,6 +209,9 @@ int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   std::optional<Steady::time_point> deadline;
   if (request_.wait) deadline = start + *request_.wait;
   if (request_.semaphore) return HoldPermits(client, kafka, start, deadline);
+  if (request_.rw_mode) {
+    return HoldRw(client, kafka, options.owner, start, deadline);
+  }
   if (request_.names.size() == 1) {
     AcquireResult result =
         AcquireLock(client, request_, options, kafka, deadline);
@@ -251,7 +261,48 @@ int LockRun::HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
   return kExitTimedOut;
 }
 
+int LockRun::HoldRw(LockClient& client, notifier::KafkaNotifier* kafka,
+                    const std::string& owner, Steady::time_point start,
+                    std::optional<Steady::time_point> deadline) {
+  const std::string& name = request_.names.front();
+  RwOptions options;
+  options.owner = owner;
+  options.stop = stop_.get_token();
+  options.on_lost = [this](const std::string& lost, int64_t token) {
+    OnLost(lost, token);
+  };
+  RwResult result = AcquireRwLock(client, request_, options, kafka, deadline);
+  if (result) return RunCommand(Holding(std::move(result.lease)), start);
+  if (result.status == AcquireStatus::kCancelled) {
+    return NotAcquired(result.status, name, "", milliseconds(0));
+  }
+  // Who holds it now (one snapshot; best effort: it only explains).
+  std::string holders;
+  try {
+    holders = DescribeRwHolders(client.ReadWriteLock(name).Inspect());
+  } catch (const Error&) {
+  }
+  const std::string what = Noun();
+  std::string message = *request_.wait == milliseconds(0)
+                            ? what + " is busy (--wait 0)"
+                            : "timed out after " +
+                                  config::FormatDuration(*request_.wait) +
+                                  " waiting for " + what;
+  if (!holders.empty()) {
+    message += ": held by " + holders;
+  } else if (!result.last_error.empty()) {
+    // After a Redis outage that outlasted the wait, its error says more.
+    message += " (Redis: " + result.last_error + ")";
+  } else {
+    message += ": it was freed just as the wait ended";
+  }
+  PrintError(message);
+  return kExitTimedOut;
+}
+
 std::string LockRun::Noun() const {
+  if (request_.rw_mode)
+    return RwNoun(request_.names.front(), *request_.rw_mode);
   return request_.semaphore ? "semaphore " + Quoted(request_.names.front())
                             : LocksNoun(request_.names);
 }
@@ -418,6 +469,7 @@ int LockRun::RunCommand(Holding held, Steady::time_point wait_start) {
                " while COMMAND ran: " +
                (request_.semaphore
                     ? "their lease expired or they were released by id"
+                : request_.rw_mode ? "its lease expired"
                 : lost_grants.size() == 1
                     ? "its lease expired or it was force-unlocked"
                     : "their leases expired or they were force-unlocked") +

@@ -1,7 +1,8 @@
 // Running `lockfleet lock` once its command line is validated: acquire the
 // lock (or, with several NAMEs, all of them: a multi-lock, see
-// lockfleet/lockcore/multi_lock.h), run COMMAND under it while the watchdog
-// renews the lease(s), release.
+// lockfleet/lockcore/multi_lock.h; with --read or --write, the read-write
+// lock NAME in that mode, see lockfleet/lockcore/rwlock.h), run COMMAND under
+// it while the watchdog renews the lease(s), release.
 //
 // Several threads meet here: the main thread (acquire, spawn, waitpid,
 // release), the signal watcher (SIGINT/SIGTERM/SIGHUP cancel the wait, or are
@@ -32,6 +33,7 @@
 #include "command.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/redis_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/notifier/kafka_notifier.h"
 
 namespace lockfleet::cli {
@@ -70,6 +72,10 @@ struct LockRequest {
   // Set: `lockfleet semaphore` — names holds the semaphore's name (one),
   // and COMMAND runs under its permits instead of a lock.
   std::optional<SemaphoreRequest> semaphore;
+  // Set: `lockfleet lock --read|--write` — names holds one name, and COMMAND
+  // runs under the read-write lock of that name, in this mode, instead of
+  // the plain lock.
+  std::optional<RwMode> rw_mode;
 };
 
 // Runs `request` and returns the exit status documented in `lockfleet lock

@@ -25,6 +25,7 @@
 #include "cli/worker_process.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/metrics/http.h"
 #include "lockfleet/metrics/scrape.h"
 #include "lockfleet/notifier/embedded_broker.h"
@@ -246,6 +247,49 @@ TEST_F(WorkerCliTest, ACrashRedeliversUnfinishedJobsAndSkipsFinishedOnes) {
   EXPECT_EQ(second->Wait(kLong), 0) << second->Stderr();
   EXPECT_FALSE(Done(jobs[0]));
   EXPECT_FALSE(LockClient(redis_).Inspect("report").locked);
+}
+
+// Jobs from the topic with "lock_mode": "read" on one lock run side by side
+// (one worker, two threads: both read holds at once); a record with an
+// unknown lock_mode is refused, dead-lettered with the reason and counted.
+TEST_F(WorkerCliTest, ReadJobsShareTheirLockAndABadLockModeIsDeadLettered) {
+  StartBroker();
+  const std::string config = WriteConfig(R"(worker:
+  threads: 2
+  grace_period: 0
+  sources:
+    kafka_jobs: {enabled: true, group: rw-test}
+)");
+  worker::Job r1 = Sleep("r1", "catalogue", 600'000);
+  r1.lock_mode = lockfleet::config::LockMode::kRead;
+  worker::Job r2 = r1;
+  r2.id = "r2";
+  {
+    notifier::JobProducer producer({.bootstrap = broker_->bootstrap()});
+    producer.Produce("catalogue",
+                     R"({"id":"bad","lock":"catalogue","type":"sleep",)"
+                     R"("lock_mode":"sideways"})");
+    producer.Produce(r1.lock, worker::EncodeJob(r1));
+    producer.Produce(r2.lock, worker::EncodeJob(r2));
+    ASSERT_EQ(producer.Flush(seconds(30)), 0u);
+  }
+  auto w = StartWorker(config, "w");
+  LockClient locks(redis_);
+  ReadWriteLock catalogue = locks.ReadWriteLock("catalogue");
+  ASSERT_TRUE(
+      WaitUntil([&] { return catalogue.Inspect().holders.size() == 2; }, kLong))
+      << w->Stderr();
+  EXPECT_FALSE(catalogue.Inspect().write_locked());
+  ASSERT_TRUE(WaitUntil([&] { return Jobs(*w, "failed") == 1; }, kLong))
+      << w->Stderr();
+  const std::string letter =
+      redis_->Execute({"LINDEX", "lockfleet:jobs:dead", "0"}).str;
+  EXPECT_TRUE(letter.starts_with(
+      R"(malformed: field 'lock_mode': expected "read" or "write")"))
+      << letter;
+  w->Signal(SIGTERM);  // grace 0: cancelled, handed back
+  EXPECT_EQ(w->Wait(kLong), 0) << w->Stderr();
+  EXPECT_TRUE(catalogue.Inspect().holders.empty()) << "both holds given back";
 }
 
 TEST_F(WorkerCliTest, GracefulShutdownFinishesRunningJobsAndLosesNone) {
