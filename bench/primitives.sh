@@ -11,7 +11,9 @@
 #   bench/primitives.sh [--seconds S]
 #
 # Environment: LOCKFLEET (default build/cli/lockfleet), PROCS (default
-# "2 8 16"), CONFIGS (labels to run; default all).
+# "2 8 16"), CONFIGS (labels to run; default all but semaphore-1).
+# bench/primitives.md ran it as: the default; PROCS=32 CONFIGS="semaphore-4
+# rwlock-90r lock"; PROCS="2 32" CONFIGS=semaphore-1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -29,6 +31,8 @@ declare -A args=(
   [rwlock-90r]="--primitive rwlock --read-share 90"
   [rwlock-10r]="--primitive rwlock --read-share 10"
   [semaphore-4]="--primitive semaphore --permits 4"
+  # Contended at P = 2 too (4 permits never are): for "flat in P".
+  [semaphore-1]="--primitive semaphore --permits 1"
   [multilock-4]="--primitive multilock --names 4"
   [lock]="--primitive lock"
 )
@@ -39,9 +43,9 @@ for p in ${PROCS:-2 8 16}; do
     # shellcheck disable=SC2086
     out="$("$lockfleet" bench ${args[$label]} --processes "$p" \
       --seconds "$seconds" --hold-ms 1 --json)" || status=$?
-    echo "$out" | jq -c --arg label "$label" --arg load "$load" \
-      '. + {label: $label, loadavg: $load}' >>"$raw"
-    echo "$out" | jq -r --arg label "$label" --arg load "$load" \
-      '"\($label) P=\(.config.processes): \(.acquisitions_per_second|floor) acq/s, viol \(.violations), rt/acq \(.redis_calls_per_acquisition*100|round/100), cmd/acq \((.redis_commands_per_acquisition // 0)*10|round/10), handoff p50/p99 \(.handoff_us.p50|round)/\(.handoff_us.p99|round) us, jain \(.jain_index*1000|round/1000), acquire rt \(.primitive.acquire_round_trips // {} | tostring), load \($load)"'
+    echo "$out" | jq -c --arg lbl "$label" --arg load "$load" \
+      '. + {"label": $lbl, "loadavg": $load}' >>"$raw"
+    echo "$out" | jq -r --arg lbl "$label" --arg load "$load" \
+      '"\($lbl) P=\(.config.processes): \(.acquisitions_per_second|floor) acq/s, viol \(.violations), rt/acq \(.redis_calls_per_acquisition*100|round/100), cmd/acq \((.redis_commands_per_acquisition // 0)*10|round/10), handoff p50/p99 \(.handoff_us.p50|round)/\(.handoff_us.p99|round) us, jain \(.jain_index*1000|round/1000), acquire rt \(.primitive.acquire_round_trips // {} | tostring), load \($load)"'
   done
 done
