@@ -86,8 +86,8 @@
  *                     remote grantee (with UNBOUNDED_PARK)
  *   MUT_LISTEN_LATE   the wait slot is registered at the park, not before
  *                     the first attempt (with UNBOUNDED_PARK)
- *   FIX_UPGRADE_HANDOFF a proposed fix of the model's finding (README): the
- *                     -4 branch hands off again after leaving the queue
+ *   MUT_NO_UPGRADE_HANDOFF the model's finding (README), re-introduced: the
+ *                     -4 branch leaves the queue without handing off again
  *   TRACE / NOHIDDEN  readable BFS counter-examples
  *   COVER             reachability probes: LOCKFLEET_COVER=<n> in pan's
  *                     environment turns probe n into a failing assertion
@@ -762,8 +762,8 @@ inline rw_acquire(w, wmode, own, waitflag, fresh) {
 #ifndef MUT_ANY_MODE
         :: wmode && mine_ > 0 && wr_ == 0 ->   /* an upgrade: refused */
            leave_queue(w);
-#ifdef FIX_UPGRADE_HANDOFF
-           sem_hand_off();                     /* (not in the script) */
+#ifndef MUT_NO_UPGRADE_HANDOFF
+           sem_hand_off();                     /* (the model's finding) */
 #endif
            g_res = 4;
            REACHED(2);

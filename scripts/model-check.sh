@@ -121,9 +121,8 @@ done
 # (owner 1: nested calls, reentrancy, downgrade, upgrade), c2 owner 2;
 # -DNO_NEST: every slot its own owner. All pass checks run -O0: pan.c is
 # big and -O2 costs more to build than it saves below ~2 million states.
-# rw-shared-handoff is a finding of this model (model/README.md), not fixed:
-# it must keep failing until the script is fixed (then -DFIX_UPGRADE_HANDOFF
-# describes the fix and the check becomes a pass check).
+# rw-shared-handoff checks the fix of this model's finding (model/README.md);
+# rw-mut-upgrade-handoff re-introduces the finding and must fail.
 RW_CC="-O0 -DSAFETY -DMEMLIM=2048"
 RW_LIVE_CC="-O0 -DNFAIR=3 -DMEMLIM=2048"
 RW_ANSWERED="-DUNANSWERED=0 -DNO_UNANSWERED_END"
@@ -135,7 +134,8 @@ CHECKS+=(
   "rw-fair|pass|-DNO_NEST -DTRY_CALLS -DNO_LEASE_END -DWRITERS=2 -DREADERS=4 $RW_ANSWERED|$RW_CC|-m1000000 -w21|read-write lock (f) FIFO, (h) every fitting reader handed, and the rest: 3 owners (c0 reads or writes, c1 writes, c2 reads), waits and tries, lost replies, lapses"
   "rw-late|pass|-DNO_NEST -DNS=2 -DLATE_TRY $RW_ANSWERED -DCHECK_TOMB -DCHECK_EXCL -DCHECK_BELIEF -DCHECK_BOOK -DCHECK_TOKEN|$RW_CC|-m1000000 -w22|read-write lock (a)(b)(c)(t)(g) with held-up tries (late tries after the call ended meet the tombstone); 2 owners"
   "rw-shared|pass|-DSHARED_OWNER -DREADERS=2 -DNO_LEASE_END $RW_ANSWERED $RW_NOH|$RW_CC|-m1000000 -w21|read-write lock, owner 1 a custom token of two threads (c1 reads; no fresh): everything but (h); lost replies, lapses"
-  "rw-shared-handoff|fail:assertion violated .*\\(used\\+w_k\\[q\\[i_\\]\\]\\)>8|-DSHARED_OWNER -DREADERS=2 -DCHECK_ALL_HANDED $RW_BUG|$BUG_CC|-w20|finding (not fixed): a queued write of a shared owner refused as an upgrade (-4) leaves the queue without handing off: readers behind it wait for their park bound, (h) fails"
+  "rw-shared-handoff|pass|-DSHARED_OWNER -DREADERS=2 -DCHECK_ALL_HANDED $RW_ANSWERED -DNO_EXPIRY|$RW_CC|-m1000000 -w21|read-write lock (h) with a shared owner token: a queued write refused as an upgrade (-4) hands on what its place blocked (the model's finding, fixed)"
+  "rw-mut-upgrade-handoff|fail:assertion violated .*\\(used\\+w_k\\[q\\[i_\\]\\]\\)>8|-DSHARED_OWNER -DREADERS=2 -DCHECK_ALL_HANDED -DMUT_NO_UPGRADE_HANDOFF $RW_BUG|$BUG_CC|-w20|mutation (the model's finding): the -4 branch leaves the queue without handing off: readers behind it wait for their park bound, (h) fails"
   "rw-live|pass|-DLIVENESS -DTRY_CALLS|$RW_LIVE_CC|-a -f -m1000000 -w20 -N live0|read-write lock (d) a waiter that does not give up is granted (weak fairness, bounded park); nested leases and owner 2"
   "rw-wake|pass|-DLIVENESS -DNO_NEST -DUNBOUNDED_PARK -DWRITERS=2 -DREADERS=4|$RW_LIVE_CC|-a -f -m1000000 -w20 -N live0|read-write lock (d) with parks woken only by hand-off wakes: one release hands several readers and one event wakes them all; 3 owners (c0 reads or writes, c1 writes, c2 reads)"
   "rw-mut-mode|fail:assertion violated .*s_own\\[v_\\]==wo_|-DMUT_ANY_MODE -DCHECK_EXCL $RW_BUG|$BUG_CC|-w20|mutation: the reentrancy check ignores the mode: a write beside the owner's reads (an upgrade) past the queue, (a) must fail"

@@ -693,8 +693,11 @@ if ARGV[8] ~= '1' then
   mine, writes = tonumber(c[1] or '0'), tonumber(c[2] or '0')
 end
 if k > 1 and mine > 0 and writes == 0 then
-  -- A reader asking to write: it would wait for itself. Refused.
+  -- A reader asking to write: it would wait for itself. Refused. Queued (its
+  -- owner token is shared, and another thread of it got a read meanwhile),
+  -- it blocked those behind it: they may fit now (found by model/rwlock.pml).
   leave_queue()
+  for _, h in ipairs(sem_hand_off(now, tonumber(ARGV[6]))) do table.insert(handed, h) end
   return {-4, 0, 0, handed}
 end
 local permits = tonumber(redis.call('HGET', KEYS[1], 'permits'))

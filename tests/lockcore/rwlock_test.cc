@@ -319,6 +319,44 @@ TEST_F(RwLockTest, OnlyAReleaseThatLetsSomeoneInIsAnnounced) {
   EXPECT_TRUE(sem_waiter.get());
 }
 
+// Found by model/rwlock.pml: with an owner token shared by two threads, a
+// queued write refused as an upgrade (another thread of the token got a
+// read meanwhile) must hand on what its place in the queue blocked — the
+// script does, and so does the refused call's give-up.
+TEST_F(RwLockTest, AWriteRefusedAsAnUpgradeHandsOnWhatItsPlaceBlocked) {
+  auto x = Connected();
+  auto c1 = Connected();
+  auto c0 = Connected();
+  RwResult wx = x->ReadWriteLock("shared").TryAcquire(kWrite, {.owner = "x"});
+  ASSERT_TRUE(wx);
+  auto read1 = Queue(*c1, "shared", kRead, 1, {.owner = "shared"});
+  auto write0 = Queue(*c0, "shared", kWrite, 2, {.owner = "shared"});
+  const Reply queue =
+      redis_->Execute({"LRANGE", "lockfleet:{shared}:rwlock:queue", "0", "-1"});
+  ASSERT_EQ(queue.elements.size(), 2u);
+  const std::string write0_id = queue.elements[1].str;
+  // The read is handed on; the write, now first, does not fit and stays.
+  ASSERT_EQ(wx.lease.Release(), ReleaseStatus::kReleased);
+  RwResult r1 = read1.get();
+  ASSERT_TRUE(r1);
+  // A reader queues behind the write, as FIFO wants.
+  auto read2 = Queue(*x, "shared", kRead, 2, {.owner = "x"});
+  // The write tries again (woken as by its park bound): refused as an
+  // upgrade, it leaves — and the reader behind it gets the lock now, woken
+  // by the event of that hand-off, not by its bound.
+  UnlockEvent wake;
+  wake.lock = "shared";
+  wake.cause = UnlockCause::kPermits;
+  wake.next_waiter = write0_id;
+  wake.client_id = "test";
+  c0->DeliverUnlockEvent(wake);
+  EXPECT_EQ(CodeOf([&] { write0.get(); }), ErrorCode::kInvalidArgument);
+  ASSERT_EQ(read2.wait_for(seconds(10)), std::future_status::ready)
+      << "the reader behind the refused write waits for its park bound";
+  EXPECT_TRUE(read2.get());
+  EXPECT_EQ(x->stats().wakeups_bound, 0u);
+}
+
 TEST_F(RwLockTest, AForgedEventWakesButGrantsNothing) {
   auto a = Connected();
   auto b = Connected();
