@@ -56,8 +56,6 @@ inline int64_t ValidUntilNs(Clock::TimePoint sent,
   return ToNs(sent + lease - (lease / 100 + std::chrono::milliseconds(2)));
 }
 
-// One grant held by this process: (name, owner, fence). Reentrant Leases of
-// the same grant share it.
 // The most waiter ids one kPermits event names (one release handing a
 // read-write lock to many readers publishes one event per this many): ids
 // are about 40 bytes, so an event stays far below the transport's limits.
@@ -81,6 +79,8 @@ struct SetAsk {
   bool fair = true;    // queue (false: a read-write lock waiter barges)
 };
 
+// One grant held by this process: (name, owner, fence). Reentrant Leases of
+// the same grant share it.
 struct HeldLock {
   std::string name;
   std::string key;  // the lock hash's Redis key

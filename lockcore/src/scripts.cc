@@ -27,11 +27,16 @@ end
 -- The next fencing token of the slot's counter (KEYS[2]): above the last one
 -- issued, and never below the server's clock in microseconds, so a counter
 -- rolled back by a failover or an empty restart does not issue a token again.
+-- fence_after(last): the token after `last` (a stored token, or nil):
+-- max(last + 1, server us). Also a read-write lock's (rw_next_fence).
+local function fence_after(last)
+  local fence = tonumber(last or '0') + 1
+  local now = now_us()
+  if fence < now then fence = now end
+  return fence
+end
 local function next_fence()
-  local t = redis.call('TIME')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-  if fence < now_us then fence = now_us end
+  local fence = fence_after(redis.call('GET', KEYS[2]))
   redis.call('SET', KEYS[2], string.format('%d', fence))
   return fence
 end
@@ -173,10 +178,7 @@ end
 -- A read-write lock's next writer token (its hash's "fence"): above the
 -- last one, and never below the server's clock in us (as next_fence).
 local function rw_next_fence()
-  local fence = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0') + 1
-  local now = now_us()
-  if fence < now then fence = now end
-  fence = string.format('%d', fence)
+  local fence = string.format('%d', fence_after(redis.call('HGET', KEYS[1], 'fence')))
   redis.call('HSET', KEYS[1], 'fence', fence)
   return fence
 end
@@ -185,9 +187,12 @@ end
 -- `owner`): its owner's counts, and its token: a new writer token for the
 -- owner's first write set, else the current one (a reader's: the last
 -- writer's; a reentrant writer's or a downgraded reader's: its own write
--- grant's). Returns the set's token ('0' for a semaphore's).
+-- grant's). Returns the set's token (a semaphore's: '0') and whether this
+-- call made it.
 local function sem_create(id, k, ends, owner)
-  if redis.call('HSETNX', KEYS[1], 'p:' .. id, k) == 1 then
+  local made = redis.call('HSETNX', KEYS[1], 'p:' .. id, k) == 1
+  redis.call('ZADD', KEYS[2], ends, id)
+  if made then
     redis.call('HINCRBY', KEYS[1], 'used', k)
     if owner then
       redis.call('HSET', KEYS[1], 'o:' .. id, owner)
@@ -197,10 +202,11 @@ local function sem_create(id, k, ends, owner)
         token = rw_next_fence()
       end
       redis.call('HSET', KEYS[1], 't:' .. id, token)
+      return token, true
     end
   end
-  redis.call('ZADD', KEYS[2], ends, id)
-  return redis.call('HGET', KEYS[1], 't:' .. id) or '0'
+  if not owner then return '0', made end
+  return redis.call('HGET', KEYS[1], 't:' .. id) or '0', made
 end
 -- Hands free permits to the queue's first live waiters while the head
 -- fits: each gets its set under its id, the claim window as its lease, and
@@ -223,8 +229,8 @@ local function sem_hand_off(now, claim_ms)
     redis.call('LPOP', KEYS[3])
     redis.call('HDEL', KEYS[4], head)
     if k <= permits then
-      if not redis.call('HGET', KEYS[1], 'p:' .. head) then free = free - k end
-      sem_create(head, k, now + claim_ms, owner ~= '' and owner or nil)
+      local _, made = sem_create(head, k, now + claim_ms, owner ~= '' and owner or nil)
+      if made then free = free - k end
     end
     table.insert(handed, head)
   end
@@ -708,7 +714,7 @@ local head = live_head(now)
 -- live is queued ahead.
 if mine > 0 or (k <= free and (ARGV[9] ~= '1' or not head or head == id)) then
   leave_queue()
-  return {1, k, handed, sem_create(id, k, now + lease, owner)}
+  return {1, k, handed, (sem_create(id, k, now + lease, owner))}
 end
 local queue = ARGV[5] == '1' and ARGV[9] == '1'
 return sem_refused(id, queue and (now + tonumber(ARGV[4])) .. '|' .. k .. '|' .. owner,

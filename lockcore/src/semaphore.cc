@@ -388,11 +388,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
         }
         (rw ? rw_acquisitions_ : sem_acquisitions_)
             .fetch_add(1, std::memory_order_relaxed);
-        if (observer() && rw) {
-          observer()->OnRwHeld(name, RwModeOf(ask.kind), 1);
-        } else if (observer()) {
-          observer()->OnPermitsHeld(name, held->fence);
-        }
+        if (observer()) ObserveHeld(*held, 1);
         result.status = AcquireStatus::kAcquired;
         result.permits = Permits(shared_from_this(), std::move(held));
         result.last_error.clear();

@@ -271,8 +271,10 @@ struct LockStats {
   // Semaphores (semaphore.h).
   uint64_t permit_acquisitions = 0;  // permit sets granted
   uint64_t permit_releases = 0;      // ... given back (kReleased)
-  uint64_t permit_parks = 0;         // parks of refused semaphore waiters
-  int64_t permit_waiting = 0;        // threads currently waiting for permits
+  // Parks of refused semaphore and read-write lock waiters, and the threads
+  // waiting for either now.
+  uint64_t permit_parks = 0;
+  int64_t permit_waiting = 0;
   // Read-write locks (rwlock.h).
   uint64_t rw_acquisitions = 0;  // read and write holds granted
   uint64_t rw_releases = 0;      // ... given back (kReleased)
