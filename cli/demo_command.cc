@@ -403,9 +403,11 @@ int Demo::Summarize(double elapsed_s) {
           .integer;
   if (dead != 0) broken.push_back(std::to_string(dead) + " dead-lettered jobs");
 
-  const auto wait = metrics::HistogramBuckets(s, "lockfleet_lock_wait_seconds");
-  const double acquired = metrics::SumSamples(
-      s, "lockfleet_lock_acquisitions_total", {{"result", "acquired"}});
+  const auto wait = metrics::HistogramBuckets(s, "lockfleet_lock_wait_seconds",
+                                              {{"kind", "lock"}});
+  const double acquired =
+      metrics::SumSamples(s, "lockfleet_lock_acquisitions_total",
+                          {{"kind", "lock"}, {"result", "acquired"}});
   const double contended =
       metrics::SumSamples(s, "lockfleet_lock_contended_total");
   std::printf(

@@ -40,6 +40,35 @@ double FailedPerS(const std::vector<Sample>& rates) {
          metrics::SumSamples(rates, kJobs, {{"result", "timeout"}});
 }
 
+// The kinds that are holds (not latch awaits, not multi-locks, whose locks
+// count as locks already): what "acquisitions" means in the totals.
+constexpr const char* kHoldKinds[] = {"lock", "rwlock_read", "rwlock_write",
+                                      "semaphore"};
+
+// Gives the samples of the families labelled by kind from a worker that
+// predates the label the kind its acquisitions were: lock.
+void DefaultKindToLock(std::vector<Sample>& samples) {
+  for (Sample& s : samples) {
+    if (s.name == kAcquisitions ||
+        s.name.starts_with("lockfleet_lock_wait_seconds") ||
+        s.name.starts_with("lockfleet_lock_hold_seconds") ||
+        s.name == "lockfleet_lock_releases_total" ||
+        s.name == "lockfleet_lock_leases_lost_total") {
+      s.labels.emplace("kind", "lock");  // no-op when it has one
+    }
+  }
+}
+
+// Holds granted per second, from per-second increases.
+double HoldsPerS(const std::vector<Sample>& rates) {
+  double sum = 0;
+  for (const char* kind : kHoldKinds) {
+    sum += metrics::SumSamples(rates, kAcquisitions,
+                               {{"kind", kind}, {"result", "acquired"}});
+  }
+  return sum;
+}
+
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -337,10 +366,10 @@ Frame Model::View(const ViewOptions& view) const {
       std::vector<Sample> increase =
           Increase(before->second.second.samples, now);
       for (Sample& s : increase) s.value /= dt;
+      DefaultKindToLock(increase);
       row.jobs_per_s = metrics::SumSamples(increase, kJobs);
       row.failed_per_s = FailedPerS(increase);
-      row.acquisitions_per_s = metrics::SumSamples(increase, kAcquisitions,
-                                                   {{"result", "acquired"}});
+      row.acquisitions_per_s = HoldsPerS(increase);
       rates.insert(rates.end(), increase.begin(), increase.end());
       interval_s = std::max(interval_s, dt);
       frame.have_rates = true;
@@ -350,8 +379,7 @@ Frame Model::View(const ViewOptions& view) const {
   frame.interval_s = interval_s;
 
   Totals& t = frame.totals;
-  t.acquisitions_per_s =
-      metrics::SumSamples(rates, kAcquisitions, {{"result", "acquired"}});
+  t.acquisitions_per_s = HoldsPerS(rates);
   const double attempts =
       metrics::SumSamples(rates, "lockfleet_lock_attempts_total");
   t.contended_share =
@@ -381,28 +409,38 @@ Frame Model::View(const ViewOptions& view) const {
     }
   }
 
+  // A row per class and kind (lock, rwlock_read, semaphore ...; a worker
+  // from before the kind label counts as lock).
+  const std::set<std::string> kinds = LabelValues(rates, kAcquisitions, "kind");
   for (const std::string& lock_class :
        LabelValues(rates, kAcquisitions, "lock_class")) {
-    ClassRow row;
-    row.lock_class = lock_class;
-    const metrics::LabelMatch match = {{"lock_class", lock_class}};
-    metrics::LabelMatch acquired = match;
-    acquired.emplace("result", "acquired");
-    row.acquisitions_per_s =
-        metrics::SumSamples(rates, kAcquisitions, acquired);
-    if (row.acquisitions_per_s <= 0) continue;
-    row.wait_p50_s = Quantile(0.5, rates, "lockfleet_lock_wait_seconds", match);
-    row.wait_p99_s =
-        Quantile(0.99, rates, "lockfleet_lock_wait_seconds", match);
-    row.hold_p99_s =
-        Quantile(0.99, rates, "lockfleet_lock_hold_seconds", match);
-    frame.classes.push_back(std::move(row));
+    for (const std::string& kind : kinds) {
+      ClassRow row;
+      row.lock_class = lock_class;
+      row.kind = kind;
+      const metrics::LabelMatch match = {{"lock_class", lock_class},
+                                         {"kind", kind}};
+      metrics::LabelMatch acquired = match;
+      acquired.emplace("result", "acquired");
+      row.acquisitions_per_s =
+          metrics::SumSamples(rates, kAcquisitions, acquired);
+      if (row.acquisitions_per_s <= 0) continue;
+      row.wait_p50_s =
+          Quantile(0.5, rates, "lockfleet_lock_wait_seconds", match);
+      row.wait_p99_s =
+          Quantile(0.99, rates, "lockfleet_lock_wait_seconds", match);
+      row.hold_p99_s =
+          Quantile(0.99, rates, "lockfleet_lock_hold_seconds", match);
+      frame.classes.push_back(std::move(row));
+    }
   }
   std::sort(frame.classes.begin(), frame.classes.end(),
             [](const ClassRow& a, const ClassRow& b) {
               if (a.acquisitions_per_s != b.acquisitions_per_s)
                 return a.acquisitions_per_s > b.acquisitions_per_s;
-              return a.lock_class < b.lock_class;
+              if (a.lock_class != b.lock_class)
+                return a.lock_class < b.lock_class;
+              return a.kind < b.kind;
             });
   return frame;
 }
@@ -533,14 +571,14 @@ std::vector<Line> Render(const Frame& frame, const ViewOptions& view,
   constexpr size_t kMaxClasses = 5;
   tail.push_back({""});
   tail.push_back(
-      {cut(Fit("LOCK CLASS", 24) + " " + Fit("ACQ/S", 8, true) + " " +
-           Fit("WAIT p50", 9, true) + " " + Fit("WAIT p99", 9, true) + " " +
-           Fit("HOLD p99", 9, true)),
+      {cut(Fit("LOCK CLASS", 24) + " " + Fit("KIND", 12) + " " +
+           Fit("ACQ/S", 8, true) + " " + Fit("WAIT p50", 9, true) + " " +
+           Fit("WAIT p99", 9, true) + " " + Fit("HOLD p99", 9, true)),
        true});
   for (size_t i = 0; i < frame.classes.size() && i < kMaxClasses; ++i) {
     const ClassRow& row = frame.classes[i];
-    tail.push_back({cut(Fit(row.lock_class, 24) + " " +
-                        Fit(Rate(row.acquisitions_per_s), 8, true) + " " +
+    tail.push_back({cut(Fit(row.lock_class, 24) + " " + Fit(row.kind, 12) +
+                        " " + Fit(Rate(row.acquisitions_per_s), 8, true) + " " +
                         Fit(SecondsText(row.wait_p50_s), 9, true) + " " +
                         Fit(SecondsText(row.wait_p99_s), 9, true) + " " +
                         Fit(SecondsText(row.hold_p99_s), 9, true))});

@@ -69,9 +69,11 @@ struct LockRow {
   bool waited_before = false;
 };
 
-// Per lock class (the metrics' lock_class label), over the last interval.
+// Per lock class and kind (the metrics' lock_class and kind labels), over
+// the last interval.
 struct ClassRow {
   std::string lock_class;
+  std::string kind;  // lock, rwlock_read, rwlock_write, semaphore, latch ...
   double acquisitions_per_s = 0;
   double wait_p50_s = 0;  // NaN when nothing was acquired in the interval
   double wait_p99_s = 0;

@@ -111,14 +111,19 @@ CountDownResult LockCore::LatchCountDown(const std::string& name,
       break;
     case 2:
       result.status = CountDownStatus::kCounted;
-      ThrowIfShortfall(shortfall, "latch count-down");
-      return result;
+      break;
     case 3:
       result.status = CountDownStatus::kAlreadyOpen;
-      return result;
+      break;
     default:
       result.status = CountDownStatus::kNoLatch;
-      return result;
+      break;
+  }
+  if (observer()) observer()->OnLatchCountDown(name, result.status);
+  if (result.status != CountDownStatus::kOpened) {
+    if (result.status == CountDownStatus::kCounted)
+      ThrowIfShortfall(shortfall, "latch count-down");
+    return result;
   }
   latches_opened_.fetch_add(1, std::memory_order_relaxed);
   // Opened (or a retry of the count-down that opened it): wake this
@@ -153,6 +158,17 @@ int64_t LockCore::LatchCount(const std::string& name) {
 AwaitStatus LockCore::LatchAwait(const std::string& name,
                                  Clock::TimePoint deadline,
                                  const std::stop_token& stop) {
+  const Clock::TimePoint start = options_.clock->Now();
+  const AwaitStatus status = LatchAwaitLoop(name, deadline, stop);
+  if (observer()) {
+    observer()->OnLatchAwait(name, status, options_.clock->Now() - start);
+  }
+  return status;
+}
+
+AwaitStatus LockCore::LatchAwaitLoop(const std::string& name,
+                                     Clock::TimePoint deadline,
+                                     const std::stop_token& stop) {
   struct Waiting {
     std::atomic<int64_t>& n;
     explicit Waiting(std::atomic<int64_t>& count) : n(count) { ++n; }

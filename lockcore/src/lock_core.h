@@ -212,6 +212,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   }
 
  private:
+  // LatchAwait's loop, without the observer's report.
+  AwaitStatus LatchAwaitLoop(const std::string& name, Clock::TimePoint deadline,
+                             const std::stop_token& stop);
+
   struct Attempt {
     bool granted = false;
     Lease lease;

@@ -38,6 +38,15 @@ std::vector<std::string> CanonicalOrder(const std::vector<std::string>& names) {
 
 }  // namespace
 
+MultiLease::MultiLease(std::vector<Lease> leases,
+                       std::shared_ptr<LockObserver> observer,
+                       std::shared_ptr<Clock> clock)
+    : leases_(std::move(leases)),
+      observer_(std::move(observer)),
+      clock_(std::move(clock)) {
+  if (clock_ != nullptr) acquired_at_ = clock_->Now();
+}
+
 MultiLease& MultiLease::operator=(MultiLease&& other) noexcept {
   if (this != &other) {
     try {
@@ -46,6 +55,9 @@ MultiLease& MultiLease::operator=(MultiLease&& other) noexcept {
     }
     leases_ = std::move(other.leases_);
     other.leases_.clear();
+    observer_ = std::move(other.observer_);
+    clock_ = std::move(other.clock_);
+    acquired_at_ = other.acquired_at_;
   }
   return *this;
 }
@@ -75,6 +87,9 @@ ReleaseStatus MultiLease::Release(std::vector<LeaseRelease>* each) {
   if (leases_.empty()) return ReleaseStatus::kNotHeld;
   std::vector<Lease> leases = std::move(leases_);
   leases_.clear();
+  // Its class for the observer (a released Lease no longer has a name).
+  const std::string first_name =
+      leases.front().held() ? leases.front().name() : "";
   std::optional<ReleaseStatus> first;
   std::exception_ptr error;
   for (auto it = leases.rbegin(); it != leases.rend(); ++it) {
@@ -94,7 +109,11 @@ ReleaseStatus MultiLease::Release(std::vector<LeaseRelease>* each) {
     if (each != nullptr) each->push_back(std::move(outcome));
   }
   if (error) std::rethrow_exception(error);
-  return first.value_or(ReleaseStatus::kReleased);
+  const ReleaseStatus status = first.value_or(ReleaseStatus::kReleased);
+  if (observer_ != nullptr && clock_ != nullptr) {
+    observer_->OnMultiRelease(first_name, status, clock_->Now() - acquired_at_);
+  }
+  return status;
 }
 
 AcquireAllResult LockClient::TryAcquireAll(
@@ -114,6 +133,15 @@ AcquireAllResult LockClient::AcquireAllUntil(
     const std::vector<std::string>& names, Clock::TimePoint deadline,
     const AcquireOptions& options) {
   const std::vector<std::string> sorted = CanonicalOrder(names);
+  const Clock::TimePoint start = core_->options().clock->Now();
+  // Reports the call's end to the observer (not an error: see OnError).
+  auto ended = [&](AcquireAllResult& r) -> AcquireAllResult {
+    if (LockObserver* observer = core_->observer()) {
+      observer->OnMultiAcquire(sorted.front(), sorted.size(), r.status,
+                               core_->options().clock->Now() - start);
+    }
+    return std::move(r);
+  };
   // One owner for all of them: the caller's, or this thread's default.
   AcquireOptions each = options;
   if (each.owner.empty()) each.owner = DefaultOwner();
@@ -150,7 +178,7 @@ AcquireAllResult LockClient::AcquireAllUntil(
       result.blocked_on = name;
       result.holder = std::move(r.holder);
       result.holder_ttl = r.holder_ttl;
-      return result;
+      return ended(result);
     }
     // A lock taken early may have been lost while the call waited for a
     // later one (an explicit lease shorter than the wait, renewals failing
@@ -167,12 +195,13 @@ AcquireAllResult LockClient::AcquireAllUntil(
       result.status = options.stop.stop_requested() ? AcquireStatus::kCancelled
                                                     : AcquireStatus::kTimedOut;
       result.blocked_on = lost_name;
-      return result;
+      return ended(result);
     }
   }
   result.status = AcquireStatus::kAcquired;
-  result.lease = MultiLease(std::move(taken));
-  return result;
+  result.lease = MultiLease(std::move(taken), core_->options().observer,
+                            core_->options().clock);
+  return ended(result);
 }
 
 }  // namespace lockfleet

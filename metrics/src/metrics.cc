@@ -35,22 +35,15 @@ class LockMetrics final : public LockObserver {
                  bool contended) noexcept override {
     Record([&] {
       const LockClassSeries& s = state_->Lock(name);
-      if (Counter* c = At(s.acquisitions, static_cast<size_t>(status)))
-        c->Increment();
+      s.lock.Acquired(status, waited);
       if (attempts > 0) s.attempts->Increment(attempts);
       if (contended) s.contended->Increment();
-      s.wait->Observe(Seconds(waited));
     });
   }
 
   void OnRelease(std::string_view name, ReleaseStatus status,
                  Clock::Duration held) noexcept override {
-    Record([&] {
-      const LockClassSeries& s = state_->Lock(name);
-      if (Counter* c = At(s.releases, static_cast<size_t>(status)))
-        c->Increment();
-      s.hold->Observe(Seconds(held));
-    });
+    Record([&] { state_->Lock(name).lock.Released(status, held); });
   }
 
   void OnWakeup(std::string_view name, WakeCause cause) noexcept override {
@@ -75,7 +68,7 @@ class LockMetrics final : public LockObserver {
   }
 
   void OnLeaseLost(std::string_view name) noexcept override {
-    Record([&] { state_->Lock(name).leases_lost->Increment(); });
+    Record([&] { state_->Lock(name).lock.Lost(); });
   }
 
   void OnError(ErrorCode code) noexcept override {
@@ -84,26 +77,16 @@ class LockMetrics final : public LockObserver {
 
   void OnPermitsAcquire(std::string_view name, AcquireStatus status,
                         Clock::Duration waited) noexcept override {
-    Record([&] {
-      const SemaphoreClassSeries& s = state_->Semaphore(name);
-      if (Counter* c = At(s.acquisitions, static_cast<size_t>(status)))
-        c->Increment();
-      s.wait->Observe(Seconds(waited));
-    });
+    Record([&] { state_->Semaphore(name).semaphore.Acquired(status, waited); });
   }
 
   void OnPermitsRelease(std::string_view name, ReleaseStatus status,
                         Clock::Duration held) noexcept override {
-    Record([&] {
-      const SemaphoreClassSeries& s = state_->Semaphore(name);
-      if (Counter* c = At(s.releases, static_cast<size_t>(status)))
-        c->Increment();
-      s.hold->Observe(Seconds(held));
-    });
+    Record([&] { state_->Semaphore(name).semaphore.Released(status, held); });
   }
 
   void OnPermitsLost(std::string_view name) noexcept override {
-    Record([&] { state_->Semaphore(name).lost->Increment(); });
+    Record([&] { state_->Semaphore(name).semaphore.Lost(); });
   }
 
   void OnPermitsHeld(std::string_view name, int64_t delta) noexcept override {
@@ -114,26 +97,16 @@ class LockMetrics final : public LockObserver {
 
   void OnRwAcquire(std::string_view name, RwMode mode, AcquireStatus status,
                    Clock::Duration waited) noexcept override {
-    Record([&] {
-      const RwClassSeries::Mode& m = state_->Rw(name)[mode];
-      if (Counter* c = At(m.acquisitions, static_cast<size_t>(status)))
-        c->Increment();
-      m.wait->Observe(Seconds(waited));
-    });
+    Record([&] { state_->Rw(name)[mode].hold.Acquired(status, waited); });
   }
 
   void OnRwRelease(std::string_view name, RwMode mode, ReleaseStatus status,
                    Clock::Duration held) noexcept override {
-    Record([&] {
-      const RwClassSeries::Mode& m = state_->Rw(name)[mode];
-      if (Counter* c = At(m.releases, static_cast<size_t>(status)))
-        c->Increment();
-      m.hold->Observe(Seconds(held));
-    });
+    Record([&] { state_->Rw(name)[mode].hold.Released(status, held); });
   }
 
   void OnRwLost(std::string_view name, RwMode mode) noexcept override {
-    Record([&] { state_->Rw(name)[mode].lost->Increment(); });
+    Record([&] { state_->Rw(name)[mode].hold.Lost(); });
   }
 
   void OnRwHeld(std::string_view name, RwMode mode,
@@ -143,7 +116,47 @@ class LockMetrics final : public LockObserver {
     });
   }
 
+  void OnLatchAwait(std::string_view name, AwaitStatus status,
+                    Clock::Duration waited) noexcept override {
+    Record([&] {
+      state_->Latch(name).latch.Acquired(AcquireStatusOf(status), waited);
+    });
+  }
+
+  void OnLatchCountDown(std::string_view name,
+                        CountDownStatus status) noexcept override {
+    Record([&] {
+      if (Counter* c =
+              At(state_->Latch(name).count_downs, static_cast<size_t>(status)))
+        c->Increment();
+    });
+  }
+
+  void OnMultiAcquire(std::string_view first, size_t /*names*/,
+                      AcquireStatus status,
+                      Clock::Duration waited) noexcept override {
+    Record([&] { state_->Multi(first).Acquired(status, waited); });
+  }
+
+  void OnMultiRelease(std::string_view first, ReleaseStatus status,
+                      Clock::Duration held) noexcept override {
+    Record([&] { state_->Multi(first).Released(status, held); });
+  }
+
  private:
+  // A latch's await counts as an acquisition: opened is acquired.
+  static AcquireStatus AcquireStatusOf(AwaitStatus status) {
+    switch (status) {
+      case AwaitStatus::kOpened:
+        return AcquireStatus::kAcquired;
+      case AwaitStatus::kTimedOut:
+        return AcquireStatus::kTimedOut;
+      case AwaitStatus::kCancelled:
+        break;
+    }
+    return AcquireStatus::kCancelled;
+  }
+
   const std::shared_ptr<MetricsState> state_;
 };
 
@@ -184,6 +197,15 @@ class WorkerMetrics final : public worker::WorkerObserver {
 
   void OnConsumerPartitions(int partitions) noexcept override {
     Record([&] { state_->SetConsumerPartitions(partitions); });
+  }
+
+  void OnLimitSampled(std::string_view name, int64_t in_use, int64_t available,
+                      int64_t waiters) noexcept override {
+    Record([&] { state_->SetLimitSample(name, in_use, available, waiters); });
+  }
+
+  void OnLimitUnknown(std::string_view name) noexcept override {
+    Record([&] { state_->ForgetLimit(name); });
   }
 
  private:

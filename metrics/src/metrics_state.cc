@@ -1,5 +1,6 @@
 #include "metrics_state.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,8 +64,8 @@ constexpr bool InEnumOrder(const Enum (&values)[N]) {
   return true;
 }
 static_assert(InEnumOrder(kAcquireStatuses) && InEnumOrder(kReleaseStatuses) &&
-              InEnumOrder(kWakeCauses) && InEnumOrder(kJobResults) &&
-              InEnumOrder(kJobSources));
+              InEnumOrder(kWakeCauses) && InEnumOrder(kCountDownStatuses) &&
+              InEnumOrder(kJobResults) && InEnumOrder(kJobSources));
 
 prometheus::Family<Counter>& CounterFamily(prometheus::Registry& registry,
                                            const char* name, const char* help) {
@@ -80,14 +81,53 @@ prometheus::Family<Histogram>& HistogramFamily(prometheus::Registry& registry,
   return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
 }
 
+double Seconds(Clock::Duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 }  // namespace
+
+const char* KindName(Kind kind) noexcept {
+  switch (kind) {
+    case Kind::kLock:
+      return "lock";
+    case Kind::kRwRead:
+      return "rwlock_read";
+    case Kind::kRwWrite:
+      return "rwlock_write";
+    case Kind::kSemaphore:
+      return "semaphore";
+    case Kind::kLatch:
+      return "latch";
+    case Kind::kMultiLock:
+      return "multilock";
+  }
+  return "unknown";
+}
+
+void HoldSeries::Acquired(AcquireStatus status, Clock::Duration waited) const {
+  if (Counter* c = At(acquisitions, static_cast<size_t>(status)))
+    c->Increment();
+  if (wait != nullptr) wait->Observe(Seconds(waited));
+}
+
+void HoldSeries::Released(ReleaseStatus status, Clock::Duration held) const {
+  if (Counter* c = At(releases, static_cast<size_t>(status))) c->Increment();
+  if (hold != nullptr) hold->Observe(Seconds(held));
+}
+
+void HoldSeries::Lost() const {
+  if (lost != nullptr) lost->Increment();
+}
 
 MetricsState::MetricsState(MetricsOptions options)
     : options_(std::move(options)),
       acquisitions_(CounterFamily(
           registry_, "lockfleet_lock_acquisitions_total",
-          "Lock acquisition calls that ended, by result: acquired, timed_out "
-          "or cancelled. Calls that failed with an error are counted in "
+          "Acquisition calls that ended, by kind (lock, rwlock_read, "
+          "rwlock_write, semaphore, latch: an await, multilock: a whole "
+          "multi-lock) and result: acquired (a latch: opened), timed_out or "
+          "cancelled. Calls that failed with an error are counted in "
           "lockfleet_lock_errors_total instead.")),
       attempts_(CounterFamily(
           registry_, "lockfleet_lock_attempts_total",
@@ -99,14 +139,16 @@ MetricsState::MetricsState(MetricsOptions options)
           "held by another owner.")),
       wait_(HistogramFamily(
           registry_, "lockfleet_lock_wait_seconds",
-          "Time acquisition calls took until their result, whatever it was.")),
+          "Time acquisition calls took until their result, whatever it was, "
+          "by kind.")),
       hold_(HistogramFamily(registry_, "lockfleet_lock_hold_seconds",
-                            "Time from a grant to its release.")),
+                            "Time from a grant to its release, by kind.")),
       releases_(CounterFamily(
           registry_, "lockfleet_lock_releases_total",
-          "Holds given back, by result: released, still_held (reentrant "
-          "holds remain), not_held (had expired or been force-unlocked) or "
-          "not_owner (another owner holds the lock: refused).")),
+          "Holds given back, by kind and result: released, still_held "
+          "(reentrant holds remain), not_held (had expired or been "
+          "force-unlocked) or not_owner (another owner holds the lock: "
+          "refused).")),
       wakeups_(CounterFamily(
           registry_, "lockfleet_lock_wakeups_total",
           "Parked waiters woken, by cause: local (a release in this "
@@ -115,7 +157,7 @@ MetricsState::MetricsState(MetricsOptions options)
           "found its grant).")),
       leases_lost_(CounterFamily(
           registry_, "lockfleet_lock_leases_lost_total",
-          "Held locks lost: found taken, expired or force-unlocked at "
+          "Holds lost, by kind: found taken, expired or force-unlocked at "
           "renewal, or their lease ran out before a renewal succeeded.")),
       spins_(CounterFamily(
           registry_, "lockfleet_lock_spins_total",
@@ -126,52 +168,30 @@ MetricsState::MetricsState(MetricsOptions options)
           registry_, "lockfleet_lock_errors_total",
           "Lock operations that failed, by error code (Redis errors and "
           "others).")),
-      sem_acquisitions_(CounterFamily(
-          registry_, "lockfleet_semaphore_acquisitions_total",
-          "Permit acquisition calls of semaphores that ended, by result: "
-          "acquired, timed_out or cancelled (errors: "
-          "lockfleet_lock_errors_total).")),
-      sem_wait_(HistogramFamily(
-          registry_, "lockfleet_semaphore_wait_seconds",
-          "Time permit acquisition calls took until their result.")),
-      sem_hold_(
-          HistogramFamily(registry_, "lockfleet_semaphore_hold_seconds",
-                          "Time from a permit set's grant to its release.")),
-      sem_releases_(CounterFamily(
-          registry_, "lockfleet_semaphore_releases_total",
-          "Permit sets given back, by result: released or not_held (its "
-          "lease had run out, or it was released by id).")),
-      sem_lost_(CounterFamily(
-          registry_, "lockfleet_semaphore_permits_lost_total",
-          "Permit sets lost while held: their lease ran out before a renewal "
-          "succeeded, or Redis said they were gone.")),
       sem_held_(
           GaugeFamily(registry_, "lockfleet_semaphore_permits_held",
                       "Permits this process holds now, per semaphore class.")),
-      rw_acquisitions_(CounterFamily(
-          registry_, "lockfleet_rwlock_acquisitions_total",
-          "Read-write lock acquisition calls that ended, by mode (read, "
-          "write) and result: acquired, timed_out or cancelled (errors: "
-          "lockfleet_lock_errors_total).")),
-      rw_wait_(HistogramFamily(
-          registry_, "lockfleet_rwlock_wait_seconds",
-          "Time read-write lock acquisition calls took until their result, "
-          "by mode.")),
-      rw_hold_(HistogramFamily(
-          registry_, "lockfleet_rwlock_hold_seconds",
-          "Time from a read-write lock hold's grant to its release, by "
-          "mode.")),
-      rw_releases_(CounterFamily(
-          registry_, "lockfleet_rwlock_releases_total",
-          "Read-write lock holds given back, by mode and result: released or "
-          "not_held (its lease had run out).")),
-      rw_lost_(CounterFamily(
-          registry_, "lockfleet_rwlock_lost_total",
-          "Read-write lock holds lost while held, by mode: their lease ran "
-          "out before a renewal succeeded, or Redis said they were gone.")),
       rw_held_(GaugeFamily(
           registry_, "lockfleet_rwlock_holds",
           "Read-write lock holds this process has now, per class and mode.")),
+      latch_count_downs_(CounterFamily(
+          registry_, "lockfleet_latch_count_downs_total",
+          "Latch count-downs, by result: counted, opened (this one opened "
+          "the latch), already_open or no_latch.")),
+      limit_in_use_(GaugeFamily(
+          registry_, "lockfleet_semaphore_permits_in_use",
+          "Permits out (held, or handed to a waiter not yet claimed) of a "
+          "worker limit, fleet-wide, as this worker last read them from "
+          "Redis (every worker that used the limit reports the same value: "
+          "aggregate with max).")),
+      limit_available_(GaugeFamily(
+          registry_, "lockfleet_semaphore_permits_available",
+          "Free permits of a worker limit, as this worker last read them "
+          "from Redis.")),
+      limit_waiters_(GaugeFamily(
+          registry_, "lockfleet_semaphore_waiters",
+          "Waiters queued for a worker limit, as this worker last read them "
+          "from Redis.")),
       jobs_(CounterFamily(registry_, "lockfleet_jobs_total",
                           "Jobs that ended, by source, type (the handler) and "
                           "result.")),
@@ -219,7 +239,17 @@ MetricsState::MetricsState(MetricsOptions options)
       rw_classes_(options_.max_lock_classes,
                   [this](const std::string& rwlock_class) {
                     return MakeRwSeries(rwlock_class);
-                  }) {
+                  }),
+      latch_classes_(options_.max_lock_classes,
+                     [this](const std::string& latch_class) {
+                       return MakeLatchSeries(latch_class);
+                     }),
+      multi_classes_(options_.max_lock_classes,
+                     [this](const std::string& lock_class) {
+                       return MakeHoldSeries(Kind::kMultiLock, lock_class,
+                                             kReleaseStatuses,
+                                             /*lost=*/false);
+                     }) {
   if (!options_.lock_class) options_.lock_class = LockClass;
   for (ErrorCode code : kErrorCodes) ErrorCounter(code);
   ConsumerErrors("consume");
@@ -233,31 +263,44 @@ MetricsState::MetricsState(MetricsOptions options)
   }
 }
 
-LockClassSeries MetricsState::MakeLockSeries(const std::string& lock_class) {
-  LockClassSeries s;
-  const prometheus::Labels labels = {{"lock_class", lock_class}};
-  auto with = [&](const char* name, const char* value) {
+HoldSeries MetricsState::MakeHoldSeries(Kind kind,
+                                        const std::string& lock_class,
+                                        std::span<const ReleaseStatus> releases,
+                                        bool lost) {
+  HoldSeries s;
+  const prometheus::Labels labels = {{"kind", KindName(kind)},
+                                     {"lock_class", lock_class}};
+  auto with = [&](const char* value) {
     prometheus::Labels l = labels;
-    l.emplace(name, value);
+    l.emplace("result", value);
     return l;
   };
   for (AcquireStatus status : kAcquireStatuses) {
     s.acquisitions[static_cast<size_t>(status)] =
-        &acquisitions_.Add(with("result", AcquireStatusName(status)));
+        &acquisitions_.Add(with(AcquireStatusName(status)));
   }
+  s.wait = &wait_.Add(labels, LockTimeBuckets());
+  if (releases.size() > 0) s.hold = &hold_.Add(labels, LockTimeBuckets());
+  for (ReleaseStatus status : releases) {
+    s.releases[static_cast<size_t>(status)] =
+        &releases_.Add(with(ReleaseStatusName(status)));
+  }
+  if (lost) s.lost = &leases_lost_.Add(labels);
+  return s;
+}
+
+LockClassSeries MetricsState::MakeLockSeries(const std::string& lock_class) {
+  LockClassSeries s;
+  s.lock = MakeHoldSeries(Kind::kLock, lock_class, kReleaseStatuses,
+                          /*lost=*/true);
+  const prometheus::Labels labels = {{"lock_class", lock_class}};
   s.attempts = &attempts_.Add(labels);
   s.contended = &contended_.Add(labels);
-  s.wait = &wait_.Add(labels, LockTimeBuckets());
-  s.hold = &hold_.Add(labels, LockTimeBuckets());
-  for (ReleaseStatus status : kReleaseStatuses) {
-    s.releases[static_cast<size_t>(status)] =
-        &releases_.Add(with("result", ReleaseStatusName(status)));
-  }
   for (WakeCause cause : kWakeCauses) {
-    s.wakeups[static_cast<size_t>(cause)] =
-        &wakeups_.Add(with("cause", WakeCauseName(cause)));
+    prometheus::Labels l = labels;
+    l.emplace("cause", WakeCauseName(cause));
+    s.wakeups[static_cast<size_t>(cause)] = &wakeups_.Add(l);
   }
-  s.leases_lost = &leases_lost_.Add(labels);
   s.spins = &spins_.Add(labels);
   return s;
 }
@@ -280,29 +323,17 @@ const LockClassSeries& MetricsState::Lock(std::string_view name) {
   return lock_classes_.Get(LabelValue(options_.lock_class(name)));
 }
 
+// A permit set or a read-write hold is given back or found gone: no
+// still_held, no not_owner.
+constexpr ReleaseStatus kSetReleases[] = {ReleaseStatus::kReleased,
+                                          ReleaseStatus::kNotHeld};
+
 SemaphoreClassSeries MetricsState::MakeSemaphoreSeries(
     const std::string& semaphore_class) {
   SemaphoreClassSeries s;
-  const prometheus::Labels labels = {{"semaphore_class", semaphore_class}};
-  auto with = [&](const char* value) {
-    prometheus::Labels l = labels;
-    l.emplace("result", value);
-    return l;
-  };
-  for (AcquireStatus status : kAcquireStatuses) {
-    s.acquisitions[static_cast<size_t>(status)] =
-        &sem_acquisitions_.Add(with(AcquireStatusName(status)));
-  }
-  s.wait = &sem_wait_.Add(labels, LockTimeBuckets());
-  s.hold = &sem_hold_.Add(labels, LockTimeBuckets());
-  // A permit set is given back or found gone: no still_held, no not_owner.
-  for (ReleaseStatus status :
-       {ReleaseStatus::kReleased, ReleaseStatus::kNotHeld}) {
-    s.releases[static_cast<size_t>(status)] =
-        &sem_releases_.Add(with(ReleaseStatusName(status)));
-  }
-  s.lost = &sem_lost_.Add(labels);
-  s.held = &sem_held_.Add(labels);
+  s.semaphore = MakeHoldSeries(Kind::kSemaphore, semaphore_class, kSetReleases,
+                               /*lost=*/true);
+  s.held = &sem_held_.Add({{"semaphore_class", semaphore_class}});
   return s;
 }
 
@@ -313,33 +344,72 @@ const SemaphoreClassSeries& MetricsState::Semaphore(std::string_view name) {
 RwClassSeries MetricsState::MakeRwSeries(const std::string& rwlock_class) {
   RwClassSeries s;
   for (RwMode mode : {RwMode::kRead, RwMode::kWrite}) {
-    RwClassSeries::Mode& m = s.modes[mode == RwMode::kWrite ? 1 : 0];
-    const prometheus::Labels labels = {{"rwlock_class", rwlock_class},
-                                       {"mode", RwModeName(mode)}};
-    auto with = [&](const char* value) {
-      prometheus::Labels l = labels;
-      l.emplace("result", value);
-      return l;
-    };
-    for (AcquireStatus status : kAcquireStatuses) {
-      m.acquisitions[static_cast<size_t>(status)] =
-          &rw_acquisitions_.Add(with(AcquireStatusName(status)));
-    }
-    m.wait = &rw_wait_.Add(labels, LockTimeBuckets());
-    m.hold = &rw_hold_.Add(labels, LockTimeBuckets());
-    for (ReleaseStatus status :
-         {ReleaseStatus::kReleased, ReleaseStatus::kNotHeld}) {
-      m.releases[static_cast<size_t>(status)] =
-          &rw_releases_.Add(with(ReleaseStatusName(status)));
-    }
-    m.lost = &rw_lost_.Add(labels);
-    m.held = &rw_held_.Add(labels);
+    const bool write = mode == RwMode::kWrite;
+    RwClassSeries::Mode& m = s.modes[write ? 1 : 0];
+    m.hold = MakeHoldSeries(write ? Kind::kRwWrite : Kind::kRwRead,
+                            rwlock_class, kSetReleases, /*lost=*/true);
+    m.held = &rw_held_.Add(
+        {{"rwlock_class", rwlock_class}, {"mode", RwModeName(mode)}});
   }
   return s;
 }
 
 const RwClassSeries& MetricsState::Rw(std::string_view name) {
   return rw_classes_.Get(LabelValue(options_.lock_class(name)));
+}
+
+LatchClassSeries MetricsState::MakeLatchSeries(const std::string& latch_class) {
+  LatchClassSeries s;
+  s.latch = MakeHoldSeries(Kind::kLatch, latch_class, {}, /*lost=*/false);
+  for (CountDownStatus status : kCountDownStatuses) {
+    s.count_downs[static_cast<size_t>(status)] = &latch_count_downs_.Add(
+        {{"lock_class", latch_class}, {"result", CountDownStatusName(status)}});
+  }
+  return s;
+}
+
+const LatchClassSeries& MetricsState::Latch(std::string_view name) {
+  return latch_classes_.Get(LabelValue(options_.lock_class(name)));
+}
+
+void MetricsState::SetLimitSample(std::string_view name, int64_t in_use,
+                                  int64_t available, int64_t waiters) {
+  std::lock_guard lock(limits_mu_);
+  auto it = limits_.find(name);
+  if (it == limits_.end()) {
+    if (limits_.size() >= options_.max_lock_classes) return;
+    std::string label = LabelValue(name);
+    for (const auto& [other, series] : limits_) {
+      if (series.label == label) return;  // two names, one series: neither
+    }
+    const prometheus::Labels labels = {
+        {"semaphore_class", LabelValue(options_.lock_class(name))},
+        {"limit", label}};
+    it = limits_
+             .emplace(std::string(name),
+                      LimitSeries{.label = std::move(label),
+                                  .in_use = &limit_in_use_.Add(labels),
+                                  .available = &limit_available_.Add(labels),
+                                  .waiters = &limit_waiters_.Add(labels)})
+             .first;
+  }
+  it->second.in_use->Set(static_cast<double>(in_use));
+  it->second.available->Set(static_cast<double>(available));
+  it->second.waiters->Set(static_cast<double>(waiters));
+}
+
+void MetricsState::ForgetLimit(std::string_view name) {
+  std::lock_guard lock(limits_mu_);
+  const auto it = limits_.find(name);
+  if (it == limits_.end()) return;
+  limit_in_use_.Remove(it->second.in_use);
+  limit_available_.Remove(it->second.available);
+  limit_waiters_.Remove(it->second.waiters);
+  limits_.erase(it);
+}
+
+const HoldSeries& MetricsState::Multi(std::string_view first) {
+  return multi_classes_.Get(LabelValue(options_.lock_class(first)));
 }
 
 const JobSeries& MetricsState::Job(worker::JobSource source,

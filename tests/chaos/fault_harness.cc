@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/rwlock.h"
+#include "lockfleet/lockcore/semaphore.h"
 
 namespace lockfleet::testing {
 namespace {
@@ -44,6 +46,14 @@ void CountingObserver::OnWakeup(std::string_view, WakeCause cause) noexcept {
       wake_spin_.fetch_add(1);
       break;
   }
+}
+
+void CountingObserver::OnRwLost(std::string_view, RwMode) noexcept {
+  leases_lost_.fetch_add(1);
+}
+
+void CountingObserver::OnPermitsLost(std::string_view) noexcept {
+  leases_lost_.fetch_add(1);
 }
 
 void CountingObserver::OnLeaseLost(std::string_view) noexcept {
@@ -121,6 +131,11 @@ std::string Contention::LockName(int lock) const {
 }
 
 void Contention::Start() {
+  if (options_.primitive == Primitive::kSemaphore) {
+    for (int lock = 0; lock < options_.locks; ++lock) {
+      nodes_[0]->locks().Semaphore(LockName(lock)).SetPermits(options_.permits);
+    }
+  }
   for (int node = 0; node < static_cast<int>(nodes_.size()); ++node) {
     for (int thread = 0; thread < options_.threads_per_node; ++thread) {
       threads_.emplace_back([this, node, thread, stop = stop_.get_token()] {
@@ -154,53 +169,107 @@ uint64_t Contention::error_count() const {
   return n;
 }
 
-void Contention::Loop(int node, int thread, std::stop_token stop) {
+int64_t Contention::Capacity() const {
+  switch (options_.primitive) {
+    case Primitive::kLock:
+      return 1;
+    case Primitive::kReadWrite:
+      return kWriteWeight;
+    case Primitive::kSemaphore:
+      return options_.permits;
+  }
+  return 1;
+}
+
+void Contention::FencedWrite(int node, int lock, int64_t fence, bool lost_now) {
+  FencedResource& resource = *resources_[node][lock];
+  try {
+    const FenceResult write =
+        resource.Write(fence, {{"INCR", resource.Key("count")}});
+    if (write.accepted) {
+      accepted_.fetch_add(1);
+    } else {
+      rejected_.fetch_add(1);
+      if (!lost_now) rejected_current_.fetch_add(1);
+    }
+  } catch (const Error& e) {
+    uncertain_.fetch_add(1);  // it may or may not have been applied
+    CountError(e.code());
+  }
+}
+
+bool Contention::HoldOnce(int node, int lock, bool write, std::stop_token stop,
+                          HoldInterval& interval) {
   LockClient& locks = nodes_[node]->locks();
-  AcquireOptions acquire;
-  acquire.stop = stop;
+  const std::string name = LockName(lock);
+  // Records the interval around the hold of `lease` (Lease, RwLease or
+  // Permits), writing with `fence` if it is not 0.
+  auto hold = [&](auto& lease, int64_t fence) {
+    interval.fence = fence;
+    interval.acquired_ns = SteadyNs();
+    if (fence != 0) FencedWrite(node, lock, fence, lease.lost());
+    std::this_thread::sleep_for(options_.hold);
+    interval.lost = lease.lost();
+    interval.released_ns = SteadyNs();
+    try {
+      lease.Release();
+    } catch (const Error& e) {
+      release_failures_.fetch_add(1);
+      CountError(e.code());
+    }
+  };
+  auto granted = [&](const auto& result) {
+    if (result) return true;
+    if (result.status == AcquireStatus::kTimedOut) timeouts_.fetch_add(1);
+    return false;
+  };
+  switch (options_.primitive) {
+    case Primitive::kLock: {
+      AcquireResult r =
+          locks.AcquireFor(name, options_.wait, AcquireOptions{.stop = stop});
+      if (!granted(r)) return false;
+      hold(r.lease, r.lease.fence());
+      return true;
+    }
+    case Primitive::kReadWrite: {
+      const RwMode mode = write ? RwMode::kWrite : RwMode::kRead;
+      RwResult r = locks.ReadWriteLock(name).AcquireFor(mode, options_.wait,
+                                                        {.stop = stop});
+      if (!granted(r)) return false;
+      interval.weight = write ? kWriteWeight : 1;
+      // A read's token is the last writer's: only writes write.
+      hold(r.lease, write ? r.lease.token() : 0);
+      return true;
+    }
+    case Primitive::kSemaphore: {
+      PermitResult r =
+          locks.Semaphore(name).AcquireFor(1, options_.wait, {.stop = stop});
+      if (!granted(r)) return false;
+      hold(r.permits, 0);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Contention::Loop(int node, int thread, std::stop_token stop) {
   uint64_t round = 0;
   while (!stop.stop_requested()) {
-    const int lock = static_cast<int>((round++ + thread + node) %
+    const int lock = static_cast<int>((round + thread + node) %
                                       static_cast<uint64_t>(options_.locks));
-    AcquireResult result;
+    // Independent of the lock's parity, so every node writes every lock.
+    const bool write = (round / static_cast<uint64_t>(options_.locks) +
+                        static_cast<uint64_t>(thread)) %
+                           4 ==
+                       0;
+    ++round;
+    HoldInterval interval{.lock = lock, .node = node, .thread = thread};
     try {
-      result = locks.AcquireFor(LockName(lock), options_.wait, acquire);
+      if (!HoldOnce(node, lock, write, stop, interval)) continue;
     } catch (const Error& e) {
       CountError(e.code());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
-    }
-    if (!result) {
-      if (result.status == AcquireStatus::kTimedOut) timeouts_.fetch_add(1);
-      continue;
-    }
-    HoldInterval interval{.lock = lock,
-                          .node = node,
-                          .thread = thread,
-                          .fence = result.lease.fence(),
-                          .acquired_ns = SteadyNs()};
-    FencedResource& resource = *resources_[node][lock];
-    try {
-      const FenceResult write =
-          resource.Write(interval.fence, {{"INCR", resource.Key("count")}});
-      if (write.accepted) {
-        accepted_.fetch_add(1);
-      } else {
-        rejected_.fetch_add(1);
-        if (!result.lease.lost()) rejected_current_.fetch_add(1);
-      }
-    } catch (const Error& e) {
-      uncertain_.fetch_add(1);  // it may or may not have been applied
-      CountError(e.code());
-    }
-    std::this_thread::sleep_for(options_.hold);
-    interval.lost = result.lease.lost();
-    interval.released_ns = SteadyNs();
-    try {
-      result.lease.Release();
-    } catch (const Error& e) {
-      release_failures_.fetch_add(1);
-      CountError(e.code());
     }
     {
       std::lock_guard guard(mu_);
@@ -236,31 +305,48 @@ SafetyReport Contention::Check(RedisClient& redis) const {
               return a.lock != b.lock ? a.lock < b.lock
                                       : a.acquired_ns < b.acquired_ns;
             });
-  // Sorted by start: an interval overlaps an earlier one iff it starts
-  // before the latest end seen so far for its lock.
-  size_t latest = 0;  // the interval of its lock that ends last so far
+  // Sorted by start: at each start, the holds of its lock still running
+  // (started earlier, not yet released) plus its own must fit the
+  // capacity. `running` holds them, pruned as they end.
+  const int64_t capacity = Capacity();
+  std::vector<size_t> running;
+  int64_t weight = 0;
+  const HoldInterval* prev_fenced = nullptr;  // the last lock or write
   for (size_t i = 0; i < intervals.size(); ++i) {
     const HoldInterval& cur = intervals[i];
     if (i == 0 || intervals[i - 1].lock != cur.lock) {
-      latest = i;
-      continue;
+      running.clear();
+      weight = 0;
+      prev_fenced = nullptr;
     }
-    const HoldInterval& prev = intervals[i - 1];
-    if (cur.acquired_ns < intervals[latest].released_ns) {
+    std::erase_if(running, [&](size_t j) {
+      if (intervals[j].released_ns > cur.acquired_ns) return false;
+      weight -= intervals[j].weight;
+      return true;
+    });
+    if (weight + cur.weight > capacity) {
       ++report.overlaps;
-      note("overlap", intervals[latest], cur);
+      note("overlap", running.empty() ? cur : intervals[running.front()], cur);
     }
-    if (cur.fence == prev.fence && cur.node == prev.node &&
-        cur.thread == prev.thread) {
-      // The same owner was granted the same grant again: its release had
-      // failed (Redis down), the lock was still its own, and the acquire
-      // script re-entered it. One grant, one holder: not a regression.
-      ++report.regrants;
-    } else if (cur.fence <= prev.fence) {
-      ++report.fence_regressions;
-      note("fence not increasing", prev, cur);
+    running.push_back(i);
+    weight += cur.weight;
+    report.max_concurrent =
+        std::max<uint64_t>(report.max_concurrent, running.size());
+    if (cur.fence == 0) continue;  // no token: a read, a permit
+    if (prev_fenced != nullptr) {
+      const HoldInterval& prev = *prev_fenced;
+      if (cur.fence == prev.fence && cur.node == prev.node &&
+          cur.thread == prev.thread) {
+        // The same owner was granted the same grant again: its release had
+        // failed (Redis down), the lock was still its own, and the acquire
+        // script re-entered it. One grant, one holder: not a regression.
+        ++report.regrants;
+      } else if (cur.fence <= prev.fence) {
+        ++report.fence_regressions;
+        note("fence not increasing", prev, cur);
+      }
     }
-    if (cur.released_ns > intervals[latest].released_ns) latest = i;
+    prev_fenced = &cur;
   }
   report.accepted_writes = accepted_.load();
   report.rejected_writes = rejected_.load();
@@ -277,6 +363,18 @@ SafetyReport Contention::Check(RedisClient& redis) const {
                                                    report.uncertain_writes);
   report.detail = detail.str();
   return report;
+}
+
+uint64_t SharedHoldsExpected(const Contention::Options& options) {
+  switch (options.primitive) {
+    case Primitive::kLock:
+      return 1;
+    case Primitive::kReadWrite:
+      return 2;
+    case Primitive::kSemaphore:
+      return static_cast<uint64_t>(options.permits);
+  }
+  return 1;
 }
 
 ContendingNodes::ContendingNodes(int count, const NodeConfig& config) {
@@ -323,7 +421,8 @@ std::string Format(const std::map<std::string, uint64_t>& counts) {
 }
 
 std::string FormatSafety(const SafetyReport& r) {
-  return "safety: " + std::to_string(r.intervals) + " intervals, overlaps " +
+  return "safety: " + std::to_string(r.intervals) + " intervals (at most " +
+         std::to_string(r.max_concurrent) + " of one name at once), overlaps " +
          std::to_string(r.overlaps) + ", fence regressions " +
          std::to_string(r.fence_regressions) + ", re-grants " +
          std::to_string(r.regrants) + ", rejected writes " +

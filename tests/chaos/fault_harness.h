@@ -14,8 +14,12 @@
 // to just before Release — with its fencing token. Check() then verifies
 // safety independently of the library's own bookkeeping:
 //   - no two intervals of one lock name overlap (steady clock, one process);
+//     with a read-write lock (Primitive::kReadWrite) no write overlaps any
+//     other hold, with a semaphore (kSemaphore) no more holds overlap than
+//     it has permits;
 //   - fencing tokens strictly increase in the order the intervals occurred
-//     (except for an owner re-entering its own grant, see regrants);
+//     (except for an owner re-entering its own grant, see regrants); for a
+//     read-write lock, the writes' tokens (a semaphore has none);
 //   - the fenced counter equals the writes the resource accepted (give or
 //     take writes whose reply was lost to the fault), and no write from a
 //     holder whose lease was not lost was ever rejected.
@@ -55,6 +59,9 @@ class CountingObserver final : public LockObserver {
  public:
   void OnWakeup(std::string_view name, WakeCause cause) noexcept override;
   void OnLeaseLost(std::string_view name) noexcept override;
+  // A read-write hold's or a permit set's lease lost: counted as leases.
+  void OnRwLost(std::string_view name, RwMode mode) noexcept override;
+  void OnPermitsLost(std::string_view name) noexcept override;
   void OnError(ErrorCode code) noexcept override;
 
   uint64_t wakeups(WakeCause cause) const;
@@ -106,6 +113,9 @@ class FaultNode {
 
 struct HoldInterval {
   int lock = 0;
+  // How much of the lock it took: 1 (a lock, a read, a permit) or
+  // kWriteWeight (a write of a read-write lock: excludes everyone).
+  int64_t weight = 1;
   int node = 0;
   int thread = 0;
   int64_t fence = 0;
@@ -116,8 +126,14 @@ struct HoldInterval {
 
 struct SafetyReport {
   uint64_t intervals = 0;
-  uint64_t overlaps = 0;           // two holders of one lock at once
-  uint64_t fence_regressions = 0;  // a later grant with a token not greater
+  // The most holds of one name seen at once: 1 for a lock; more for reads
+  // and permits, which shows the check had something to check.
+  uint64_t max_concurrent = 0;
+  // A holder beside others it excludes: two holders of a lock, a write
+  // beside anyone, more holders of a semaphore than its permits.
+  uint64_t overlaps = 0;
+  // A later grant (lock or write) with a token not greater.
+  uint64_t fence_regressions = 0;
   // The same owner re-entering its own grant (same token) after its release
   // failed: allowed, counted.
   uint64_t regrants = 0;
@@ -130,15 +146,31 @@ struct SafetyReport {
   std::string detail;               // the first problems found, for messages
 };
 
+// What Contention's threads take.
+enum class Primitive {
+  kLock,       // LockClient::AcquireFor, a fenced write per hold
+  kReadWrite,  // ReadWriteLock: 1 in 4 a write (fenced write), else a read
+  kSemaphore,  // Semaphore of Options::permits permits, 1 per hold
+};
+
+// A write's weight in HoldInterval: more than all readers together.
+inline constexpr int64_t kWriteWeight = int64_t{1} << 32;
+
 class Contention {
  public:
   struct Options {
+    Primitive primitive = Primitive::kLock;
+    int permits = 2;  // kSemaphore: the permits of each semaphore
     int threads_per_node = 3;
     int locks = 2;
     std::chrono::microseconds hold{1000};
     std::chrono::milliseconds wait{10000};  // AcquireFor's bound
     std::string prefix = "chaos";           // lock names: prefix:<i>
   };
+  // The most weight one name may have out at once: 1 for a lock, the
+  // permits for a semaphore, kWriteWeight for a read-write lock (a write
+  // alone, or any number of reads).
+  int64_t Capacity() const;
 
   Contention(std::vector<FaultNode*> nodes, Options options);
   // Stops the threads if still running.
@@ -167,6 +199,12 @@ class Contention {
 
  private:
   void Loop(int node, int thread, std::stop_token stop);
+  // One hold of `lock` (acquire, fenced write if it has a token to write
+  // with, hold, release); false when nothing was granted.
+  bool HoldOnce(int node, int lock, bool write, std::stop_token stop,
+                HoldInterval& interval);
+  // The fenced INCR of a hold with token `fence`.
+  void FencedWrite(int node, int lock, int64_t fence, bool lost_now);
   void CountError(ErrorCode code);
 
   std::vector<FaultNode*> nodes_;
@@ -184,6 +222,12 @@ class Contention {
   std::map<std::string, uint64_t> errors_;  // guarded by mu_
   std::vector<HoldInterval> intervals_;     // guarded by mu_
 };
+
+// The holds of one name at once that a run of `options` under contention
+// is expected to reach: 1 for a lock, 2 for a read-write lock (reads
+// together), the permits for a semaphore. A run that never reached it did
+// not test what its checker checks.
+uint64_t SharedHoldsExpected(const Contention::Options& options);
 
 // The common set-up of the fault scenarios: `count` FaultNodes wired from
 // one NodeConfig and, once started, the Contention among them. Destruction

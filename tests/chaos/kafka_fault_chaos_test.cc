@@ -49,7 +49,8 @@ uint64_t Sum(const std::vector<FaultNode*>& nodes,
 
 class KafkaFaultChaos : public ::testing::Test {
  protected:
-  void StartNodes(const std::string& bootstrap) {
+  void StartNodes(const std::string& bootstrap,
+                  Contention::Options options = Contention::Options{}) {
     group_ = std::make_unique<ContendingNodes>(
         kNodes, NodeConfig{.redis_url = redis_.url(),
                            .bootstrap = bootstrap,
@@ -57,7 +58,8 @@ class KafkaFaultChaos : public ::testing::Test {
                            .spin_max_hold = std::chrono::milliseconds(0)});
     nodes_ = group_->nodes();
     ASSERT_TRUE(group_->WaitUntilReady(kLong));
-    contention_ = &group_->StartContention();
+    shared_expected_ = SharedHoldsExpected(options);
+    contention_ = &group_->StartContention(std::move(options));
     // Warm: cross-node hand-offs arrive as Kafka events.
     ASSERT_TRUE(WaitUntil(
         [&] {
@@ -116,6 +118,8 @@ class KafkaFaultChaos : public ::testing::Test {
     const SafetyReport report = contention_->Check(*nodes_[0]->redis());
     EXPECT_GT(report.intervals, 0u);
     EXPECT_EQ(report.overlaps, 0u) << report.detail;
+    EXPECT_GE(report.max_concurrent, shared_expected_)
+        << "the holds never shared a name as much as they may";
     EXPECT_EQ(report.fence_regressions, 0u) << report.detail;
     EXPECT_EQ(report.rejected_writes, 0u);
     EXPECT_TRUE(report.counter_consistent)
@@ -159,6 +163,31 @@ class KafkaFaultChaos : public ::testing::Test {
     std::fflush(stdout);
   }
 
+  // SIGSTOP of a broker process for kOutage while `options` contend: the
+  // locks keep working on park bounds, publishes into the frozen broker
+  // fail and are counted, and Kafka's wake-ups resume after SIGCONT.
+  void FrozenThenThawed(Contention::Options options, const char* scenario) {
+    BrokerProcess broker;
+    ASSERT_NO_FATAL_FAILURE(StartNodes(broker.bootstrap(), std::move(options)));
+    const uint64_t failed_before =
+        Sum(nodes_, &notifier::NotifierStats::delivery_failed);
+    const uint64_t during = RideOut([&] { broker.process().Signal(SIGSTOP); });
+    // Still frozen: what was published into it fails once message_timeout
+    // (5 s) has passed and librdkafka's next timeout scan ran, and is
+    // counted.
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return Sum(nodes_, &notifier::NotifierStats::delivery_failed) >
+                 failed_before;
+        },
+        seconds(30)))
+        << "publishes to a frozen broker must fail after message_timeout";
+    broker.process().Signal(SIGCONT);
+    const double recovery = Recovery(Steady::now());
+    const SafetyReport report = Finish();
+    Print(scenario, during, recovery, report);
+  }
+
   // Stops the contention, then the nodes.
   void TearDown() override {
     contention_ = nullptr;
@@ -169,6 +198,7 @@ class KafkaFaultChaos : public ::testing::Test {
   std::unique_ptr<ContendingNodes> group_;
   std::vector<FaultNode*> nodes_;     // group_'s
   Contention* contention_ = nullptr;  // group_'s, once started
+  uint64_t shared_expected_ = 1;      // SharedHoldsExpected of the run
   uint64_t bound_wakeups_in_outage_ = 0;
   double delivered_s_ = -1, consumed_s_ = -1;
 };
@@ -202,26 +232,20 @@ TEST_F(KafkaFaultChaos, BrokerKilledThenRestartedOnTheSamePort) {
 // SIGSTOP: connections stay open but nothing answers (a hung broker, a
 // network partition that drops packets) — the hardest case for timeouts.
 TEST_F(KafkaFaultChaos, BrokerFrozenBySigstopThenThawed) {
-  BrokerProcess broker;
-  ASSERT_NO_FATAL_FAILURE(StartNodes(broker.bootstrap()));
+  FrozenThenThawed({}, "broker frozen (SIGSTOP) then thawed");
+}
 
-  const uint64_t failed_before =
-      Sum(nodes_, &notifier::NotifierStats::delivery_failed);
-  const uint64_t during = RideOut([&] { broker.process().Signal(SIGSTOP); });
-  // Still frozen: what was published into it fails once message_timeout
-  // (5 s) has passed and librdkafka's next timeout scan ran, and is counted.
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        return Sum(nodes_, &notifier::NotifierStats::delivery_failed) >
-               failed_before;
-      },
-      seconds(30)))
-      << "publishes to a frozen broker must fail after message_timeout";
+// The same for a read-write lock's and a semaphore's waiters: their parks
+// are bounded as a lock waiter's are.
+TEST_F(KafkaFaultChaos, ReadWriteLockRidesOutAFrozenBroker) {
+  FrozenThenThawed({.primitive = Primitive::kReadWrite, .prefix = "rw"},
+                   "read-write lock, broker frozen (SIGSTOP) then thawed");
+}
 
-  broker.process().Signal(SIGCONT);
-  const double recovery = Recovery(Steady::now());
-  const SafetyReport report = Finish();
-  Print("broker frozen (SIGSTOP) then thawed", during, recovery, report);
+TEST_F(KafkaFaultChaos, SemaphoreRidesOutAFrozenBroker) {
+  FrozenThenThawed(
+      {.primitive = Primitive::kSemaphore, .permits = 2, .prefix = "sem"},
+      "semaphore of 2 permits, broker frozen (SIGSTOP) then thawed");
 }
 
 // rd_kafka_mock_broker_set_down on an in-process broker, while one more node

@@ -91,14 +91,16 @@ long long KillClients(const std::string& url) {
 
 class RedisFaultChaos : public ::testing::Test {
  protected:
-  void StartNodes(const RedisServer& redis) {
+  void StartNodes(const RedisServer& redis,
+                  Contention::Options options = Contention::Options{}) {
     url_ = redis.url();
     group_ = std::make_unique<ContendingNodes>(
         kNodes,
         NodeConfig{.redis_url = redis.url(), .bootstrap = broker_.bootstrap()});
     nodes_ = group_->nodes();
     ASSERT_TRUE(group_->WaitUntilReady(kLong));
-    contention_ = &group_->StartContention();
+    shared_expected_ = SharedHoldsExpected(options);
+    contention_ = &group_->StartContention(std::move(options));
     ASSERT_TRUE(
         WaitUntil([&] { return contention_->acquisitions() >= 30; }, kLong));
   }
@@ -142,11 +144,28 @@ class RedisFaultChaos : public ::testing::Test {
     return f;
   }
 
+  // A restart (SIGTERM) and a crash (SIGKILL) of `redis`, each started
+  // again on the same port after 500 ms.
+  void RestartAndCrash(RedisServer& redis) {
+    Inject("restart (SIGTERM, start on the same port)", [&] {
+      redis.Stop();
+      std::this_thread::sleep_for(milliseconds(500));
+      redis.Start();
+    });
+    Inject("crash (SIGKILL, start on the same port)", [&] {
+      redis.Kill();
+      std::this_thread::sleep_for(milliseconds(500));
+      redis.Start();
+    });
+  }
+
   SafetyReport Finish() {
     contention_->Stop();
     const SafetyReport report = contention_->Check(*Admin(url_));
     EXPECT_GT(report.intervals, 0u);
     EXPECT_EQ(report.overlaps, 0u) << report.detail;
+    EXPECT_GE(report.max_concurrent, shared_expected_)
+        << "the holds never shared a name as much as they may";
     EXPECT_EQ(report.fence_regressions, 0u) << report.detail;
     EXPECT_EQ(report.rejected_current, 0u);
     // An owner may re-enter a grant whose release (or acquire reply) a fault
@@ -209,6 +228,7 @@ class RedisFaultChaos : public ::testing::Test {
   std::unique_ptr<ContendingNodes> group_;
   std::vector<FaultNode*> nodes_;     // group_'s
   Contention* contention_ = nullptr;  // group_'s, once started
+  uint64_t shared_expected_ = 1;      // SharedHoldsExpected of the run
   std::vector<Fault> faults_;
 };
 
@@ -217,16 +237,7 @@ class RedisFaultChaos : public ::testing::Test {
 TEST_F(RedisFaultChaos, DurableRedisRestartedAndCrashedMidContention) {
   RedisServer redis({.tcp = true, .durable = true});
   ASSERT_NO_FATAL_FAILURE(StartNodes(redis));
-  Inject("restart (SIGTERM, start on the same port)", [&] {
-    redis.Stop();
-    std::this_thread::sleep_for(milliseconds(500));
-    redis.Start();
-  });
-  Inject("crash (SIGKILL, start on the same port)", [&] {
-    redis.Kill();
-    std::this_thread::sleep_for(milliseconds(500));
-    redis.Start();
-  });
+  RestartAndCrash(redis);
   const SafetyReport report = Finish();
   // Waiting calls ride out a short outage (outage_grace), so the callers may
   // see no error at all; the observer counts every failed command.
@@ -237,6 +248,29 @@ TEST_F(RedisFaultChaos, DurableRedisRestartedAndCrashedMidContention) {
   }
   EXPECT_GT(observed, 0u) << "the faults went unnoticed?";
   Print("durable Redis restarted and crashed", report);
+}
+
+// The read-write lock and the semaphore through the same restart and
+// crash: never a write beside another hold, never more holds of a
+// semaphore than its permits, the writes' tokens strictly increasing.
+TEST_F(RedisFaultChaos, ReadWriteLockThroughADurableRestartAndCrash) {
+  RedisServer redis({.tcp = true, .durable = true});
+  ASSERT_NO_FATAL_FAILURE(
+      StartNodes(redis, {.primitive = Primitive::kReadWrite, .prefix = "rw"}));
+  RestartAndCrash(redis);
+  const SafetyReport report = Finish();
+  EXPECT_GT(report.accepted_writes, 0u) << "no write was fenced";
+  Print("read-write lock, durable Redis restarted and crashed", report);
+}
+
+TEST_F(RedisFaultChaos, SemaphoreThroughADurableRestartAndCrash) {
+  RedisServer redis({.tcp = true, .durable = true});
+  ASSERT_NO_FATAL_FAILURE(StartNodes(
+      redis,
+      {.primitive = Primitive::kSemaphore, .permits = 2, .prefix = "sem"}));
+  RestartAndCrash(redis);
+  Print("semaphore of 2 permits, durable Redis restarted and crashed",
+        Finish());
 }
 
 TEST_F(RedisFaultChaos, StalledByDebugSleep) {

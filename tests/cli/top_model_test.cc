@@ -120,6 +120,55 @@ TEST(TopModel, RatesAreIncreasesOverTheIntervalSummedOverWorkers) {
   EXPECT_GT(frame.classes[0].wait_p99_s, 0.9);
 }
 
+// A class taken as several kinds (a lock, a semaphore) is a row per kind;
+// a worker from before the kind label counts as lock; the totals count
+// holds, not multi-locks (whose locks count already) nor latch awaits.
+TEST(TopModel, AClassIsARowPerKind) {
+  const Clock::time_point t0 = Clock::time_point() + seconds(1000);
+  auto acquired = [](const char* kind, double value) {
+    metrics::LabelMatch labels = {{"lock_class", "partner"},
+                                  {"result", "acquired"}};
+    if (*kind != '\0') labels.emplace("kind", kind);
+    return S("lockfleet_lock_acquisitions_total", labels, value);
+  };
+  auto scrape = [&](double n) {
+    WorkerScrape w;
+    w.target = "a:1";
+    w.ok = true;
+    w.samples = {acquired("lock", n), acquired("semaphore", 4 * n),
+                 acquired("multilock", 3 * n), acquired("latch", 2 * n)};
+    return w;
+  };
+  auto old_worker = [&](double n) {
+    WorkerScrape w;
+    w.target = "b:2";
+    w.ok = true;
+    w.samples = {acquired("", n)};
+    return w;
+  };
+  Model model;
+  Observation first = At(t0);
+  first.workers = {scrape(0), old_worker(0)};
+  model.Observe(first);
+  Observation second = At(t0 + seconds(2));
+  second.workers = {scrape(10), old_worker(6)};
+  model.Observe(second);
+  const Frame frame = model.View({});
+  ASSERT_EQ(frame.classes.size(), 4u);
+  EXPECT_EQ(frame.classes[0].kind, "semaphore");  // most acquisitions first
+  EXPECT_DOUBLE_EQ(frame.classes[0].acquisitions_per_s, 20);
+  EXPECT_EQ(frame.classes[1].kind, "multilock");
+  EXPECT_EQ(frame.classes[2].kind, "latch");
+  EXPECT_EQ(frame.classes[3].kind, "lock");
+  EXPECT_DOUBLE_EQ(frame.classes[3].acquisitions_per_s, 5 + 3)
+      << "the old worker's acquisitions are locks";
+  EXPECT_EQ(frame.classes[3].lock_class, "partner");
+  EXPECT_DOUBLE_EQ(frame.totals.acquisitions_per_s, 20 + 5 + 3);
+  ASSERT_EQ(frame.workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(frame.workers[0].acquisitions_per_s, 25);
+  EXPECT_DOUBLE_EQ(frame.workers[1].acquisitions_per_s, 3);
+}
+
 TEST(TopModel, AWorkerThatStopsAnsweringIsShownDownAndStartsOverWhenBack) {
   const Clock::time_point t0 = Clock::time_point() + seconds(1000);
   Model model;

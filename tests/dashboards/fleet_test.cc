@@ -1,6 +1,7 @@
 // The dashboards and alerting rules against a real fleet: two `lockfleet
 // worker` processes (Kafka jobs, a private redis-server, the embedded
-// broker in this process) sell products to purchase jobs while a real
+// broker in this process) sell products to purchase jobs, and run
+// catalogue jobs under a read-write lock and a limit, while a real
 // Prometheus scrapes them every second and evaluates the rules. Then every
 // panel's query must return data, every metric a panel or rule names must
 // be in the workers' exposition, and every rule must evaluate cleanly
@@ -49,6 +50,12 @@ constexpr int kProducts = 2;
 constexpr int kUnits = 100;
 constexpr int kBatches = 5;
 constexpr int kJobsPerBatch = 60;  // 300 jobs for 200 units: some sell out
+// Per batch, also jobs that read (and now and then write) a catalogue under
+// a read-write lock and a limit: the semaphore and read-write lock panels
+// get data. The limit has a permit for every worker thread (2 x 4), so no
+// job ever queues for one and LockfleetLimitExhausted stays quiet.
+constexpr int kCatalogueJobsPerBatch = 8;
+constexpr int kLimitPermits = 8;
 constexpr char kJob[] = "lockfleet";
 
 // WaitUntil for a condition that asks a server: at most ten times a second.
@@ -148,6 +155,18 @@ class DashboardsFleetTest : public ::testing::Test {
       const worker::Job job = worker::FlashSaleJob(i, kProducts);
       producer.Produce(job.id, worker::EncodeJob(job));
     }
+    for (int i = 0; i < kCatalogueJobsPerBatch; ++i) {
+      worker::Job job{
+          .id = "catalogue-" + std::to_string(batch) + "-" + std::to_string(i),
+          .lock = "catalogue:eu",
+          .type = std::string(worker::kSleep),
+          .limit = config::LimitConfig{.name = "partner-api",
+                                       .permits = kLimitPermits},
+          .lock_mode =
+              i % 4 == 0 ? config::LockMode::kWrite : config::LockMode::kRead};
+      job.payload["ms"] = {config::Scalar::Type::kInteger, "20"};
+      producer.Produce(job.id, worker::EncodeJob(job));
+    }
     ASSERT_EQ(producer.Flush(seconds(30)), 0u);
   }
 
@@ -175,13 +194,20 @@ TEST_F(DashboardsFleetTest, EveryPanelAndRuleWorksOnARealFleet) {
   // across several scrapes, so rate() has something to show.
   for (int batch = 0; batch < kBatches; ++batch) {
     ProduceBatch(batch);
-    ASSERT_TRUE(PrometheusSees(prometheus,
-                               "sum(lockfleet_jobs_total{job=\"lockfleet\"})",
-                               (batch + 1) * kJobsPerBatch))
+    ASSERT_TRUE(PrometheusSees(
+        prometheus, "sum(lockfleet_jobs_total{job=\"lockfleet\"})",
+        (batch + 1) * (kJobsPerBatch + kCatalogueJobsPerBatch)))
         << "batch " << batch << "\n"
         << workers_[0].process->Stderr() << workers_[1].process->Stderr();
   }
   EXPECT_EQ(worker::AuditStock(*redis_, "lockfleet", "product:0").sold, kUnits);
+  // The limit's gauges come from a sample taken every 5 s.
+  ASSERT_TRUE(PrometheusSees(
+      prometheus,
+      "clamp_max(count(lockfleet_semaphore_permits_in_use{job=\"lockfleet\"})"
+      ", 1)",
+      1))
+      << prometheus.Log();
 
   // The metric names the workers expose (the families' sample names, so a
   // histogram counts as its _bucket, _sum and _count) plus Prometheus's up.

@@ -17,8 +17,9 @@ void AcquireOnce(LockObserver& observer, const std::string& name) {
 }
 
 double Acquired(const Metrics& m, const std::string& lock_class) {
-  return Value(m, "lockfleet_lock_acquisitions_total",
-               {{"lock_class", lock_class}, {"result", "acquired"}});
+  return Value(
+      m, "lockfleet_lock_acquisitions_total",
+      {{"kind", "lock"}, {"lock_class", lock_class}, {"result", "acquired"}});
 }
 
 TEST(LockClass, IsTheNameUpToTheFirstColon) {

@@ -2,13 +2,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "exposition.h"
+#include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/metrics/metrics.h"
 
 namespace lockfleet::metrics::testing {
@@ -23,6 +26,18 @@ LabelMatch Class(const char* lock_class) {
 LabelMatch Class(const char* lock_class, const char* name, const char* value) {
   return {{"lock_class", lock_class}, {name, value}};
 }
+// The series of the families every kind shares, for `kind`.
+LabelMatch Kind(const char* kind, const char* lock_class) {
+  return {{"kind", kind}, {"lock_class", lock_class}};
+}
+LabelMatch Kind(const char* kind, const char* lock_class, const char* name,
+                const char* value) {
+  return {{"kind", kind}, {"lock_class", lock_class}, {name, value}};
+}
+LabelMatch Lock(const char* lock_class) { return Kind("lock", lock_class); }
+LabelMatch Lock(const char* lock_class, const char* name, const char* value) {
+  return Kind("lock", lock_class, name, value);
+}
 
 class LockMetricsTest : public ::testing::Test {
  protected:
@@ -34,7 +49,7 @@ TEST_F(LockMetricsTest, AcquireCountsTheResultAttemptsAndContention) {
   observer_->OnAcquire("orders:1", AcquireStatus::kAcquired, milliseconds(3), 4,
                        true);
   EXPECT_EQ(Value(metrics_, "lockfleet_lock_acquisitions_total",
-                  Class("orders", "result", "acquired")),
+                  Lock("orders", "result", "acquired")),
             1);
   EXPECT_EQ(Value(metrics_, "lockfleet_lock_attempts_total", Class("orders")),
             4);
@@ -46,15 +61,15 @@ TEST_F(LockMetricsTest, AcquireObservesTheWaitInSeconds) {
   observer_->OnAcquire("orders:1", AcquireStatus::kAcquired, milliseconds(3), 1,
                        false);
   EXPECT_EQ(
-      Value(metrics_, "lockfleet_lock_wait_seconds_count", Class("orders")), 1);
+      Value(metrics_, "lockfleet_lock_wait_seconds_count", Lock("orders")), 1);
   EXPECT_DOUBLE_EQ(
-      Value(metrics_, "lockfleet_lock_wait_seconds_sum", Class("orders")),
+      Value(metrics_, "lockfleet_lock_wait_seconds_sum", Lock("orders")),
       0.003);
   EXPECT_EQ(Value(metrics_, "lockfleet_lock_wait_seconds_bucket",
-                  Class("orders", "le", "0.0025")),
+                  Lock("orders", "le", "0.0025")),
             0);
   EXPECT_EQ(Value(metrics_, "lockfleet_lock_wait_seconds_bucket",
-                  Class("orders", "le", "0.005")),
+                  Lock("orders", "le", "0.005")),
             1);
 }
 
@@ -73,9 +88,9 @@ TEST_F(LockMetricsTest, EachAcquireStatusCountsUnderItsOwnResult) {
                        true);
   const auto m = ParseExposition(metrics_.Exposition());
   const char* name = "lockfleet_lock_acquisitions_total";
-  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "acquired")), 0);
-  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "timed_out")), 1);
-  EXPECT_EQ(ValueIn(m, name, Class("a", "result", "cancelled")), 2);
+  EXPECT_EQ(ValueIn(m, name, Lock("a", "result", "acquired")), 0);
+  EXPECT_EQ(ValueIn(m, name, Lock("a", "result", "timed_out")), 1);
+  EXPECT_EQ(ValueIn(m, name, Lock("a", "result", "cancelled")), 2);
 }
 
 TEST_F(LockMetricsTest, AClassStartsWithEveryResultCauseAndStatusAtZero) {
@@ -83,14 +98,14 @@ TEST_F(LockMetricsTest, AClassStartsWithEveryResultCauseAndStatusAtZero) {
   const auto m = ParseExposition(metrics_.Exposition());
   for (const char* result : {"acquired", "timed_out", "cancelled"}) {
     EXPECT_EQ(ValueIn(m, "lockfleet_lock_acquisitions_total",
-                      Class("fresh", "result", result)),
+                      Lock("fresh", "result", result)),
               0)
         << result;
   }
   for (const char* result :
        {"released", "still_held", "not_held", "not_owner"}) {
     EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
-                      Class("fresh", "result", result)),
+                      Lock("fresh", "result", result)),
               0)
         << result;
   }
@@ -100,7 +115,7 @@ TEST_F(LockMetricsTest, AClassStartsWithEveryResultCauseAndStatusAtZero) {
               0)
         << cause;
   }
-  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Class("fresh")), 0);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Lock("fresh")), 0);
 }
 
 TEST_F(LockMetricsTest, ReleaseCountsTheResultAndObservesTheHold) {
@@ -108,15 +123,14 @@ TEST_F(LockMetricsTest, ReleaseCountsTheResultAndObservesTheHold) {
   observer_->OnRelease("orders:2", ReleaseStatus::kNotOwner, milliseconds(2));
   const auto m = ParseExposition(metrics_.Exposition());
   EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
-                    Class("orders", "result", "released")),
+                    Lock("orders", "result", "released")),
             1);
   EXPECT_EQ(ValueIn(m, "lockfleet_lock_releases_total",
-                    Class("orders", "result", "not_owner")),
+                    Lock("orders", "result", "not_owner")),
             1);
-  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Class("orders")),
-            2);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_hold_seconds_count", Lock("orders")), 2);
   EXPECT_DOUBLE_EQ(
-      ValueIn(m, "lockfleet_lock_hold_seconds_sum", Class("orders")), 0.042);
+      ValueIn(m, "lockfleet_lock_hold_seconds_sum", Lock("orders")), 0.042);
 }
 
 TEST_F(LockMetricsTest, WakeupsCountByCause) {
@@ -158,8 +172,92 @@ TEST_F(LockMetricsTest, RenewalCountsRenewedLeasesAndFailedRoundTrips) {
 
 TEST_F(LockMetricsTest, LeaseLostCountsPerClass) {
   observer_->OnLeaseLost("orders:1");
+  EXPECT_EQ(Value(metrics_, "lockfleet_lock_leases_lost_total", Lock("orders")),
+            1);
+}
+
+// Every primitive counts in the same families, told apart by `kind`; a
+// class of one kind does not create the series of another.
+TEST_F(LockMetricsTest, EveryPrimitiveCountsInTheSharedFamiliesUnderItsKind) {
+  observer_->OnPermitsAcquire("api:1", AcquireStatus::kAcquired,
+                              milliseconds(3));
+  observer_->OnPermitsRelease("api:1", ReleaseStatus::kReleased,
+                              milliseconds(20));
+  observer_->OnPermitsLost("api:2");
+  observer_->OnRwAcquire("cat:1", RwMode::kRead, AcquireStatus::kAcquired,
+                         milliseconds(1));
+  observer_->OnRwAcquire("cat:1", RwMode::kWrite, AcquireStatus::kTimedOut,
+                         milliseconds(9));
+  observer_->OnRwRelease("cat:1", RwMode::kRead, ReleaseStatus::kNotHeld,
+                         milliseconds(4));
+  observer_->OnRwLost("cat:1", RwMode::kWrite);
+  observer_->OnLatchAwait("merge:1", AwaitStatus::kOpened, milliseconds(7));
+  observer_->OnLatchAwait("merge:1", AwaitStatus::kCancelled, milliseconds(1));
+  observer_->OnMultiAcquire("stock:A", 2, AcquireStatus::kAcquired,
+                            milliseconds(2));
+  observer_->OnMultiRelease("stock:A", ReleaseStatus::kReleased,
+                            milliseconds(30));
+  const auto m = ParseExposition(metrics_.Exposition());
+  const char* acquisitions = "lockfleet_lock_acquisitions_total";
+  const char* releases = "lockfleet_lock_releases_total";
   EXPECT_EQ(
-      Value(metrics_, "lockfleet_lock_leases_lost_total", Class("orders")), 1);
+      ValueIn(m, acquisitions, Kind("semaphore", "api", "result", "acquired")),
+      1);
+  EXPECT_EQ(
+      ValueIn(m, releases, Kind("semaphore", "api", "result", "released")), 1);
+  EXPECT_EQ(
+      ValueIn(m, "lockfleet_lock_leases_lost_total", Kind("semaphore", "api")),
+      1);
+  EXPECT_DOUBLE_EQ(
+      ValueIn(m, "lockfleet_lock_hold_seconds_sum", Kind("semaphore", "api")),
+      0.02);
+  EXPECT_EQ(ValueIn(m, acquisitions,
+                    Kind("rwlock_read", "cat", "result", "acquired")),
+            1);
+  EXPECT_EQ(ValueIn(m, acquisitions,
+                    Kind("rwlock_write", "cat", "result", "timed_out")),
+            1);
+  EXPECT_EQ(
+      ValueIn(m, releases, Kind("rwlock_read", "cat", "result", "not_held")),
+      1);
+  EXPECT_EQ(ValueIn(m, "lockfleet_lock_leases_lost_total",
+                    Kind("rwlock_write", "cat")),
+            1);
+  EXPECT_EQ(
+      ValueIn(m, acquisitions, Kind("latch", "merge", "result", "acquired")),
+      1);
+  EXPECT_EQ(
+      ValueIn(m, acquisitions, Kind("latch", "merge", "result", "cancelled")),
+      1);
+  EXPECT_DOUBLE_EQ(
+      ValueIn(m, "lockfleet_lock_wait_seconds_sum", Kind("latch", "merge")),
+      0.008);
+  EXPECT_EQ(ValueIn(m, acquisitions,
+                    Kind("multilock", "stock", "result", "acquired")),
+            1);
+  EXPECT_EQ(
+      ValueIn(m, releases, Kind("multilock", "stock", "result", "released")),
+      1);
+  // No kind="lock" series for classes only used by other kinds; a latch
+  // has no holds, a permit set no still_held.
+  EXPECT_TRUE(std::isnan(
+      ValueIn(m, acquisitions, Kind("lock", "api", "result", "acquired"))));
+  EXPECT_TRUE(std::isnan(
+      ValueIn(m, "lockfleet_lock_hold_seconds_count", Kind("latch", "merge"))));
+  EXPECT_TRUE(std::isnan(
+      ValueIn(m, releases, Kind("semaphore", "api", "result", "still_held"))));
+}
+
+TEST_F(LockMetricsTest, LatchCountDownsCountByResult) {
+  observer_->OnLatchCountDown("merge:1", CountDownStatus::kCounted);
+  observer_->OnLatchCountDown("merge:1", CountDownStatus::kCounted);
+  observer_->OnLatchCountDown("merge:1", CountDownStatus::kOpened);
+  const auto m = ParseExposition(metrics_.Exposition());
+  const char* name = "lockfleet_latch_count_downs_total";
+  EXPECT_EQ(ValueIn(m, name, Class("merge", "result", "counted")), 2);
+  EXPECT_EQ(ValueIn(m, name, Class("merge", "result", "opened")), 1);
+  EXPECT_EQ(ValueIn(m, name, Class("merge", "result", "already_open")), 0);
+  EXPECT_EQ(ValueIn(m, name, Class("merge", "result", "no_latch")), 0);
 }
 
 TEST_F(LockMetricsTest, ErrorsCountByCodeAndEveryCodeStartsAtZero) {

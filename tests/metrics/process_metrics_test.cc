@@ -93,6 +93,44 @@ TEST(WorkerMetrics, ConsumerErrorsAddUpByKind) {
       1);
 }
 
+// A limit's gauges appear with its first sample, per limit (not summed
+// over its class: one exhausted limit must show); names beyond the bound
+// are dropped, not labelled; an unknown limit's gauges are withdrawn.
+TEST(WorkerMetrics, LimitSamplesSetThePermitsGaugesPerLimit) {
+  Metrics m({.max_lock_classes = 3});
+  auto observer = m.worker_observer();
+  EXPECT_FALSE(HasSeries(m, "lockfleet_semaphore_permits_in_use"));
+  observer->OnLimitSampled("partner:eu", 2, 1, 4);
+  observer->OnLimitSampled("partner:us", 1, 0, 0);
+  observer->OnLimitSampled("partner:eu", 3, 0, 5);  // replaces its sample
+  const LabelMatch eu = {{"semaphore_class", "partner"},
+                         {"limit", "partner:eu"}};
+  const LabelMatch us = {{"semaphore_class", "partner"},
+                         {"limit", "partner:us"}};
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_permits_in_use", eu), 3);
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_permits_available", eu), 0);
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_waiters", eu), 5);
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_permits_in_use", us), 1);
+  observer->OnLimitSampled("export", 1, 9, 0);
+  observer->OnLimitSampled("fourth", 1, 1, 1);  // past the bound of 3 names
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_permits_available",
+                  {{"semaphore_class", "export"}, {"limit", "export"}}),
+            9);
+  EXPECT_EQ(SumSamples(ParseExposition(m.Exposition()),
+                       "lockfleet_semaphore_waiters"),
+            5)
+      << "fourth is not labelled";
+  observer->OnLimitUnknown("partner:eu");
+  EXPECT_TRUE(std::isnan(Value(m, "lockfleet_semaphore_waiters", eu)))
+      << "withdrawn, not left at its last value";
+  observer->OnLimitSampled("fourth", 1, 1, 1);  // room again
+  EXPECT_EQ(Value(m, "lockfleet_semaphore_waiters",
+                  {{"semaphore_class", "fourth"}, {"limit", "fourth"}}),
+            1);
+  observer->OnLimitSampled("partner:eu", 0, 3, 0);  // bound reached again
+  EXPECT_TRUE(std::isnan(Value(m, "lockfleet_semaphore_waiters", eu)));
+}
+
 TEST(WorkerMetrics, UnknownConsumerLagIsNaN) {
   Metrics m;
   m.worker_observer()->OnConsumerLag(-1);

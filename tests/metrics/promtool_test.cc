@@ -14,6 +14,7 @@
 #include <string>
 
 #include "exposition.h"
+#include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/lock_client.h"
 #include "lockfleet/lockcore/rwlock.h"
@@ -54,12 +55,18 @@ void Populate(Metrics& m) {
   locks->OnRwRelease("cat:1", RwMode::kWrite, ReleaseStatus::kReleased,
                      milliseconds(7));
   locks->OnRwLost("cat:2", RwMode::kWrite);
+  locks->OnLatchAwait("merge:1", AwaitStatus::kOpened, milliseconds(40));
+  locks->OnLatchCountDown("merge:1", CountDownStatus::kOpened);
+  locks->OnMultiAcquire("stock:A", 2, AcquireStatus::kAcquired,
+                        milliseconds(1));
+  locks->OnMultiRelease("stock:A", ReleaseStatus::kReleased, milliseconds(5));
 
   auto jobs = m.worker_observer();
   jobs->OnJob(worker::JobSource::kKafka, "reserve", worker::JobResult::kOk,
               milliseconds(40));
   jobs->OnRunning(+1);
   jobs->OnConsumerLag(17);
+  jobs->OnLimitSampled("partner:eu", 2, 1, 3);
 
   m.ObserveNotificationDelay(std::chrono::microseconds(1200));
   m.AddNotifierStats([] {
@@ -94,18 +101,12 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
            "lockfleet_lock_leases_lost_total",
            "lockfleet_lock_spins_total",
            "lockfleet_lock_errors_total",
-           "lockfleet_semaphore_acquisitions_total",
-           "lockfleet_semaphore_wait_seconds_count",
-           "lockfleet_semaphore_hold_seconds_count",
-           "lockfleet_semaphore_releases_total",
-           "lockfleet_semaphore_permits_lost_total",
            "lockfleet_semaphore_permits_held",
-           "lockfleet_rwlock_acquisitions_total",
-           "lockfleet_rwlock_wait_seconds_count",
-           "lockfleet_rwlock_hold_seconds_count",
-           "lockfleet_rwlock_releases_total",
-           "lockfleet_rwlock_lost_total",
            "lockfleet_rwlock_holds",
+           "lockfleet_latch_count_downs_total",
+           "lockfleet_semaphore_permits_in_use",
+           "lockfleet_semaphore_permits_available",
+           "lockfleet_semaphore_waiters",
            "lockfleet_unlock_events_published_total",
            "lockfleet_unlock_events_delivered_total",
            "lockfleet_unlock_events_publish_failures_total",

@@ -419,6 +419,42 @@ TEST_F(RunnerTest, ALimitWaitTimeoutIsReportedAndDeadLettered) {
       << "the lock is given back with the job";
 }
 
+// The permits gauges' source: every limit the runner has used, as Redis
+// has it now (permits out, free, waiters), and only those.
+TEST_F(RunnerTest, SampleLimitsReportsEveryLimitUsedAsRedisHasIt) {
+  auto runner = NewRunner();
+  runner->SampleLimits();
+  EXPECT_TRUE(observer_->limits().empty()) << "no limit used yet";
+  Job job{.id = "s1",
+          .lock = "free",
+          .type = "sleep",
+          .limit = config::LimitConfig{.name = "partner", .permits = 3}};
+  job.payload["ms"] = {config::Scalar::Type::kInteger, "0"};
+  ASSERT_EQ(runner->Run(job, JobSource::kKafka, {}), JobResult::kOk);
+  LockClient holder(NewRedis());
+  Semaphore partner = holder.Semaphore("partner");
+  PermitResult two = partner.TryAcquire(2);
+  ASSERT_TRUE(two);
+  holder.Semaphore("elsewhere").SetPermits(5);  // not this runner's limit
+  runner->SampleLimits();
+  using Sample = CountingObserver::LimitSample;
+  EXPECT_EQ(observer_->limits(),
+            (std::map<std::string, Sample>{
+                {"partner", Sample{.in_use = 2, .available = 1}}}));
+  two.permits.Release();
+  runner->SampleLimits();
+  EXPECT_EQ(observer_->limits().at("partner"),
+            (Sample{.in_use = 0, .available = 3}));
+  // Gone (deleted by an operator, a Redis restart without its data): not
+  // known any more, until a job sets it again.
+  redis_->Execute({"DEL", "lockfleet:{partner}:semaphore"});
+  ASSERT_FALSE(holder.Semaphore("partner").Inspect().exists)
+      << "the test deletes the wrong key";
+  runner->SampleLimits();
+  EXPECT_TRUE(observer_->limits().empty());
+  EXPECT_EQ(observer_->unknown(), 1);
+}
+
 TEST_F(RunnerTest, LockWaitTimeoutIsReportedAndDeadLettered) {
   LockClient holder(NewRedis());
   Lease held = holder.Acquire("busy");

@@ -388,6 +388,39 @@ const Settings& JobRunner::SettingsFor(std::string_view handler) const {
                                                        : configured->second;
 }
 
+void JobRunner::SampleLimits(std::stop_token stop) {
+  const std::shared_ptr<WorkerObserver>& observer = options_.observer;
+  if (!observer) return;
+  try {
+    std::vector<std::string> names;
+    {
+      std::lock_guard lock(limits_mu_);
+      for (const auto& [name, permits] : limits_set_) {
+        if (names.size() == kMaxSampledLimits) break;
+        names.push_back(name);
+      }
+    }
+    for (size_t i = 0; i < names.size() && !stop.stop_requested(); ++i) {
+      try {
+        const SemaphoreInfo info = locks_->Semaphore(names[i]).Inspect();
+        if (info.exists) {
+          observer->OnLimitSampled(names[i], info.used, info.available,
+                                   info.waiters);
+        } else {
+          observer->OnLimitUnknown(names[i]);  // the next job sets it again
+        }
+      } catch (const Error&) {
+        // Redis is down or slow: nothing is known of this limit or the
+        // ones after it (one timeout per round, so that shutdown is not
+        // held up; the readiness probe tells of the outage).
+        for (; i < names.size(); ++i) observer->OnLimitUnknown(names[i]);
+        return;
+      }
+    }
+  } catch (const std::exception&) {  // bad_alloc: no samples this round
+  }
+}
+
 PermitResult JobRunner::TakeLimit(const config::LimitConfig& limit,
                                   std::stop_token stop, bool try_only) {
   Semaphore semaphore = locks_->Semaphore(limit.name);

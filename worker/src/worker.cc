@@ -22,6 +22,9 @@ using std::chrono::time_point_cast;
 constexpr milliseconds kPollTimeout{100};
 constexpr milliseconds kLagInterval{1000};
 constexpr milliseconds kPauseAfter{1000};
+// How often the limits this worker used are read from Redis for the
+// permits gauges (one round trip per limit).
+constexpr milliseconds kLimitSampleInterval{5000};
 // The scheduler reads the wall clock at least this often: a stepped clock
 // (or a fake one in a test) is noticed without waiting for a far deadline.
 constexpr milliseconds kScheduleRecheck{1000};
@@ -138,6 +141,9 @@ class Worker::Impl {
       pool_.emplace_back([this] { PoolLoop(); });
     }
     if (consumer_) poller_ = std::thread([this] { PollLoop(); });
+    if (runner_->options().observer) {
+      sampler_ = std::thread([this] { SampleLoop(); });
+    }
     if (!options_.schedules.empty()) {
       // Read here, not in the thread: occurrences count from Start().
       const SysMillis start = wall_->Now();
@@ -153,6 +159,7 @@ class Worker::Impl {
       return;
     }
     draining_ = true;
+    sampling_.request_stop();  // a sample in progress stops at its next limit
     cv_.notify_all();
     const auto deadline =
         std::chrono::steady_clock::now() + options_.grace_period;
@@ -166,6 +173,7 @@ class Worker::Impl {
     for (std::thread& thread : pool_) thread.join();
     if (poller_.joinable()) poller_.join();  // commits, leaves the group
     if (scheduler_.joinable()) scheduler_.join();
+    if (sampler_.joinable()) sampler_.join();
     lock.lock();
     stopped_ = true;
     cv_.notify_all();
@@ -307,6 +315,17 @@ class Worker::Impl {
                          [&] { return draining_ || queue_.size() < low; });
   }
 
+  // Samples the limits for the metrics until draining.
+  void SampleLoop() {
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, kLimitSampleInterval,
+                         [this] { return draining_; })) {
+      lock.unlock();
+      runner_->SampleLimits(sampling_.get_token());
+      lock.lock();
+    }
+  }
+
   void PollLoop() {
     auto next_lag = std::chrono::steady_clock::now();
     const auto& observer = runner_->options().observer;
@@ -444,6 +463,8 @@ class Worker::Impl {
   std::vector<std::thread> pool_;
   std::thread poller_;
   std::thread scheduler_;
+  std::thread sampler_;
+  std::stop_source sampling_;  // requested when draining starts
 };
 
 Worker::Worker(std::shared_ptr<JobRunner> runner, WorkerOptions options,

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 
 #include "lockfleet/lockcore/lease.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/observer.h"
 
 namespace lockfleet {
 
@@ -90,7 +92,16 @@ class MultiLease {
   ReleaseStatus Release(std::vector<LeaseRelease>* each);
 
  private:
+  friend class LockClient;
+  // A multi-lock's grant, reported to `observer` (may be null) when it is
+  // released.
+  MultiLease(std::vector<Lease> leases, std::shared_ptr<LockObserver> observer,
+             std::shared_ptr<Clock> clock);
+
   std::vector<Lease> leases_;
+  std::shared_ptr<LockObserver> observer_;
+  std::shared_ptr<Clock> clock_;
+  Clock::TimePoint acquired_at_{};
 };
 
 struct AcquireAllResult {

@@ -10,6 +10,7 @@
 // Every method has an empty default, so an observer overrides what it needs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -18,7 +19,9 @@
 
 namespace lockfleet {
 
-enum class RwMode;  // rwlock.h
+enum class RwMode;           // rwlock.h
+enum class AwaitStatus;      // latch.h
+enum class CountDownStatus;  // latch.h
 
 enum class AcquireStatus;
 enum class ReleaseStatus;
@@ -98,6 +101,28 @@ class LockObserver {
   // The holds of `name` in `mode` this client has changed by `delta`.
   virtual void OnRwHeld(std::string_view /*name*/, RwMode /*mode*/,
                         int64_t /*delta*/) noexcept {}
+
+  // Countdown latches (latch.h). An Await of latch `name` ended: opened,
+  // timed out or cancelled, after `waited`.
+  virtual void OnLatchAwait(std::string_view /*name*/, AwaitStatus /*status*/,
+                            Clock::Duration /*waited*/) noexcept {}
+  // A count-down of latch `name` was answered with `status` by Redis (also
+  // when it then throws kRedisReplicas; not when Redis failed).
+  virtual void OnLatchCountDown(std::string_view /*name*/,
+                                CountDownStatus /*status*/) noexcept {}
+
+  // Multi-locks (multi_lock.h), as a whole; `first` is the first of the
+  // names in canonical (sorted) order, `names` how many there are. Each of
+  // its locks is also reported as a lock (OnAcquire, OnRelease, ...).
+  // A multi-lock acquisition call ended, after `waited`.
+  virtual void OnMultiAcquire(std::string_view /*first*/, size_t /*names*/,
+                              AcquireStatus /*status*/,
+                              Clock::Duration /*waited*/) noexcept {}
+  // A multi-lease was released after being held for `held`, with the status
+  // MultiLease::Release returned (not when a release threw).
+  virtual void OnMultiRelease(std::string_view /*first*/,
+                              ReleaseStatus /*status*/,
+                              Clock::Duration /*held*/) noexcept {}
 };
 
 }  // namespace lockfleet

@@ -66,6 +66,16 @@ class WorkerObserver {
   // `commit_failures` more failed offset commits since the last report.
   virtual void OnConsumerErrors(uint64_t /*errors*/,
                                 uint64_t /*commit_failures*/) noexcept {}
+  // The limit (semaphore) `name`, as Redis had it when the worker last
+  // sampled it: permits out (held, or handed to a waiter not yet claimed),
+  // permits free, and queued waiters. Reported every few seconds for each
+  // limit this worker has used.
+  virtual void OnLimitSampled(std::string_view /*name*/, int64_t /*in_use*/,
+                              int64_t /*available*/,
+                              int64_t /*waiters*/) noexcept {}
+  // The limit `name` could not be sampled (Redis failed) or no longer
+  // exists: what was last reported of it is no longer known.
+  virtual void OnLimitUnknown(std::string_view /*name*/) noexcept {}
 };
 
 }  // namespace lockfleet::worker

@@ -114,6 +114,9 @@ struct OccurrenceResult {
   std::chrono::milliseconds retry_after{0};
 };
 
+// The most limits JobRunner::SampleLimits reads per call.
+inline constexpr size_t kMaxSampledLimits = 100;
+
 class JobRunner {
  public:
   // Throws std::invalid_argument for bad options.
@@ -174,6 +177,14 @@ class JobRunner {
 
   const RunnerOptions& options() const { return options_; }
   RedisClient& redis() const { return *redis_; }
+
+  // Reads every limit this runner has used (at most kMaxSampledLimits, in
+  // name order) from Redis and reports each to the observer
+  // (OnLimitSampled). A limit that is gone is reported unknown; after a
+  // Redis failure, it and the limits after it are reported unknown and the
+  // call returns (one timeout per call, not one per limit). Stops between
+  // limits once `stop` is requested. Without an observer, does nothing.
+  void SampleLimits(std::stop_token stop = {});
 
  private:
   // worker.handlers[handler], or no settings.
