@@ -12,10 +12,6 @@ namespace lockfleet::metrics {
 namespace internal {
 namespace {
 
-double Seconds(Clock::Duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
 // Observers must not throw: a failure to record (bad_alloc) loses a count.
 template <typename F>
 void Record(F&& record) noexcept {

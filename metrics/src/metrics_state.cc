@@ -81,11 +81,11 @@ prometheus::Family<Histogram>& HistogramFamily(prometheus::Registry& registry,
   return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
 }
 
+}  // namespace
+
 double Seconds(Clock::Duration d) {
   return std::chrono::duration<double>(d).count();
 }
-
-}  // namespace
 
 const char* KindName(Kind kind) noexcept {
   switch (kind) {

@@ -58,6 +58,9 @@ T* At(const std::array<T*, N>& series, size_t i) {
   return i < N ? series[i] : nullptr;
 }
 
+// `d` in seconds, the unit of every duration series.
+double Seconds(Clock::Duration d);
+
 // The kinds of hold, the `kind` label of the families every kind shares
 // (acquisitions, wait, hold, releases, leases lost).
 enum class Kind { kLock, kRwRead, kRwWrite, kSemaphore, kLatch, kMultiLock };
