@@ -271,10 +271,16 @@ TEST_F(TopTest, ALiveViewOfARunningDemoAnswersItsKeys) {
       << screen;
 
   // q: quits with status 0 and gives the terminal back as it was: line
-  // editing and echo on again (stty -a runs after it).
+  // editing and echo on again (stty -a runs after it). stty writes a line at
+  // a time, so wait for the line of local modes (icanon and echo share it),
+  // not just its first line.
   tmux.Keys("q");
   EXPECT_TRUE(tmux.WaitFor(
-      [](const std::string& s) { return Has(s, "EXIT=0") && Has(s, "speed"); },
+      [](const std::string& s) {
+        const size_t exit = s.find("EXIT=0");
+        return exit != std::string::npos &&
+               s.find("icanon", exit) != std::string::npos;
+      },
       &screen, seconds(20)))
       << screen;
   const std::string modes = screen.substr(screen.find("EXIT=0"));
