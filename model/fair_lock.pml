@@ -536,15 +536,17 @@ inline acquire_fair(c, o, w) {
      fi;
 #endif
      add_hold(c);
-     if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
-     r_pending = 0;
 #ifndef BUG_PHANTOM_QUEUE
-     /* FIX bug 7: LREM KEYS[3] wid; HDEL KEYS[4] wid */
+     /* FIX bug 7: LREM KEYS[3] wid; HDEL KEYS[4] wid — not on a claim: the
+        hand-off took the grantee off the queue (the script returns early). */
+     assert(r_pending != w || w_owner[w] == 0);
      if
-     :: w_owner[w] != 0 -> REACHED(2); q_remove(w); hdel(w)
+     :: r_pending == 0 && w_owner[w] != 0 -> REACHED(2); q_remove(w); hdel(w)
      :: else -> skip
      fi;
 #endif
+     if :: r_pending != 0 -> REACHED(1) :: else -> skip fi;  /* a claim */
+     r_pending = 0;
      g_res = 1;
      g_fence = r_fence;
      printf("  AcquireFair(owner %d, waiter of c%d) branch ours: granted fence %d\n", o, w_client[w], g_fence)

@@ -27,24 +27,26 @@ end
 -- The next fencing token of the slot's counter (KEYS[2]): above the last one
 -- issued, and never below the server's clock in microseconds, so a counter
 -- rolled back by a failover or an empty restart does not issue a token again.
--- fence_after(last): the token after `last` (a stored token, or nil):
--- max(last + 1, server us). Also a read-write lock's (rw_next_fence).
-local function fence_after(last)
+-- fence_after(last, now_u): the token after `last` (a stored token, or nil):
+-- max(last + 1, server us). `now_u` (optional): the server's clock in us if
+-- the caller read it already (one TIME per script). Also a read-write lock's
+-- (rw_next_fence).
+local function fence_after(last, now_u)
   local fence = tonumber(last or '0') + 1
-  local now = now_us()
+  local now = now_u or now_us()
   if fence < now then fence = now end
   return fence
 end
-local function next_fence()
-  local fence = fence_after(redis.call('GET', KEYS[2]))
+local function next_fence(now_u)
+  local fence = fence_after(redis.call('GET', KEYS[2]), now_u)
   redis.call('SET', KEYS[2], string.format('%d', fence))
   return fence
 end
 -- A new grant of the lock (KEYS[1], absent or just deleted) to `owner` with
--- the one hold `hold`, a new fencing token and `ttl_ms` to live. Returns the
--- token.
-local function new_grant(owner, hold, ttl_ms)
-  local fence = next_fence()
+-- the one hold `hold`, a new fencing token and `ttl_ms` to live (`now_u` as
+-- in fence_after). Returns the token.
+local function new_grant(owner, hold, ttl_ms, now_u)
+  local fence = next_fence(now_u)
   redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
   redis.call('PEXPIRE', KEYS[1], ttl_ms)
   return fence
@@ -81,6 +83,20 @@ local function live_head(now)
     redis.call('HDEL', KEYS[4], head)
   end
 end
+-- Takes the first live waiter off the queue (and the dead ones before it,
+-- as live_head drops them): its id and its entry, or nil. Popping first
+-- and reading after costs one command less per hand-off than live_head
+-- and a pop.
+local function pop_live_head(now)
+  while true do
+    local head = redis.call('LPOP', KEYS[3])
+    if not head then return nil end
+    local info = redis.call('HGET', KEYS[4], head)
+    redis.call('HDEL', KEYS[4], head)
+    local deadline = info and tonumber(string.match(info, '^(%d+)|')) or 0
+    if deadline >= now then return head, info end
+  end
+end
 -- The releasing client's own fair waiters on this lock, from ARGV[first]
 -- on in threes (waiter id, hold id, lease ms): waiter id -> {hold, lease}.
 local function local_waiters(first)
@@ -97,18 +113,16 @@ end
 -- waiter's hold and lease and nothing pending, {4, ..., hold id}; the
 -- releasing client hands it to its waiter in memory. Returns the reply.
 local function hand_off(claim_ms, locals)
-  local head = live_head(now_ms())
+  local now_u = now_us()
+  local head, info = pop_live_head(math.floor(now_u / 1000))
   if not head then return {1} end
-  local info = redis.call('HGET', KEYS[4], head)
   local next_owner = string.match(info, '^%d+|(.*)$')
-  redis.call('LPOP', KEYS[3])
-  redis.call('HDEL', KEYS[4], head)
   local direct = locals and locals[head]
   if direct then
-    local fence = new_grant(next_owner, 'h:' .. direct[1], direct[2])
+    local fence = new_grant(next_owner, 'h:' .. direct[1], direct[2], now_u)
     return {4, head, next_owner, fence, direct[1]}
   end
-  local fence = next_fence()
+  local fence = next_fence(now_u)
   redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   return {3, head, next_owner, fence}
@@ -123,6 +137,13 @@ local function latched()
   local packed = redis.call('GET', KEYS[5])
   if packed then return cmsgpack.unpack(packed) end
   return nil
+end
+-- `key` lives at least `ms` from now: a longer time to live is kept. One
+-- command unless the key has none (just made) or a longer one.
+local function expire_at_least(key, ms)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 and redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, ms)
+  end
 end
 )lua";
 
@@ -313,18 +334,19 @@ if cur[1] == owner and (not cur[4] or cur[4] == wid) then
     redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'at', string.format('%d', now_us()))
     redis.call('HDEL', KEYS[1], 'pending')
     redis.call('PEXPIRE', KEYS[1], lease)
+    -- The hand-off took us off the queue already.
+    return {1, tonumber(cur[3]), count}
+  end
+  local replaced = replace_revived(ARGV[7], owner, hold, lease)
+  if replaced then
+    cur[3], count = replaced, 1
   else
-    local replaced = replace_revived(ARGV[7], owner, hold, lease)
-    if replaced then
-      cur[3], count = replaced, 1
-    else
-      count = tonumber(cur[2])
-      if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
-        count = redis.call('HINCRBY', KEYS[1], 'count', 1)
-      end
-      -- Always a write, see "Replica acknowledgement" in scripts.h.
-      redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
+    count = tonumber(cur[2])
+    if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
+      count = redis.call('HINCRBY', KEYS[1], 'count', 1)
     end
+    -- Always a write, see "Replica acknowledgement" in scripts.h.
+    redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
   end
   -- Granted through the owner token while queued under this waiter id (a
   -- hold shared by owner token came first): leave the queue, or a later
@@ -343,18 +365,28 @@ if not cur[1] then
       redis.call('LPOP', KEYS[3])
       redis.call('HDEL', KEYS[4], wid)
     end
-    return {1, new_grant(owner, hold, lease), 1}
+    return {1, new_grant(owner, hold, lease, now_u), 1}
   end
 end
 if ARGV[6] == '1' then
   -- Queue up (once), and refresh our presence deadline.
   local presence = tonumber(ARGV[5])
+  local len = 0  -- the queue's length if we joined it now
   if redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. owner) == 1 then
-    redis.call('RPUSH', KEYS[3], wid)
+    len = redis.call('RPUSH', KEYS[3], wid)
   end
+  -- Both keys live at least `keep` from now (never shortened: another
+  -- waiter's presence may be longer). A queue we just made has no time to
+  -- live yet, and the entries the hash may still hold are of no live
+  -- waiter (none is queued but us): set both plainly.
   local keep = presence * 2
-  if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
-  if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
+  if len == 1 then
+    redis.call('PEXPIRE', KEYS[3], keep)
+    redis.call('PEXPIRE', KEYS[4], keep)
+  else
+    expire_at_least(KEYS[3], keep)
+    expire_at_least(KEYS[4], keep)
+  end
   -- Our place in the queue (1: the head, which the next release grants
   -- to), looked for among the first 64 only; 0: further back. How long the
   -- current hold has run, in us (for spinning, spin_advisor.h): since its
@@ -362,7 +394,8 @@ if ARGV[6] == '1' then
   -- issued, next_fence); -2 while a hand-off waits for its claim; -1 when
   -- that cannot be so. And the current grant's fence: the place reflects
   -- every hand-off up to it.
-  local pos = redis.call('LPOS', KEYS[3], wid, 'MAXLEN', 64)
+  local pos = len > 0 and len - 1 or redis.call('LPOS', KEYS[3], wid, 'MAXLEN', 64)
+  if pos and pos >= 64 then pos = nil end
   local age = -2
   if not cur[4] then
     local began = tonumber(cur[5] or cur[3] or '')
@@ -397,25 +430,29 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
 
 const Script& ReleaseScript() {
   static const Script script(Source(kShrinks, R"lua(
-local first = latched()
-if first then return first end
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
-if not cur[1] then
-  return {0}
-end
-if cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
-  return {-1, cur[1]}
-end
-if redis.call('HDEL', KEYS[1], 'h:' .. ARGV[3]) == 0 then
+local hold = 'h:' .. ARGV[3]
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', hold)
+if not cur[5] or cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
+  -- Not a hold of the grant: a retry of a release that ran (its hold is
+  -- gone, the lock perhaps handed on) answers as that release did. Only
+  -- here: a hold in the grant is released, whether no try of this release
+  -- has run or a late try of its acquire put the hold back after one did
+  -- (an orphan nobody holds: releasing it frees the lock sooner).
+  local first = latched()
+  if first then return first end
+  if not cur[1] then return {0} end
+  if cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
+    return {-1, cur[1]}
+  end
   return {0}  -- this hold is not part of the grant (gone with an older one)
 end
 local latch_ms = tonumber(ARGV[5])
-local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
-if count <= 0 then
+if tonumber(cur[2] or '0') <= 1 then  -- the last hold
   redis.call('DEL', KEYS[1])
   return latch(hand_off(tonumber(ARGV[4]), local_waiters(6)), latch_ms)
 end
-return latch({2, count}, latch_ms)
+redis.call('HDEL', KEYS[1], hold)
+return latch({2, redis.call('HINCRBY', KEYS[1], 'count', -1)}, latch_ms)
 )lua"));
   return script;
 }

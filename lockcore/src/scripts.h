@@ -84,7 +84,11 @@ const Script& SpinClaimScript();
 //    {4, waiter id, owner, fence, hold id} freed and granted in full to the
 //    first live waiter, one of the releaser's own (a direct grant: its hold,
 //    its lease, nothing pending).
-//    A retry of a call that removed the hold returns the first reply.
+//    A retry of a call that removed the hold returns the first reply; the
+//    latch is read only then (a hold missing from the grant). A retry that
+//    finds its hold back in the grant — re-added by a late try of its
+//    acquire (lockcore.md, Limits) — releases that orphaned copy as a first
+//    try would.
 const Script& ReleaseScript();
 
 // A waiter leaves without the lock. KEYS 1-5. ARGV: waiter id, claim ms,

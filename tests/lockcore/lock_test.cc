@@ -175,6 +175,54 @@ TEST_F(Lock, ScriptsAreIdempotentUnderRetryPerHold) {
   EXPECT_EQ(redis_->Execute({"EXISTS", keys[0]}).integer, 1);
 }
 
+// The release reads its latch only when its hold is not in the grant. A
+// retry that finds the hold back — a late try of its acquire re-added it
+// after the first try ran — releases that orphan as a first try would:
+// with another hold left, the same answer as the latch; once the last,
+// the lock is freed and handed to the queue at once, rather than held by
+// a hold nobody has until its lease ends.
+TEST_F(Lock, AReleaseRetryThatFindsItsHoldPutBackReleasesTheOrphan) {
+  const std::vector<std::string> keys{
+      LockKey("late"), "lockfleet:fence:{late}", "lockfleet:{late}:queue",
+      "lockfleet:{late}:waiters", "lockfleet:{late}:latch:h1"};
+  auto acquire = [&](const std::string& hold) {
+    return redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]},
+                        {"o", "60000", hold});
+  };
+  auto release = [&](const std::string& hold) {
+    std::vector<std::string> k = keys;
+    k[4] = "lockfleet:{late}:latch:" + hold;
+    return redis_->Eval(internal::ReleaseScript(), k,
+                        {"o", "", hold, "2000", "10000"});
+  };
+  ASSERT_EQ(acquire("h1").elements[2].integer, 1);
+  ASSERT_EQ(acquire("h2").elements[2].integer, 2);
+  // A fair waiter queues behind the grant.
+  Reply queued = redis_->Eval(
+      internal::AcquireFairScript(), {keys[0], keys[1], keys[2], keys[3]},
+      {"ow", "60000", "hw", "w:1", "30000", "1"});
+  ASSERT_EQ(queued.elements[0].integer, 0);
+
+  EXPECT_EQ(release("h1").elements[0].integer, 2);  // its reply is "lost"
+  ASSERT_EQ(acquire("h1").elements[2].integer, 2);  // the late try
+  Reply retry = release("h1");  // another hold left: as the latch says
+  EXPECT_EQ(retry.elements[0].integer, 2);
+  EXPECT_EQ(retry.elements[1].integer, 1);
+  EXPECT_EQ(redis_->Execute({"HEXISTS", keys[0], "h:h1"}).integer, 0);
+
+  ASSERT_EQ(acquire("h1").elements[2].integer, 2);  // late again
+  EXPECT_EQ(release("h2").elements[0].integer, 2);
+  retry = release("h1");  // the orphan is the last hold: freed, handed on
+  ASSERT_EQ(retry.elements[0].integer, 3);
+  EXPECT_EQ(retry.elements[1].str, "w:1");
+  EXPECT_EQ(redis_->Execute({"HGET", keys[0], "owner"}).str, "ow");
+  EXPECT_EQ(redis_->Execute({"HGET", keys[0], "pending"}).str, "w:1");
+  EXPECT_EQ(redis_->Execute({"LLEN", keys[2]}).integer, 0);
+  // Its own retry, the hold gone now: the latched answer, nothing more.
+  EXPECT_EQ(release("h1").elements[0].integer, 3);
+  EXPECT_EQ(redis_->Execute({"HGET", keys[0], "pending"}).str, "w:1");
+}
+
 // Review finding: hold/request ids were per-client counters, so two clients
 // sharing a caller-given owner token collided ("1" and "1"), a hold went
 // uncounted, and the lock was freed while one of them still held it.

@@ -272,6 +272,113 @@ TEST_F(Spin, ARefusedAttemptReportsItsPlaceInTheQueue) {
   EXPECT_EQ(r.elements[4].integer, -2);
 }
 
+// Joining a queue reads the place from the queue's new length (no search);
+// past the first 64 the place is unknown (0), as for a waiter already
+// queued. The queue's two keys live at least twice the presence of every
+// waiter that joined or refreshed: a longer presence raises their time to
+// live, a shorter one never lowers it, and a key that lost its time to live
+// gets one back.
+TEST_F(Spin, PlacesPast64AreUnknownAndTheQueueOutlivesEveryPresence) {
+  auto holder = SpinClient();
+  AcquireResult held = holder->TryAcquire("deep");
+  ASSERT_TRUE(held);
+  const std::string lock = LockKey("deep");
+  const std::string queue = "lockfleet:{deep}:queue";
+  const std::string waiters = "lockfleet:{deep}:waiters";
+  const std::vector<std::string> keys = {
+      lock, internal::FenceCounterKey("lockfleet", lock), queue, waiters};
+  auto attempt = [&](int waiter, int presence_ms) {
+    const std::string w = "w:" + std::to_string(waiter);
+    Reply r = redis_->Eval(internal::AcquireFairScript(), keys,
+                           {"o-" + w, "5000", "h-" + w, w,
+                            std::to_string(presence_ms), "1"});
+    EXPECT_EQ(r.elements.size(), 6u);
+    EXPECT_EQ(r.elements[0].integer, 0);
+    return r.elements[3].integer;
+  };
+  auto ttl = [&](const std::string& key) {
+    return redis_->Execute({"PTTL", key}).integer;
+  };
+  EXPECT_EQ(attempt(0, 3000), 1);
+  for (const std::string& key : {queue, waiters}) {
+    EXPECT_GT(ttl(key), 4000) << key;
+    EXPECT_LE(ttl(key), 6000) << key;
+  }
+  EXPECT_EQ(attempt(1, 20000), 2);
+  for (const std::string& key : {queue, waiters})
+    EXPECT_GT(ttl(key), 30000) << key << ": raised for the longer presence";
+  EXPECT_EQ(attempt(2, 1000), 3);
+  EXPECT_EQ(attempt(0, 3000), 1);  // a refresh: found by its place
+  for (const std::string& key : {queue, waiters})
+    EXPECT_GT(ttl(key), 30000) << key << ": a shorter presence keeps it";
+  // A key without a time to live (an operator's PERSIST, a restore) gets
+  // one at the next join.
+  redis_->Execute({"PERSIST", waiters});
+  redis_->Execute({"PERSIST", queue});
+  EXPECT_EQ(attempt(3, 1000), 4);
+  for (const std::string& key : {queue, waiters}) {
+    EXPECT_GT(ttl(key), 0) << key;
+    EXPECT_LE(ttl(key), 2000) << key;
+  }
+  for (int i = 4; i < 64; ++i) ASSERT_EQ(attempt(i, 60000), i + 1);
+  EXPECT_EQ(attempt(64, 60000), 0) << "the 65th: not looked for";
+  EXPECT_EQ(attempt(63, 60000), 64);  // refreshes, found by LPOS
+  EXPECT_EQ(attempt(64, 60000), 0);
+  EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 65);
+  EXPECT_EQ(redis_->Execute({"HLEN", waiters}).integer, 65);
+}
+
+// A claim (the fair acquire of the waiter a release handed the lock to)
+// finds itself off the queue already — the hand-off took it — and leaves
+// the rest in order: the next release hands on to the next waiter.
+TEST_F(Spin, AClaimLeavesTheRestOfTheQueueInOrder) {
+  const std::string lock = LockKey("claims");
+  const std::string queue = "lockfleet:{claims}:queue";
+  const std::string waiters = "lockfleet:{claims}:waiters";
+  const std::vector<std::string> keys = {
+      lock, internal::FenceCounterKey("lockfleet", lock), queue, waiters};
+  auto attempt = [&](int i) {
+    const std::string n = std::to_string(i);
+    return redis_->Eval(internal::AcquireFairScript(), keys,
+                        {"o" + n, "60000", "h" + n, "w:" + n, "30000", "1"});
+  };
+  auto release = [&](int i, int64_t fence) {
+    const std::string n = std::to_string(i);
+    std::vector<std::string> k = keys;
+    k.push_back("lockfleet:{claims}:latch:h" + n);
+    return redis_->Eval(internal::ReleaseScript(), k,
+                        {"o" + n, std::to_string(fence), "h" + n, "2000",
+                         "10000"});
+  };
+  auto list = [&](std::vector<std::string> command) {
+    std::vector<std::string> out;
+    for (const Reply& e : redis_->Execute(command).elements)
+      out.push_back(e.str);
+    return out;
+  };
+  Reply r = attempt(0);
+  ASSERT_EQ(r.elements[0].integer, 1);
+  int64_t fence = r.elements[1].integer;
+  ASSERT_EQ(attempt(1).elements[0].integer, 0);
+  ASSERT_EQ(attempt(2).elements[0].integer, 0);
+  for (int holder : {1, 2}) {
+    r = release(holder - 1, fence);
+    ASSERT_EQ(r.elements[0].integer, 3) << holder;
+    EXPECT_EQ(r.elements[1].str, "w:" + std::to_string(holder));
+    fence = r.elements[3].integer;
+    r = attempt(holder);  // the claim
+    ASSERT_EQ(r.elements[0].integer, 1) << holder;
+    EXPECT_EQ(r.elements[1].integer, fence);
+    const std::vector<std::string> rest =
+        holder == 1 ? std::vector<std::string>{"w:2"}
+                    : std::vector<std::string>{};
+    EXPECT_EQ(list({"LRANGE", queue, "0", "-1"}), rest) << holder;
+    EXPECT_EQ(list({"HKEYS", waiters}), rest) << holder;
+  }
+  EXPECT_EQ(release(2, fence).elements[0].integer, 1);  // nobody left
+  EXPECT_EQ(redis_->Execute({"EXISTS", lock}).integer, 0);
+}
+
 // A waiter at place 2 sends no check while the head and the holder are
 // still ahead of it: only the head spins. And spinning keeps the queue's
 // order: the head is granted first, then the next, each with a larger
