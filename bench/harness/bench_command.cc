@@ -158,6 +158,20 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                   "--mode kafka: the consumers' fetch wait. Default: the "
                   "notifier's (1 ms)")
       ->type_name("MS");
+  app->add_option("--fan-out", args->fan_out,
+                  "--mode kafka: broadcast (every process fetches every "
+                  "unlock event) or targeted (only the partitions of the "
+                  "names it waits on). Default: the config's, else broadcast")
+      ->type_name("F");
+  app->add_option("--targeted-linger-ms", args->targeted_linger_ms,
+                  "--fan-out targeted: how long a partition stays fetched "
+                  "after its last wait. Default: the config's, else 2000")
+      ->type_name("MS");
+  app->add_option("--partitions", args->partitions,
+                  "--mode kafka: the unlock topic's partitions on the "
+                  "broker the run starts (embedded or kafka-local). "
+                  "Default: 4 embedded, 3 kafka-local")
+      ->type_name("N");
   app->add_option("--park-cap-ms", args->park_cap_ms,
                   "Longest single park of a waiter. Default: the product's "
                   "(1000)")

@@ -421,7 +421,12 @@ int RunContender(const BenchArgs& args, const Context& context) {
     report.errors["release_failed"] +=
         stats.release_failures - stats_before.release_failures;
   }
-  if (kafka) AddNotifierErrors(kafka_before, kafka->stats(), report.errors);
+  if (kafka) {
+    const notifier::NotifierStats kafka_after = kafka->stats();
+    AddNotifierErrors(kafka_before, kafka_after, report.errors);
+    report.events_published = kafka_after.published - kafka_before.published;
+    report.events_consumed = kafka_after.consumed - kafka_before.consumed;
+  }
   if (!WriteFileAtomically(ReportPath(args.run_dir, args.child_index),
                            ToJson(report).dump())) {
     PrintError("cannot write " + ReportPath(args.run_dir, args.child_index));

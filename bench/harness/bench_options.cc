@@ -150,6 +150,12 @@ void CheckBenchArgs(BenchArgs& args) {
     if (args.fetch_wait_ms != 0) {
       throw UsageError("--fetch-wait-ms applies to --mode kafka only");
     }
+    if (!args.fan_out.empty() || args.partitions != 0 ||
+        args.targeted_linger_ms != -1) {
+      throw UsageError(
+          "--fan-out, --targeted-linger-ms and --partitions apply to --mode "
+          "kafka only");
+    }
     if (args.event_latency != 0) {
       throw UsageError("--event-latency applies to --mode kafka only");
     }
@@ -165,6 +171,33 @@ void CheckBenchArgs(BenchArgs& args) {
   }
   if (args.fetch_wait_ms != 0)
     CheckRange("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
+  if (args.mode == BenchMode::kKafka) {
+    if (args.fan_out.empty()) {
+      args.fan_out = args.config && args.config->kafka &&
+                             args.config->kafka->fan_out ==
+                                 config::FanOut::kTargeted
+                         ? "targeted"
+                         : "broadcast";
+    } else if (args.fan_out != "broadcast" && args.fan_out != "targeted") {
+      throw UsageError("--fan-out must be broadcast or targeted, not " +
+                       Quoted(args.fan_out));
+    }
+    if (args.targeted_linger_ms != -1) {
+      CheckRange("--targeted-linger-ms", args.targeted_linger_ms, 0,
+                 3'600'000);
+      if (args.fan_out != "targeted")
+        throw UsageError("--targeted-linger-ms applies to --fan-out targeted");
+    }
+    if (args.partitions != 0) {
+      CheckRange("--partitions", args.partitions, 1, 1024);
+      if (!args.kafka.empty() && args.kafka != kKafkaLocal) {
+        throw UsageError(
+            "--partitions applies to a broker the run starts (the embedded "
+            "one, or --kafka kafka-local), not to " +
+            Quoted(args.kafka));
+      }
+    }
+  }
   if (args.park_cap_ms != 0)
     CheckRange("--park-cap-ms", args.park_cap_ms, 1, 600'000);
   if (args.spin_max_hold_ms != -1)
@@ -239,6 +272,11 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
     argv.insert(argv.end(),
                 {"--fetch-wait-ms", std::to_string(args.fetch_wait_ms)});
   }
+  if (!args.fan_out.empty()) argv.insert(argv.end(), {"--fan-out", args.fan_out});
+  if (args.targeted_linger_ms != -1) {
+    argv.insert(argv.end(), {"--targeted-linger-ms",
+                             std::to_string(args.targeted_linger_ms)});
+  }
   if (args.park_cap_ms != 0) {
     argv.insert(argv.end(),
                 {"--park-cap-ms", std::to_string(args.park_cap_ms)});
@@ -268,6 +306,12 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
   if (args.fetch_wait_ms > 0) {
     options.fetch_wait = std::chrono::milliseconds(args.fetch_wait_ms);
   }
+  if (!args.fan_out.empty()) {
+    options.fan_out = args.fan_out == "targeted" ? notifier::FanOut::kTargeted
+                                                 : notifier::FanOut::kBroadcast;
+  }
+  if (args.targeted_linger_ms >= 0)
+    options.targeted_linger = std::chrono::milliseconds(args.targeted_linger_ms);
   return options;
 }
 

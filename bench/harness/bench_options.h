@@ -52,6 +52,13 @@ struct BenchArgs {
   bool no_fair_flag = false;             // --no-fair given
   bool fair = LockClientOptions{}.fair;  // the result, set by CheckBenchArgs()
   int fetch_wait_ms = 0;                 // 0: the notifier's default
+  // --fan-out broadcast|targeted (kafka mode); empty: the config's, else
+  // broadcast (CheckBenchArgs fills it in).
+  std::string fan_out;
+  int targeted_linger_ms = -1;  // --targeted-linger-ms; -1: the default
+  // --partitions: the unlock topic's partitions on a broker the run starts
+  // (embedded: 4, kafka-local: 3 by default); 0: that default.
+  int partitions = 0;
   int park_cap_ms = 0;                   // 0: the product's default
   int spin_max_hold_ms = -1;  // the queue head's spinning; -1: the default
   int event_latency = 0;      // events for the one-way latency probe; 0: none

@@ -114,6 +114,8 @@ nlohmann::json ToJson(const ContenderReport& r) {
           {"round_trips", r.round_trips},
           {"wakeups", r.wakeups},
           {"errors", r.errors},
+          {"events_published", r.events_published},
+          {"events_consumed", r.events_consumed},
           {"rss_kb_warm", r.warm.rss_kb},
           {"rss_kb_end", r.end.rss_kb},
           {"fds_warm", r.warm.fds},
@@ -128,6 +130,8 @@ ContenderReport ContenderReportFromJson(const nlohmann::json& json) {
   r.round_trips = json.at("round_trips").get<uint64_t>();
   r.wakeups = json.at("wakeups").get<std::map<std::string, uint64_t>>();
   r.errors = json.at("errors").get<std::map<std::string, uint64_t>>();
+  r.events_published = json.value("events_published", uint64_t{0});
+  r.events_consumed = json.value("events_consumed", uint64_t{0});
   r.warm.rss_kb = json.at("rss_kb_warm").get<long long>();
   r.end.rss_kb = json.at("rss_kb_end").get<long long>();
   r.warm.fds = json.at("fds_warm").get<long long>();

@@ -68,6 +68,9 @@ struct ContenderReport {
   uint64_t round_trips = 0;  // Redis round trips, counted by the client
   std::map<std::string, uint64_t> wakeups;  // cause -> count
   std::map<std::string, uint64_t> errors;   // error code -> count
+  // Kafka mode: unlock events this process published and received.
+  uint64_t events_published = 0;
+  uint64_t events_consumed = 0;
   ResourceSample warm;                      // after warm-up
   ResourceSample end;                       // after the last critical section
 };

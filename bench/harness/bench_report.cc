@@ -86,6 +86,7 @@ constexpr Figure kFigures[] = {
     {"/primitive/acquire_round_trips/read_joining_readers/mean",
      "  ... reads joining readers", "%.2f"},
     {"/releaser_reacquire_share", "back to the releaser", "%.3f"},
+    {"/events/consumed_share_mean", "events received / published", "%.3f"},
 };
 
 // The value at `pointer`, or nullopt when the run has none: null, or a
@@ -188,6 +189,8 @@ json ToJson(const RunResult& r) {
   const BenchArgs& args = *r.args;
   const Analysis& a = r.analysis;
   uint64_t attempts = 0, round_trips = 0;
+  uint64_t published = 0, consumed = 0, consumed_max = 0;
+  int reporting = 0;
   std::map<std::string, uint64_t> wakeups, errors;
   json processes = json::array();
   long long rss_warm = 0, rss_end = 0, fds_warm = 0, fds_end = 0;
@@ -204,6 +207,10 @@ json ToJson(const RunResult& r) {
       const ContenderReport& c = *p.report;
       attempts += c.attempts;
       round_trips += c.round_trips;
+      published += c.events_published;
+      consumed += c.events_consumed;
+      consumed_max = std::max(consumed_max, c.events_consumed);
+      ++reporting;
       for (const auto& [cause, n] : c.wakeups) wakeups[cause] += n;
       for (const auto& [code, n] : c.errors) errors[code] += n;
       rss_warm += c.warm.rss_kb;
@@ -215,6 +222,7 @@ json ToJson(const RunResult& r) {
                     {"rss_kb_end", c.end.rss_kb},
                     {"fds_warm", c.warm.fds},
                     {"fds_end", c.end.fds},
+                    {"events_consumed", c.events_consumed},
                     {"errors", c.errors}});
     }
     processes.push_back(entry);
@@ -248,6 +256,13 @@ json ToJson(const RunResult& r) {
         {"spin_max_hold_ms", args.spin_max_hold_ms >= 0
                                  ? json(args.spin_max_hold_ms)
                                  : json(nullptr)},
+        {"fan_out", args.mode == BenchMode::kKafka ? json(args.fan_out)
+                                                   : json(nullptr)},
+        {"partitions",
+         args.partitions > 0 ? json(args.partitions) : json(nullptr)},
+        {"targeted_linger_ms", args.targeted_linger_ms >= 0
+                                   ? json(args.targeted_linger_ms)
+                                   : json(nullptr)},
         {"redis", r.redis},
         {"kafka", r.kafka}}},
       {"acquisitions", n},
@@ -278,6 +293,20 @@ json ToJson(const RunResult& r) {
       {"jain_index", a.jain_index},
       {"releaser_reacquire_share", a.releaser_reacquire_share},
       {"wakeups", wakeups},
+      // Kafka mode: every process's events published, and what each
+      // received on average and at most, also as a share of all published
+      // (broadcast: ~1; targeted: the share of the partitions it fetched).
+      {"events",
+       args.mode == BenchMode::kKafka && reporting > 0
+           ? json{{"published", published},
+                  {"consumed_per_process_mean",
+                   static_cast<double>(consumed) / reporting},
+                  {"consumed_per_process_max", consumed_max},
+                  {"consumed_share_mean",
+                   published > 0 ? json(static_cast<double>(consumed) /
+                                        reporting / published)
+                                 : json(nullptr)}}
+           : json(nullptr)},
       {"errors", errors},
       {"failed_processes", failed},
       {"processes", processes},

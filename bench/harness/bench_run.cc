@@ -157,7 +157,8 @@ class KafkaLocalBroker {
   KafkaLocalBroker& operator=(const KafkaLocalBroker&) = delete;
 
   // Starts it; "" on success, else what went wrong.
-  std::string Start() {
+  // `partitions`: the unlock topic's.
+  std::string Start(int partitions) {
     const std::string script = KafkaLocalScript();
     if (script.empty()) {
       return "kafka-local not found (set LOCKFLEET_KAFKA_LOCAL to the "
@@ -216,8 +217,8 @@ class KafkaLocalBroker {
     }
     const std::string create =
         "'" + topics + "' --zookeeper 127.0.0.1:" + zk_port +
-        " --create --if-not-exists --topic lockfleet.unlock --partitions 3 "
-        "--replication-factor 1 >'" +
+        " --create --if-not-exists --topic lockfleet.unlock --partitions " +
+        std::to_string(partitions) + " --replication-factor 1 >'" +
         (dir_ / "topics.out").string() + "' 2>&1";
     if (std::system(create.c_str()) != 0) {
       return "cannot create lockfleet.unlock on kafka-local:\n" +
@@ -346,7 +347,9 @@ int Bench::StartRedis() {
 int Bench::StartKafka() {
   if (args_.mode != BenchMode::kKafka) return kExitOk;
   if (args_.kafka.empty()) {
-    broker_ = std::make_unique<notifier::EmbeddedBroker>();
+    notifier::EmbeddedBrokerOptions broker_options;
+    if (args_.partitions > 0) broker_options.partitions = args_.partitions;
+    broker_ = std::make_unique<notifier::EmbeddedBroker>(broker_options);
     bootstrap_ = broker_->bootstrap();
     result_.kafka = "embedded broker (" + bootstrap_ + ")" + Signed();
     return kExitOk;
@@ -598,7 +601,9 @@ int RunBench(const BenchArgs& given, const std::atomic<bool>& interrupted) {
   std::unique_ptr<KafkaLocalBroker> kafka_local;
   if (args.mode == BenchMode::kKafka && args.kafka == kKafkaLocal) {
     kafka_local = std::make_unique<KafkaLocalBroker>();
-    if (const std::string error = kafka_local->Start(); !error.empty()) {
+    if (const std::string error =
+            kafka_local->Start(args.partitions > 0 ? args.partitions : 3);
+        !error.empty()) {
       PrintError("--kafka kafka-local: " + error);
       return kExitUnavailable;
     }

@@ -56,6 +56,12 @@ kafka:
   unlock_topic: lockfleet.unlock   # unlock events that wake waiters
   jobs_topic: lockfleet.jobs       # jobs for worker.sources.kafka_jobs
   fetch_wait: 1ms           # 0..5m; 100ms..500ms on a real cluster
+  # broadcast: every process fetches every unlock event (small fleets);
+  # targeted: only the partitions of the names it waits on (large fleets:
+  # key the unlock topic over many partitions, docs/unlock-events.md).
+  fan_out: broadcast
+  targeted_replay: 512      # targeted: records re-read when a partition is added
+  targeted_linger: 2s       # targeted: kept fetched after its last wait
   message_timeout: 5s       # undelivered events are dropped after this
   queue_max_messages: 100000
   client_id: lockfleet

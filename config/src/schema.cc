@@ -256,6 +256,13 @@ std::optional<KafkaConfig> ReadKafka(Context& context,
                       out.jobs_topic + "' for both");
   }
   map.Read("fetch_wait", out.fetch_wait, Duration(milliseconds(0), minutes(5)));
+  if (std::optional<Value> fan_out = map.Get("fan_out")) {
+    if (auto index = ParseChoice(context, *fan_out, {"broadcast", "targeted"}))
+      out.fan_out = static_cast<FanOut>(*index);
+  }
+  map.Read("targeted_replay", out.targeted_replay, Int(0, 1'000'000));
+  map.Read("targeted_linger", out.targeted_linger,
+           Duration(milliseconds(0), hours(1)));
   map.Read("message_timeout", out.message_timeout, Duration(milliseconds(1)));
   map.Read("queue_max_messages", out.queue_max_messages, Int(1, 10'000'000));
   map.Read("client_id", out.client_id,

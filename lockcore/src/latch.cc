@@ -176,6 +176,7 @@ AwaitStatus LockCore::LatchAwaitLoop(const std::string& name,
   } waiting(latch_waiting_);
   // Listen first: an opening between the count read and the park wakes the
   // park at once.
+  Watching watching(this, name);
   Listening listening(latches_, name);
   bool in_outage = false;
   Clock::TimePoint outage_since;
@@ -218,6 +219,7 @@ AwaitStatus LockCore::LatchAwaitLoop(const std::string& name,
     } else {
       latch_parks_.fetch_add(1, std::memory_order_relaxed);
     }
+    watching.Begin();
     if (listening.Park(wait, stop) == WakeCause::kCancelled)
       return AwaitStatus::kCancelled;
   }

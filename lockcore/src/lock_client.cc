@@ -552,6 +552,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     slot.hold_id = hold_id;
     slot.lease_ms = lease.count();
   }
+  // Before the slot: destroyed after the slot leaves (Leave, below).
+  Watching watching(this, name);
   waits_.Register(name, &slot);
   waiting_.fetch_add(1, std::memory_order_relaxed);
   if (observer()) observer()->OnWaiting(+1);
@@ -664,6 +666,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       waits_.SetPlace(&slot, a.place, a.place_fence);
       plan = PlanAfterRefusal(name, a);
     }
+    watching.Begin();
     const WakeCause last_wake = ParkSpinning(
         name, &slot, bound, options.stop, &grant, plan, owner,
         [&] {
@@ -1036,6 +1039,25 @@ void LockCore::MarkLostLocked(const std::shared_ptr<HeldLock>& held,
   calls->push_back(held);  // stop token and callbacks: on the watchdog thread
 }
 
+void LockCore::SetUnlockInterest(std::shared_ptr<UnlockInterest> interest) {
+  std::lock_guard lock(interest_mu_);
+  interest_ = std::move(interest);
+}
+
+void LockCore::Watching::Begin() {
+  if (begun_) return;
+  begun_ = true;
+  {
+    std::lock_guard lock(core_->interest_mu_);
+    interest_ = core_->interest_;
+  }
+  if (interest_) interest_->Watch(name_);
+}
+
+LockCore::Watching::~Watching() {
+  if (interest_) interest_->Unwatch(name_);
+}
+
 LockInfo LockCore::Inspect(std::string_view name) {
   ValidateName(name);
   Reply r = EvalRetryOnce(InspectScript(), Keys(name), {});
@@ -1307,6 +1329,10 @@ lockfleet::ReadWriteLock LockClient::ReadWriteLock(std::string_view name) {
 
 void LockClient::DeliverUnlockEvent(const UnlockEvent& event) noexcept {
   core_->DeliverUnlockEvent(event);
+}
+
+void LockClient::SetUnlockInterest(std::shared_ptr<UnlockInterest> interest) {
+  core_->SetUnlockInterest(std::move(interest));
 }
 
 std::string LockClient::DefaultOwner() const { return core_->DefaultOwner(); }

@@ -169,6 +169,28 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                                 const ForceUnlockOptions& options);
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
   bool Lost(const HeldLock& held) const noexcept;
+  void SetUnlockInterest(std::shared_ptr<UnlockInterest> interest);
+
+  // One waiting call's interest in `name` (UnlockInterest): from Begin,
+  // called before the call's first park (a call that gets the lock at once
+  // costs the transport nothing), to its destruction, after the call's slot
+  // left the wait table. Told to the interest set at Begin (the same one
+  // hears its end).
+  class Watching {
+   public:
+    Watching(LockCore* core, const std::string& name)
+        : core_(core), name_(name) {}
+    ~Watching();
+    Watching(const Watching&) = delete;
+    Watching& operator=(const Watching&) = delete;
+    void Begin();  // the first call only
+
+   private:
+    LockCore* core_;
+    const std::string& name_;
+    bool begun_ = false;
+    std::shared_ptr<UnlockInterest> interest_;
+  };
 
   std::string DefaultOwner() const;
   LockStats Stats() const;
@@ -447,6 +469,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   }
   LatchBoard latches_;
   SpinAdvisor spin_;
+  std::mutex interest_mu_;
+  std::shared_ptr<UnlockInterest> interest_;  // guarded by interest_mu_
 
   mutable std::mutex mu_;
   std::condition_variable watchdog_cv_;

@@ -257,6 +257,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
   WaitTable::Slot slot;
   slot.waiter_id = id;
   WaitTable& waits = WaitsOf(ask.kind);
+  Watching watching(this, name);  // outlives the slot (Leave)
   if (wait) waits.Register(name, &slot);
   if (wait) sem_waiting_.fetch_add(1, std::memory_order_relaxed);
   // Whether Redis may have our set or our queue entry: on a way out without
@@ -443,6 +444,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
       if (wait_hint >= 0)
         bound = std::min<Clock::Duration>(bound, milliseconds(wait_hint + 1));
     }
+    watching.Begin();
     switch (waits.Park(&slot, bound, options.stop)) {
       case WakeCause::kLocal:
         wake_local_.fetch_add(1, std::memory_order_relaxed);

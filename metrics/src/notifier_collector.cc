@@ -72,6 +72,9 @@ void Accumulate(notifier::NotifierStats& sum,
   sum.consumer_errors += s.consumer_errors;
   sum.transport_errors += s.transport_errors;
   sum.partitions += s.partitions;
+  sum.fetched_partitions += s.fetched_partitions;
+  sum.partition_assigns += s.partition_assigns;
+  sum.partition_unassigns += s.partition_unassigns;
 }
 
 }  // namespace
@@ -165,8 +168,17 @@ std::vector<MetricFamily> NotifierCollector::Collect() const {
        "per ready notifier).",
        MetricType::Gauge, ready);
   Emit(out, "lockfleet_kafka_consumer_partitions",
-       "Unlock-topic partitions assigned to the consumer.", MetricType::Gauge,
-       static_cast<uint64_t>(std::max(0, sum.partitions)));
+       "Unlock-topic partitions the consumer fetches: all of them when "
+       "broadcasting, those of the names waited on in targeted fan-out.",
+       MetricType::Gauge,
+       static_cast<uint64_t>(std::max(0, sum.fetched_partitions)));
+  Emit(out, "lockfleet_kafka_consumer_partition_changes_total",
+       "Targeted fan-out: unlock-topic partitions added to the fetch "
+       "(assigned: a name of theirs waited on) or dropped from it "
+       "(unassigned: nobody waited on them for kafka.targeted_linger).",
+       "change",
+       {{"assigned", sum.partition_assigns},
+        {"unassigned", sum.partition_unassigns}});
   return out;
 }
 

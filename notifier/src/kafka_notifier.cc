@@ -1,5 +1,6 @@
 #include "lockfleet/notifier/kafka_notifier.h"
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "lockfleet/lockcore/error.h"
@@ -27,6 +30,10 @@ constexpr milliseconds kAssignRetry{
     200};  // while the topic or broker is missing
 constexpr auto kMetadataRefresh =
     std::chrono::seconds(10);  // partition changes
+// Targeted fan-out: how often lingering partitions are dropped and failed
+// assignments tried again.
+constexpr milliseconds kRetargetEvery{250};
+
 
 std::string RandomSuffix() {
   std::random_device rd;
@@ -41,9 +48,27 @@ int64_t NowNs() {
 
 }  // namespace
 
+// librdkafka's default partitioner uses the same hash for a keyed record, so
+// publishers that leave the choice to librdkafka agree.
+int32_t UnlockPartition(std::string_view lock, int partitions) {
+  return rd_kafka_msg_partitioner_consistent(nullptr, lock.data(), lock.size(),
+                                             partitions, nullptr, nullptr);
+}
+
+const char* FanOutName(FanOut fan_out) noexcept {
+  return fan_out == FanOut::kTargeted ? "targeted" : "broadcast";
+}
+
 class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                                   public RdKafka::EventCb {
  public:
+  // Targeted fan-out: what is known of one partition.
+  struct TargetState {
+    int names = 0;  // watched names whose events this partition carries
+    bool assigned = false;
+    Steady::time_point idle_since;  // when `names` fell to 0
+  };
+
   explicit Impl(KafkaOptions o)
       : options(std::move(o)),
         auth(std::exchange(options.event_keys, {})),
@@ -55,6 +80,10 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                 options.queue_max_messages >= 1,
             "Kafka fetch_wait must be >= 0, message_timeout and "
             "queue_max_messages > 0");
+    Require(options.targeted_replay >= 0 && options.targeted_replay <= 1000000 &&
+                options.targeted_linger.count() >= 0,
+            "Kafka targeted_replay must be 0..1000000 and targeted_linger "
+            ">= 0");
     const Properties common =
         CommonProperties(options.bootstrap, options.client_id);
     Properties producer_props = common;
@@ -102,10 +131,22 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   void Publish(const UnlockEvent& event) noexcept {
     try {
       std::string value = auth.Encode(event);
-      RdKafka::ErrorCode err = producer->produce(
-          options.topic, RdKafka::Topic::PARTITION_UA,
-          RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(),
-          event.lock.data(), event.lock.size(), 0, nullptr);
+      // The name's partition, as a targeted consumer computes it (whatever
+      // `partitioner` the properties set); librdkafka's choice until the
+      // topic's partitions are known, or if the producer does not know the
+      // partition yet (partitions added: its metadata lags).
+      const int count = partitions.load();
+      auto produce = [&](int32_t partition) {
+        return producer->produce(
+            options.topic, partition, RdKafka::Producer::RK_MSG_COPY,
+            value.data(), value.size(), event.lock.data(), event.lock.size(),
+            0, nullptr);
+      };
+      RdKafka::ErrorCode err =
+          produce(count > 0 ? UnlockPartition(event.lock, count)
+                            : RdKafka::Topic::PARTITION_UA);
+      if (err == RdKafka::ERR__UNKNOWN_PARTITION)
+        err = produce(RdKafka::Topic::PARTITION_UA);
       if (err == RdKafka::ERR_NO_ERROR) {
         published.fetch_add(1, std::memory_order_relaxed);
         return;
@@ -140,10 +181,15 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   void Run() {
     Steady::time_point next_assign = Steady::now();
+    Steady::time_point next_retarget = Steady::now();
     while (!stop.load()) {
       if (Steady::now() >= next_assign) {
         next_assign =
             Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
+      }
+      if (targeted() && Steady::now() >= next_retarget) {
+        next_retarget = Steady::now() + kRetargetEvery;
+        Retarget();
       }
       std::unique_ptr<RdKafka::Message> msg(
           consumer->consume(kConsumeTimeoutMs));
@@ -190,6 +236,21 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
     if (count == partitions.load()) return true;
     WarmProducer();
+    if (targeted()) {
+      Target(count);
+      {
+        std::lock_guard lock(mu);
+        partitions.store(count);
+      }
+      ready_cv.notify_all();
+      logs.Log("assigned", LogLevel::kInfo,
+               "listening for unlock events on '" + options.topic + "' (" +
+                   std::to_string(count) +
+                   " partitions, targeted: fetching those of the names "
+                   "waited on)",
+               log);
+      return true;
+    }
     // Fix each start offset now (rather than OFFSET_END, resolved later), so
     // that "ready" really means: every event published from here on is seen.
     // offsetsForTimes with timestamp -1 answers each partition's end offset.
@@ -226,6 +287,118 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                  std::to_string(count) + " partitions)",
              log);
     return true;
+  }
+
+  bool targeted() const { return options.fan_out == FanOut::kTargeted; }
+
+  // Targeted fan-out: a waiting call's interest (UnlockInterest). The first
+  // wait on a name of a partition not fetched yet assigns it before the
+  // call's first attempt.
+  void Watch(const std::string& name) noexcept {
+    try {
+      std::lock_guard lock(targets_mu);
+      if (++watched[name] > 1 || target_count == 0) return;
+      const int32_t p = UnlockPartition(name, target_count);
+      TargetState& t = targets[p];
+      if (++t.names == 1 && !t.assigned) AssignLocked(p, t);
+    } catch (...) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  void Unwatch(const std::string& name) noexcept {
+    try {
+      std::lock_guard lock(targets_mu);
+      auto it = watched.find(name);
+      if (it == watched.end()) return;
+      if (--it->second > 0) return;
+      watched.erase(it);
+      if (target_count == 0) return;
+      auto t = targets.find(UnlockPartition(name, target_count));
+      if (t == targets.end() || --t->second.names > 0) return;
+      t->second.names = 0;
+      t->second.idle_since = Steady::now();  // lingers, see Retarget
+    } catch (...) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // The topic has `count` partitions (first known, or changed): the names
+  // watched map onto them anew; each partition with one is fetched.
+  void Target(int count) {
+    std::lock_guard lock(targets_mu);
+    std::vector<int32_t> was;
+    for (const auto& [p, t] : targets) {
+      if (t.assigned) was.push_back(p);
+    }
+    UnassignLocked(was);
+    targets.clear();
+    target_count = count;
+    for (const auto& [name, waits] : watched)
+      ++targets[UnlockPartition(name, count)].names;
+    for (auto& [p, t] : targets) AssignLocked(p, t);
+  }
+
+  // Drops the partitions nobody has waited on for targeted_linger, and
+  // assigns again those whose assignment failed.
+  void Retarget() {
+    std::lock_guard lock(targets_mu);
+    const Steady::time_point now = Steady::now();
+    std::vector<int32_t> idle;
+    for (auto& [p, t] : targets) {
+      if (t.names > 0 && !t.assigned) AssignLocked(p, t);
+      if (t.names == 0 && t.assigned &&
+          now - t.idle_since >= options.targeted_linger)
+        idle.push_back(p);
+    }
+    UnassignLocked(idle);
+    std::erase_if(targets, [](const auto& e) {
+      return e.second.names == 0 && !e.second.assigned;
+    });
+  }
+
+  // Adds partition `p` to the fetch, targeted_replay records before its
+  // end (resolved by the broker after this returns: what was published
+  // since the waiting call began is read). REQUIRES: targets_mu.
+  void AssignLocked(int32_t p, TargetState& t) {
+    std::vector<RdKafka::TopicPartition*> parts{RdKafka::TopicPartition::create(
+        options.topic, p, RD_KAFKA_OFFSET_TAIL(options.targeted_replay))};
+    std::unique_ptr<RdKafka::Error> error(consumer->incremental_assign(parts));
+    RdKafka::TopicPartition::destroy(parts);
+    if (error) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("assign", LogLevel::kWarning,
+               "cannot fetch partition " + std::to_string(p) + " of '" +
+                   options.topic + "': " + error->str() +
+                   " (its waiters fall back on their park bounds; retrying)",
+               log);
+      return;
+    }
+    t.assigned = true;
+    assigns.fetch_add(1, std::memory_order_relaxed);
+    fetched.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // REQUIRES: targets_mu.
+  void UnassignLocked(const std::vector<int32_t>& ps) {
+    if (ps.empty()) return;
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (int32_t p : ps)
+      parts.push_back(RdKafka::TopicPartition::create(options.topic, p));
+    std::unique_ptr<RdKafka::Error> error(
+        consumer->incremental_unassign(parts));
+    RdKafka::TopicPartition::destroy(parts);
+    if (error) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("assign", LogLevel::kWarning,
+               "cannot stop fetching " + std::to_string(ps.size()) +
+                   " partitions of '" + options.topic + "': " + error->str(),
+               log);
+      return;
+    }
+    for (int32_t p : ps) targets[p].assigned = false;
+    unassigns.fetch_add(ps.size(), std::memory_order_relaxed);
+    fetched.fetch_sub(static_cast<int>(ps.size()), std::memory_order_relaxed);
   }
 
   // The producer connects and looks the topic up lazily, which would add
@@ -316,27 +489,67 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   std::function<void(const UnlockEvent&)> hook;         // mu
   std::atomic<int> partitions{0};
 
+  // Targeted fan-out (TargetState: above).
+  std::mutex targets_mu;
+  int target_count = 0;  // the partition count `targets` maps onto; 0: none
+  std::unordered_map<std::string, int> watched;  // name -> waits; targets_mu
+  std::map<int32_t, TargetState> targets;        // targets_mu
+  std::atomic<int> fetched{0};
+  std::atomic<uint64_t> assigns{0}, unassigns{0};
+  std::shared_ptr<Interest> interest;  // set by KafkaNotifier when targeted
+
   std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0},
       delivery_failed{0}, consumed{0}, malformed{0}, consumer_errors{0},
       transport_errors{0}, delay_hook_errors{0};
   std::atomic<int64_t> last_delay_ns{0};
 };
 
-KafkaNotifier::KafkaNotifier(KafkaOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
+// A notifier's UnlockInterest, as clients hold it: it may outlive the
+// notifier (a call still waiting), so it forwards only while attached.
+class KafkaNotifier::Interest final : public UnlockInterest {
+ public:
+  explicit Interest(Impl* impl) : impl_(impl) {}
+  void Watch(const std::string& name) noexcept override {
+    std::shared_lock lock(mu_);
+    if (impl_) impl_->Watch(name);
+  }
+  void Unwatch(const std::string& name) noexcept override {
+    std::shared_lock lock(mu_);
+    if (impl_) impl_->Unwatch(name);
+  }
+  void Detach() {
+    std::unique_lock lock(mu_);
+    impl_ = nullptr;
+  }
 
-KafkaNotifier::~KafkaNotifier() = default;
+ private:
+  std::shared_mutex mu_;
+  Impl* impl_;  // guarded by mu_
+};
+
+KafkaNotifier::KafkaNotifier(KafkaOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  if (impl_->targeted()) impl_->interest = std::make_shared<Interest>(impl_.get());
+}
+
+KafkaNotifier::~KafkaNotifier() {
+  if (impl_->interest) impl_->interest->Detach();
+}
 
 void KafkaNotifier::Publish(const UnlockEvent& event) noexcept {
   impl_->Publish(event);
 }
 
 void KafkaNotifier::Subscribe(LockClient* client) {
-  std::lock_guard lock(impl_->mu);
-  impl_->clients.push_back(client);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->clients.push_back(client);
+  }
+  if (impl_->interest) client->SetUnlockInterest(impl_->interest);
 }
 
 void KafkaNotifier::Unsubscribe(LockClient* client) {
+  if (impl_->interest) client->SetUnlockInterest(nullptr);
   std::lock_guard lock(impl_->mu);
   std::erase(impl_->clients, client);
 }
@@ -362,6 +575,10 @@ NotifierStats KafkaNotifier::stats() const {
   s.transport_errors = get(impl_->transport_errors);
   s.partitions = impl_->partitions.load();
   s.assigned = s.partitions > 0;
+  s.fetched_partitions =
+      impl_->targeted() ? impl_->fetched.load() : s.partitions;
+  s.partition_assigns = get(impl_->assigns);
+  s.partition_unassigns = get(impl_->unassigns);
   s.last_delay_ns = impl_->last_delay_ns.load(std::memory_order_relaxed);
   s.delay_hook_errors = get(impl_->delay_hook_errors);
   std::lock_guard lock(impl_->mu);

@@ -51,6 +51,9 @@ kafka:
   unlock_topic: u
   jobs_topic: j
   fetch_wait: 0
+  fan_out: targeted
+  targeted_replay: 64
+  targeted_linger: 500ms
   message_timeout: 10s
   queue_max_messages: 5
   client_id: me
@@ -89,6 +92,9 @@ logging: {level: debug, format: json}
   EXPECT_EQ(config.kafka->unlock_topic, "u");
   EXPECT_EQ(config.kafka->jobs_topic, "j");
   EXPECT_EQ(config.kafka->fetch_wait, milliseconds(0));
+  EXPECT_EQ(config.kafka->fan_out, FanOut::kTargeted);
+  EXPECT_EQ(config.kafka->targeted_replay, 64);
+  EXPECT_EQ(config.kafka->targeted_linger, milliseconds(500));
   EXPECT_EQ(config.kafka->message_timeout, milliseconds(10000));
   EXPECT_EQ(config.kafka->queue_max_messages, 5);
   EXPECT_EQ(config.kafka->client_id, "me");
@@ -666,6 +672,14 @@ TEST(ConfigErrorTest, BadEnums) {
       "warning, error, found 'warn'; did you mean 'warning'?");
   EXPECT_EQ(OnlyError(std::string(kMinimal) + "logging: {format: xml}").message,
             "expected one of text, json, found 'xml'");
+  EXPECT_EQ(OnlyError(std::string(kMinimal) +
+                      "kafka: {bootstrap: \"k:9092\", fan_out: everyone}")
+                .message,
+            "expected one of broadcast, targeted, found 'everyone'");
+  EXPECT_EQ(OnlyError(std::string(kMinimal) +
+                      "kafka: {bootstrap: \"k:9092\", targeted_replay: -1}")
+                .message,
+            "expected an integer from 0 to 1000000, found '-1'");
 }
 
 // --- many errors at once -----------------------------------------------------

@@ -211,6 +211,9 @@ TEST(NotifierStats, EveryCounterAndGaugeIsExported) {
     s.transport_errors = 5;
     s.assigned = true;
     s.partitions = 6;
+    s.fetched_partitions = 2;  // targeted fan-out: 2 of the 6
+    s.partition_assigns = 7;
+    s.partition_unassigns = 5;
     return s;
   });
   const auto x = ParseExposition(m.Exposition());
@@ -239,7 +242,14 @@ TEST(NotifierStats, EveryCounterAndGaugeIsExported) {
   EXPECT_EQ(
       ValueIn(x, "lockfleet_kafka_errors_total", {{"client", "transport"}}), 5);
   EXPECT_EQ(ValueIn(x, "lockfleet_kafka_consumer_assigned"), 1);
-  EXPECT_EQ(ValueIn(x, "lockfleet_kafka_consumer_partitions"), 6);
+  EXPECT_EQ(ValueIn(x, "lockfleet_kafka_consumer_partitions"), 2)
+      << "the partitions fetched, not the topic's";
+  EXPECT_EQ(ValueIn(x, "lockfleet_kafka_consumer_partition_changes_total",
+                    {{"change", "assigned"}}),
+            7);
+  EXPECT_EQ(ValueIn(x, "lockfleet_kafka_consumer_partition_changes_total",
+                    {{"change", "unassigned"}}),
+            5);
 }
 
 TEST(NotifierStats, SeveralSourcesAddUp) {

@@ -79,6 +79,8 @@ void Populate(Metrics& m) {
     s.consumer_errors = 2;
     s.assigned = true;
     s.partitions = 3;
+    s.fetched_partitions = 3;
+    s.partition_assigns = 1;
     return s;
   });
 }
@@ -115,6 +117,7 @@ TEST(Promtool, APopulatedExpositionHasEveryFamily) {
            "lockfleet_kafka_errors_total",
            "lockfleet_kafka_consumer_assigned",
            "lockfleet_kafka_consumer_partitions",
+           "lockfleet_kafka_consumer_partition_changes_total",
            "lockfleet_notification_delay_seconds_count",
            "lockfleet_jobs_total",
            "lockfleet_job_duration_seconds_count",

@@ -13,6 +13,7 @@
 
 #include "kafka_process.h"
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/semaphore.h"
 #include "lockfleet/notifier/embedded_broker.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
@@ -135,6 +136,161 @@ TEST_P(Wakeups, ListenFirstRaceWithKafkaNeverStrandsAWaiter) {
     EXPECT_LT(Steady::now() - start, seconds(20))
         << i;  // every park bound is 30 s
   }
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
+}
+
+// Targeted fan-out (issue 16 item 5), on both brokers, each test on a topic
+// of its own with 4 partitions (what one fetches is then this test's alone).
+class Targeted : public testing::BothBrokersTest {
+ protected:
+  static constexpr int kPartitions = 4;
+
+  void SetUp() override {
+    BothBrokersTest::SetUp();
+    if (IsSkipped()) return;
+    topic_ = lockfleet::testing::RealKafka::UniqueName("lockfleet.targeted");
+    if (real()) {
+      ASSERT_EQ(lockfleet::testing::CreateKafkaTopic(bootstrap(), topic_,
+                                                     kPartitions),
+                "");
+    } else {
+      embedded_->CreateTopic(topic_, kPartitions);
+    }
+  }
+
+  testing::ProcessOptions Options(FanOut fan_out,
+                                  milliseconds linger = milliseconds(2000)) {
+    return {.topic = topic_, .fan_out = fan_out, .targeted_linger = linger};
+  }
+
+  // A lock name whose events go to `partition`.
+  static std::string NameOn(int partition, const std::string& prefix) {
+    for (int i = 0;; ++i) {
+      std::string name = prefix + std::to_string(i);
+      if (UnlockPartition(name, kPartitions) == partition) return name;
+    }
+  }
+
+  std::string topic_;
+};
+INSTANTIATE_TEST_SUITE_P(Brokers, Targeted, ::testing::Values(false, true),
+                         testing::BrokerName);
+
+// A targeted process fetches nothing until one of its calls parks; then
+// only the partition of the lock it waits on: the events of a lock on
+// another partition never reach it (a broadcasting process sees them all),
+// its own lock's release wakes it, and the partition is dropped once
+// nobody has waited on it for the linger.
+TEST_P(Targeted, FetchesOnlyThePartitionsOfTheNamesItWaitsOn) {
+  Process holder(redis_->url(), bootstrap(), Options(FanOut::kBroadcast));
+  Process watcher(redis_->url(), bootstrap(), Options(FanOut::kBroadcast));
+  Process waiter(redis_->url(), bootstrap(),
+                 Options(FanOut::kTargeted, milliseconds(0)));
+  const std::string mine = NameOn(0, "mine:");
+  const std::string other = NameOn(1, "other:");
+  EXPECT_EQ(waiter.notifier->stats().partitions, kPartitions);
+  EXPECT_EQ(waiter.notifier->stats().fetched_partitions, 0);
+  // A call that gets its lock at once fetches nothing.
+  ASSERT_TRUE(waiter.locks->AcquireFor(other, seconds(10)));
+  EXPECT_EQ(waiter.notifier->stats().partition_assigns, 0u);
+
+  AcquireResult held = holder.locks->TryAcquire(mine);  // 30 s lease
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter.locks->AcquireFor(mine, seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 1; }));
+  // 20 events of `other` (partition 1): the broadcasting watcher gets them
+  // all, the targeted waiter none.
+  const uint64_t watcher_before = watcher.notifier->stats().consumed;
+  const uint64_t waiter_before = waiter.notifier->stats().consumed;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(holder.locks->TryAcquire(other));
+  ASSERT_TRUE(WaitUntil([&] {
+    return watcher.notifier->stats().consumed >= watcher_before + 20;
+  }));
+  EXPECT_EQ(waiter.notifier->stats().consumed, waiter_before);
+
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(waiter.locks->stats().wakeups_event, 1u);
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // no 30 s bound
+  EXPECT_GE(waiter.notifier->stats().consumed, waiter_before + 1);
+  ASSERT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  // Nobody waits on partition 0 any more: dropped (linger 0).
+  EXPECT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 0; }));
+  EXPECT_EQ(waiter.notifier->stats().partition_assigns, 1u);
+  EXPECT_EQ(waiter.notifier->stats().partition_unassigns, 1u);
+}
+
+// The race a targeted process adds: its partition is assigned only when
+// the waiter parks, after its refused attempt. Here the release (and its
+// event) comes between that attempt and the assignment, every time, on
+// fresh names whose partitions are mostly not fetched yet (linger 0); the
+// assignment starts a little before the partition's end, so the event is
+// still read. A missed one would leave the waiter parked for the lock's
+// 30 s lease (no park cap).
+TEST_P(Targeted, ARaceWithTheFirstParkNeverStrandsAWaiter) {
+  Process holder(redis_->url(), bootstrap(), Options(FanOut::kTargeted));
+  Process waiter(redis_->url(), bootstrap(),
+                 Options(FanOut::kTargeted, milliseconds(0)));
+  for (int i = 0; i < 16; ++i) {
+    const std::string name = "trace:" + std::to_string(i);
+    Lease held = std::move(holder.locks->TryAcquire(name).lease);
+    ASSERT_TRUE(held.held());
+    waiter.locks->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
+      if (held.held()) (void)held.Release();
+    });
+    const auto start = Steady::now();
+    AcquireResult r = waiter.locks->AcquireFor(name, seconds(60));
+    waiter.locks->SetAfterFailedAttemptHookForTesting(nullptr);
+    ASSERT_TRUE(r) << i;
+    EXPECT_LT(Steady::now() - start, seconds(20)) << i;
+    ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+    // Let the partition go (linger 0, dropped within 250 ms), so that the
+    // next name's park assigns it again.
+    ASSERT_TRUE(WaitUntil(
+        [&] { return waiter.notifier->stats().fetched_partitions == 0; }));
+  }
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
+  EXPECT_GE(waiter.notifier->stats().partition_assigns, 16u);
+}
+
+// Mixed fleets agree on where a lock's events are: a targeted waiter is
+// woken by a broadcasting releaser's event, and a semaphore's and a
+// latch's waits fetch their partitions too.
+TEST_P(Targeted, EveryPrimitivesWaitFetchesItsPartition) {
+  Process other(redis_->url(), bootstrap(), Options(FanOut::kBroadcast));
+  // A long linger: the semaphore's partition is still fetched when the
+  // latch's is added.
+  Process waiter(redis_->url(), bootstrap(),
+                 Options(FanOut::kTargeted, seconds(600)));
+  const std::string sem = NameOn(2, "sem:");
+  const std::string latch = NameOn(3, "latch:");
+  ASSERT_TRUE(other.locks->Semaphore(sem).TrySetPermits(1));
+  PermitResult taken = other.locks->Semaphore(sem).TryAcquire(1);
+  ASSERT_TRUE(taken);
+  auto permit = std::async(std::launch::async, [&] {
+    return waiter.locks->Semaphore(sem).AcquireFor(1, seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 1; }));
+  ASSERT_EQ(taken.permits.Release(), ReleaseStatus::kReleased);
+  PermitResult got = permit.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got.permits.Release(), ReleaseStatus::kReleased);
+
+  ASSERT_TRUE(other.locks->Latch(latch).TrySetCount(1));
+  auto awaited = std::async(std::launch::async, [&] {
+    return waiter.locks->Latch(latch).AwaitFor(seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 2; }));
+  ASSERT_EQ(other.locks->Latch(latch).CountDown("only").status,
+            CountDownStatus::kOpened);
+  EXPECT_EQ(awaited.get(), AwaitStatus::kOpened);
   EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
 }
 

@@ -38,6 +38,8 @@ struct ProcessOptions {
   std::chrono::milliseconds park_cap = kNoCap;
   std::vector<std::string> event_keys;     // Default: unsigned events
   std::string topic = "lockfleet.unlock";  // the unlock topic
+  FanOut fan_out = FanOut::kBroadcast;
+  std::chrono::milliseconds targeted_linger{2000};
 };
 
 struct Process {
@@ -47,6 +49,8 @@ struct Process {
     k.bootstrap = bootstrap;
     k.topic = std::move(options.topic);
     k.event_keys = std::move(options.event_keys);
+    k.fan_out = options.fan_out;
+    k.targeted_linger = options.targeted_linger;
     k.log = Quiet;
     notifier = std::make_shared<KafkaNotifier>(k);
     locks = std::make_unique<LockClient>(

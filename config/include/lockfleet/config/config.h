@@ -132,6 +132,10 @@ struct RedisConfig {
 // `kafka:` — optional. Absent: no Kafka; a release wakes waiters of the same
 // process at once and others within locks.park_cap. A `kafka:` with nothing
 // under it is present, and lacks its bootstrap.
+// Which unlock events a process fetches (notifier::FanOut): every one, or
+// only those of the names it waits on.
+enum class FanOut { kBroadcast, kTargeted };
+
 struct KafkaConfig {
   // Required when the section is present: HOST:PORT[,HOST:PORT...] (IPv6
   // hosts in brackets; an optional SCHEME:// before each, as librdkafka
@@ -147,6 +151,15 @@ struct KafkaConfig {
   // latency floor on a broker that does not long-poll. 0..5m. On a real
   // cluster 100ms..500ms costs no latency and saves requests.
   std::chrono::milliseconds fetch_wait{1};
+  // broadcast (every process fetches every unlock event: small fleets) or
+  // targeted (a process fetches only the partitions of the names it waits
+  // on: large fleets, with the unlock topic keyed over many partitions).
+  FanOut fan_out = FanOut::kBroadcast;
+  // Targeted: records re-read before a partition's end when it is added to
+  // the fetch (0..1000000), and how long it stays fetched after the last
+  // wait on it (0..1h).
+  int targeted_replay = 512;
+  std::chrono::milliseconds targeted_linger{2000};
   // A publish not delivered within this is dropped and counted. > 0.
   std::chrono::milliseconds message_timeout{5000};
   int queue_max_messages = 100000;      // producer queue bound, 1..10000000

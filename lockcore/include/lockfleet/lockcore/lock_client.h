@@ -364,6 +364,13 @@ class LockClient {
   // woken directly). Never throws.
   void DeliverUnlockEvent(const UnlockEvent& event) noexcept;
 
+  // A transport that fetches only the events of the names this process
+  // waits on (KafkaNotifier::Subscribe sets its own in targeted fan-out):
+  // every waiting call tells it the name it waits on before its first park,
+  // and when it stops (UnlockInterest). Calls already parked keep the
+  // interest they began with; nullptr: none (the default).
+  void SetUnlockInterest(std::shared_ptr<UnlockInterest> interest);
+
   // The owner token the calling thread gets by default.
   std::string DefaultOwner() const;
   const std::string& client_id() const;

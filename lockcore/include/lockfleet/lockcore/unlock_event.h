@@ -48,6 +48,27 @@ struct UnlockEvent {
   int64_t next_fence = 0;
 };
 
+// Implemented by a transport that delivers to a process only the events of
+// the names it waits on (lockfleet::notifier's targeted fan-out), and given
+// to a LockClient with SetUnlockInterest. The client calls Watch(name) when
+// one of its calls is about to park on `name` — a lock, semaphore,
+// read-write lock or latch — after an attempt at Redis that did not get it,
+// and Unwatch(name) once for each Watch when the call stops waiting. The
+// transport must then deliver the events about `name` published since
+// shortly before Watch (the refused attempt's own moment: the release that
+// follows it may already have been published) — a transport that starts
+// fetching does so a little before the end it finds. An event that does not
+// arrive anyway costs latency only (the park is bounded). Both are called on
+// the waiting thread, outside the client's locks, and from many threads at
+// once; they must not throw, and Watch delays the park, so it must not wait
+// on the network.
+class UnlockInterest {
+ public:
+  virtual ~UnlockInterest() = default;
+  virtual void Watch(const std::string& name) noexcept = 0;
+  virtual void Unwatch(const std::string& name) noexcept = 0;
+};
+
 // Implemented by a transport. Thread-safety: Publish may be called from any
 // thread concurrently.
 class UnlockPublisher {

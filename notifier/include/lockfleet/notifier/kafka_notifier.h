@@ -14,11 +14,28 @@
 // failed delivery is counted and logged, never thrown (the lock was released
 // regardless, and waiters elsewhere fall back on their park bound).
 //
-// Receiving is a broadcast: the consumer assign()s every partition of the
-// topic at its end offset, with no consumer-group membership, so every
-// process sees every unlock from the moment it started. Each event is decoded
-// once and handed to every subscribed LockClient, which wakes at most one of
-// its waiters on that lock. Malformed records are counted and dropped.
+// Publishing puts each event on the partition of its lock name (librdkafka's
+// consistent partitioner: CRC32 of the name modulo the partition count), so
+// a lock's events stay in order and a process can tell which partition
+// carries the events of a name.
+//
+// Receiving, FanOut::kBroadcast (the default): the consumer assign()s every
+// partition of the topic at its end offset, with no consumer-group
+// membership, so every process sees every unlock from the moment it
+// started. FanOut::kTargeted, for large fleets: the consumer fetches only
+// the partitions of the names its subscribed clients are waiting on right
+// now. A client's waiting call tells the notifier (UnlockInterest) before
+// its first park, after an attempt that did not get the lock; a partition
+// not fetched yet is assigned then, targeted_replay records before its end
+// (OFFSET_TAIL), so the events published between that attempt and the
+// broker resolving the start offset are read too (an event already read
+// wakes nobody: a hint, and the waiter asks Redis); a partition nobody
+// waits on any more stays assigned for targeted_linger, then is dropped. Holders are not waiters: a force-unlock
+// event for a lock held here reaches the holder only if its partition is
+// fetched (else its next renewal or release tells it). Either way each event
+// is decoded once and handed to every subscribed LockClient, which wakes at
+// most one of its waiters on that lock. Malformed records are counted and
+// dropped.
 //
 // Authentication (optional): with event_keys set, every published event is
 // signed with HMAC-SHA256 under the first key, and a received event that is
@@ -51,6 +68,19 @@
 
 namespace lockfleet::notifier {
 
+// How the unlock-event consumer chooses what to fetch (see above).
+enum class FanOut {
+  kBroadcast,  // every partition: every event reaches every process
+  kTargeted,   // the partitions of the names this process waits on
+};
+
+// "broadcast" / "targeted".
+const char* FanOutName(FanOut fan_out) noexcept;
+
+// The partition, among `partitions` (>= 1), that carries the unlock events
+// of `lock`: librdkafka's consistent partitioner (CRC32 of the name).
+int32_t UnlockPartition(std::string_view lock, int partitions);
+
 struct KafkaOptions {
   std::string bootstrap;  // "host:port[,host:port...]", required
   std::string topic = "lockfleet.unlock";
@@ -60,6 +90,17 @@ struct KafkaOptions {
   // of a core per idle consumer. A real cluster long-polls: set 100-500 ms
   // there, which costs no latency and saves fetch requests.
   std::chrono::milliseconds fetch_wait{1};
+  FanOut fan_out = FanOut::kBroadcast;
+  // Targeted fan-out: how many records before a partition's end a new
+  // assignment starts (the events published since the waiter's refused
+  // attempt; the older ones cost a decode each and at most one needless
+  // attempt). More than that many events on one partition in the few ms
+  // between the attempt and the assignment, and a wake-up may come from the
+  // park bound instead.
+  int targeted_replay = 512;
+  // Targeted fan-out: how long a partition stays assigned after the last
+  // wait on its names ended (a lock waited on again soon costs nothing).
+  std::chrono::milliseconds targeted_linger{2000};
   // A publish that cannot be delivered within this is dropped and counted.
   std::chrono::milliseconds message_timeout{5000};
   int queue_max_messages = 100000;  // producer queue bound; beyond: dropped
@@ -96,8 +137,14 @@ struct NotifierStats {
   std::map<std::string, uint64_t> malformed_by_reason;  // DecodeErrorName
   uint64_t consumer_errors = 0;   // fetch / transport errors seen
   uint64_t transport_errors = 0;  // broker connection failures, both clients
-  bool assigned = false;          // consumer has its partitions
-  int partitions = 0;
+  bool assigned = false;  // consumer is ready (targeted: knows the topic)
+  int partitions = 0;     // the topic's partitions
+  // Partitions the consumer fetches now: all of them when broadcasting, the
+  // waited-on ones in targeted fan-out; and how often one was assigned
+  // (unassigned) since construction.
+  int fetched_partitions = 0;
+  uint64_t partition_assigns = 0;
+  uint64_t partition_unassigns = 0;
   int64_t last_delay_ns = 0;       // receive time - release time, last event
   uint64_t delay_hook_errors = 0;  // exceptions thrown by on_delay
 };
@@ -119,12 +166,16 @@ class KafkaNotifier final : public UnlockPublisher {
 
   // Incoming events go to every subscribed client. REQUIRES: a client is
   // unsubscribed before it is destroyed; after Unsubscribe returns, no
-  // delivery to it is in progress or will start.
+  // delivery to it is in progress or will start. In targeted fan-out,
+  // Subscribe also gives the client this notifier's UnlockInterest
+  // (LockClient::SetUnlockInterest) and Unsubscribe takes it back.
   void Subscribe(LockClient* client);
   void Unsubscribe(LockClient* client);
 
   // Blocks until the consumer has its partitions (so events published from
-  // now on will be seen), or `timeout` passes. Returns whether it is ready.
+  // now on will be seen; targeted: until it knows the topic's partitions,
+  // so that a wait from now on fetches its own), or `timeout` passes.
+  // Returns whether it is ready.
   bool WaitUntilReady(std::chrono::milliseconds timeout);
 
   NotifierStats stats() const;
@@ -140,6 +191,7 @@ class KafkaNotifier final : public UnlockPublisher {
 
  private:
   class Impl;
+  class Interest;
   std::unique_ptr<Impl> impl_;
 };
 
