@@ -60,8 +60,8 @@ kafka:
   # targeted: only the partitions of the names it waits on (large fleets:
   # key the unlock topic over many partitions, docs/unlock-events.md).
   fan_out: broadcast
-  targeted_replay: 512      # targeted: records re-read when a partition is added
-  targeted_linger: 2s       # targeted: kept fetched after its last wait
+  targeted_replay: 64       # targeted: records re-read when a partition is added
+  targeted_linger: 0        # targeted: kept fetched after its last wait
   message_timeout: 5s       # undelivered events are dropped after this
   queue_max_messages: 100000
   client_id: lockfleet

@@ -152,7 +152,7 @@ RedisConfig ReadRedis(Context& context, const Value& value) {
 }
 
 // librdkafka properties lockfleet sets itself, and what to do instead.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8>
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9>
     kReservedProperties = {{
         {"bootstrap.servers", "set kafka.bootstrap instead"},
         {"metadata.broker.list", "set kafka.bootstrap instead"},
@@ -162,6 +162,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8>
         {"queue.buffering.max.messages",
          "set kafka.queue_max_messages instead"},
         {"client.id", "set kafka.client_id instead"},
+        {"partitioner",
+         "unlock events go to the partition of their lock name (CRC32), "
+         "which targeted fan-out relies on (docs/unlock-events.md)"},
         {"group.id",
          "lockfleet picks its consumer groups (the worker's: "
          "worker.sources.kafka_jobs.group)"},

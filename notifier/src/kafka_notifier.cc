@@ -67,6 +67,7 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     int names = 0;  // watched names whose events this partition carries
     bool assigned = false;
     Steady::time_point idle_since;  // when `names` fell to 0
+    int64_t assigned_at_ns = 0;     // system clock, the latest assignment
   };
 
   explicit Impl(KafkaOptions o)
@@ -109,7 +110,11 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         {"group.id", "lockfleet-broadcast-" + RandomSuffix()},
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
-        {"auto.offset.reset", "latest"},
+        // Targeted: a replay start below the log's start (a quiet
+        // partition, its records gone with retention) begins at the log's
+        // start, not at its end (which would skip the very release the
+        // replay is for). Broadcast: its start offsets are fixed at assign.
+        {"auto.offset.reset", targeted() ? "earliest" : "latest"},
         {"enable.partition.eof", "false"},
         {"fetch.wait.max.ms", Millis(options.fetch_wait)},
         {"fetch.error.backoff.ms", "50"},
@@ -291,16 +296,30 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   bool targeted() const { return options.fan_out == FanOut::kTargeted; }
 
+  // Whether an event released at `released_at_ns` on `partition` was
+  // published before the partition's latest assignment (re-read by it).
+  bool Replayed(int32_t partition, int64_t released_at_ns) {
+    std::lock_guard lock(targets_mu);
+    const auto t = targets.find(partition);
+    return t != targets.end() && released_at_ns < t->second.assigned_at_ns;
+  }
+
   // Targeted fan-out: a waiting call's interest (UnlockInterest). The first
   // wait on a name of a partition not fetched yet assigns it before the
   // call's first attempt.
   void Watch(const std::string& name) noexcept {
     try {
       std::lock_guard lock(targets_mu);
-      if (++watched[name] > 1 || target_count == 0) return;
-      const int32_t p = UnlockPartition(name, target_count);
-      TargetState& t = targets[p];
-      if (++t.names == 1 && !t.assigned) AssignLocked(p, t);
+      // Both entries first (either may throw): counts move together.
+      int& waits = watched[name];
+      TargetState* t = nullptr;
+      int32_t p = 0;
+      if (waits == 0 && target_count > 0) {
+        p = UnlockPartition(name, target_count);
+        t = &targets[p];
+      }
+      ++waits;
+      if (t != nullptr && ++t->names == 1 && !t->assigned) AssignLocked(p, *t);
     } catch (...) {
       consumer_errors.fetch_add(1, std::memory_order_relaxed);
     }
@@ -325,36 +344,54 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   // The topic has `count` partitions (first known, or changed): the names
   // watched map onto them anew; each partition with one is fetched.
-  void Target(int count) {
-    std::lock_guard lock(targets_mu);
-    std::vector<int32_t> was;
-    for (const auto& [p, t] : targets) {
-      if (t.assigned) was.push_back(p);
+  // (Publishers that still count the old partitions — up to the 10 s
+  // metadata refresh — send to where nobody targeted may look: those
+  // waiters fall back on their park bounds. docs/unlock-events.md.)
+  void Target(int count) noexcept {
+    try {
+      std::lock_guard lock(targets_mu);
+      std::vector<int32_t> was;
+      for (const auto& [p, t] : targets) {
+        if (t.assigned) was.push_back(p);
+      }
+      const bool dropped = UnassignLocked(was);
+      targets.clear();
+      target_count = count;
+      // Not dropped: still assigned in librdkafka, so kept as such (idle:
+      // Retarget drops them, or they are watched again below).
+      if (!dropped) {
+        for (int32_t p : was) targets[p].assigned = true;
+      }
+      for (const auto& [name, waits] : watched)
+        ++targets[UnlockPartition(name, count)].names;
+      for (auto& [p, t] : targets) {
+        if (!t.assigned) AssignLocked(p, t);
+      }
+    } catch (...) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    UnassignLocked(was);
-    targets.clear();
-    target_count = count;
-    for (const auto& [name, waits] : watched)
-      ++targets[UnlockPartition(name, count)].names;
-    for (auto& [p, t] : targets) AssignLocked(p, t);
   }
 
   // Drops the partitions nobody has waited on for targeted_linger, and
   // assigns again those whose assignment failed.
-  void Retarget() {
-    std::lock_guard lock(targets_mu);
-    const Steady::time_point now = Steady::now();
-    std::vector<int32_t> idle;
-    for (auto& [p, t] : targets) {
-      if (t.names > 0 && !t.assigned) AssignLocked(p, t);
-      if (t.names == 0 && t.assigned &&
-          now - t.idle_since >= options.targeted_linger)
-        idle.push_back(p);
+  void Retarget() noexcept {
+    try {
+      std::lock_guard lock(targets_mu);
+      const Steady::time_point now = Steady::now();
+      std::vector<int32_t> idle;
+      for (auto& [p, t] : targets) {
+        if (t.names > 0 && !t.assigned) AssignLocked(p, t);
+        if (t.names == 0 && t.assigned &&
+            now - t.idle_since >= options.targeted_linger)
+          idle.push_back(p);
+      }
+      UnassignLocked(idle);
+      std::erase_if(targets, [](const auto& e) {
+        return e.second.names == 0 && !e.second.assigned;
+      });
+    } catch (...) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
     }
-    UnassignLocked(idle);
-    std::erase_if(targets, [](const auto& e) {
-      return e.second.names == 0 && !e.second.assigned;
-    });
   }
 
   // Adds partition `p` to the fetch, targeted_replay records before its
@@ -375,13 +412,14 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
       return;
     }
     t.assigned = true;
+    t.assigned_at_ns = NowNs();
     assigns.fetch_add(1, std::memory_order_relaxed);
     fetched.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // REQUIRES: targets_mu.
-  void UnassignLocked(const std::vector<int32_t>& ps) {
-    if (ps.empty()) return;
+  // Returns whether they were dropped. REQUIRES: targets_mu.
+  bool UnassignLocked(const std::vector<int32_t>& ps) {
+    if (ps.empty()) return true;
     std::vector<RdKafka::TopicPartition*> parts;
     for (int32_t p : ps)
       parts.push_back(RdKafka::TopicPartition::create(options.topic, p));
@@ -394,11 +432,12 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                "cannot stop fetching " + std::to_string(ps.size()) +
                    " partitions of '" + options.topic + "': " + error->str(),
                log);
-      return;
+      return false;
     }
     for (int32_t p : ps) targets[p].assigned = false;
     unassigns.fetch_add(ps.size(), std::memory_order_relaxed);
     fetched.fetch_sub(static_cast<int>(ps.size()), std::memory_order_relaxed);
+    return true;
   }
 
   // The producer connects and looks the topic up lazily, which would add
@@ -449,7 +488,11 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
       return;
     }
     consumed.fetch_add(1, std::memory_order_relaxed);
-    if (r.event->released_at_ns > 0) {
+    if (targeted() && Replayed(msg.partition(), r.event->released_at_ns)) {
+      // Re-read by a new assignment: delivered (it may be the release a
+      // waiter needs), not measured (its delay is the assignment's age).
+      replayed.fetch_add(1, std::memory_order_relaxed);
+    } else if (r.event->released_at_ns > 0) {
       int64_t delay_ns = NowNs() - r.event->released_at_ns;
       last_delay_ns.store(delay_ns, std::memory_order_relaxed);
       ReportDelay(std::chrono::nanoseconds(delay_ns));
@@ -495,7 +538,7 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   std::unordered_map<std::string, int> watched;  // name -> waits; targets_mu
   std::map<int32_t, TargetState> targets;        // targets_mu
   std::atomic<int> fetched{0};
-  std::atomic<uint64_t> assigns{0}, unassigns{0};
+  std::atomic<uint64_t> assigns{0}, unassigns{0}, replayed{0};
   std::shared_ptr<Interest> interest;  // set by KafkaNotifier when targeted
 
   std::atomic<uint64_t> published{0}, publish_dropped{0}, delivered{0},
@@ -579,6 +622,7 @@ NotifierStats KafkaNotifier::stats() const {
       impl_->targeted() ? impl_->fetched.load() : s.partitions;
   s.partition_assigns = get(impl_->assigns);
   s.partition_unassigns = get(impl_->unassigns);
+  s.replayed = get(impl_->replayed);
   s.last_delay_ns = impl_->last_delay_ns.load(std::memory_order_relaxed);
   s.delay_hook_errors = get(impl_->delay_hook_errors);
   std::lock_guard lock(impl_->mu);

@@ -52,7 +52,7 @@ kafka:
   jobs_topic: j
   fetch_wait: 0
   fan_out: targeted
-  targeted_replay: 64
+  targeted_replay: 100
   targeted_linger: 500ms
   message_timeout: 10s
   queue_max_messages: 5
@@ -93,7 +93,7 @@ logging: {level: debug, format: json}
   EXPECT_EQ(config.kafka->jobs_topic, "j");
   EXPECT_EQ(config.kafka->fetch_wait, milliseconds(0));
   EXPECT_EQ(config.kafka->fan_out, FanOut::kTargeted);
-  EXPECT_EQ(config.kafka->targeted_replay, 64);
+  EXPECT_EQ(config.kafka->targeted_replay, 100);
   EXPECT_EQ(config.kafka->targeted_linger, milliseconds(500));
   EXPECT_EQ(config.kafka->message_timeout, milliseconds(10000));
   EXPECT_EQ(config.kafka->queue_max_messages, 5);
@@ -456,6 +456,13 @@ TEST(ConfigErrorTest, ReservedKafkaProperty) {
                 .ToString(),
             "c.yaml:4:16: kafka.properties[\"bootstrap.servers\"]: reserved "
             "property; set kafka.bootstrap instead");
+  // Every process must put a lock's events on the same partition.
+  EXPECT_EQ(OnlyError("redis: {url: redis://h}\nkafka:\n  bootstrap: "
+                      "a:1\n  properties: {partitioner: murmur2}\n")
+                .message,
+            "reserved property; unlock events go to the partition of their "
+            "lock name (CRC32), which targeted fan-out relies on "
+            "(docs/unlock-events.md)");
 }
 
 // --- missing required values -------------------------------------------------

@@ -258,6 +258,83 @@ TEST_P(Targeted, ARaceWithTheFirstParkNeverStrandsAWaiter) {
   EXPECT_GE(waiter.notifier->stats().partition_assigns, 16u);
 }
 
+// Where a lock's events go is the CRC32 of its name (zlib's crc32 gives the
+// same figures), whatever the partition count.
+TEST(UnlockPartition, IsTheCrc32OfTheNameModuloThePartitions) {
+  EXPECT_EQ(UnlockPartition("orders:42", 3), 1);
+  EXPECT_EQ(UnlockPartition("orders:42", 16), 5);
+  EXPECT_EQ(UnlockPartition("a", 4), 3);
+  EXPECT_EQ(UnlockPartition("lockfleet", 16), 2);
+  EXPECT_EQ(UnlockPartition("anything", 1), 0);
+}
+
+// Any producer that keys the record by the lock name and leaves the
+// partition to librdkafka's default partitioner (an older lockfleet, a
+// tool) lands where a targeted process looks: here the only event of the
+// release is such a record.
+TEST_P(Targeted, AKeyedRecordOfAnyProducerReachesATargetedWaiter) {
+  Process waiter(redis_->url(), bootstrap(), Options(FanOut::kTargeted));
+  LockClient silent(  // no publisher: its release sends no event
+      std::make_shared<RedisClient>(RedisOptions{.url = redis_->url()}),
+      LockClientOptions{.presence_window = testing::kLongWindow,
+                        .claim_window = testing::kLongWindow});
+  const std::string name = NameOn(3, "keyed:");
+  AcquireResult held = silent.TryAcquire(name);
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter.locks->AcquireFor(name, seconds(60));
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 1; }));
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  Forge(bootstrap(), {R"({"v":1,"lock":")" + name + R"(","cause":"release"})"},
+        topic_, /*key=*/name);
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(waiter.locks->stats().wakeups_event, 1u);
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);  // no 90 s bound
+}
+
+// A partition stays fetched while any of its names is waited on: two names
+// of one partition, one waited on by two calls; the first name's wait ends,
+// the partition stays (nothing is re-read), and the other name's waiters
+// are still woken by their events.
+TEST_P(Targeted, APartitionStaysFetchedWhileAnyOfItsNamesIsWaitedOn) {
+  Process holder(redis_->url(), bootstrap(), Options(FanOut::kBroadcast));
+  Process waiter(redis_->url(), bootstrap(),
+                 Options(FanOut::kTargeted, milliseconds(0)));
+  const std::string a = NameOn(1, "a:");
+  const std::string b = NameOn(1, "b:");
+  AcquireResult held_a = holder.locks->TryAcquire(a);
+  AcquireResult held_b = holder.locks->TryAcquire(b);
+  ASSERT_TRUE(held_a && held_b);
+  auto wait_on = [&](const std::string& name) {
+    return std::async(std::launch::async, [&, name] {
+      AcquireResult r = waiter.locks->AcquireFor(name, seconds(60));
+      return r && r.lease.Release() == ReleaseStatus::kReleased;
+    });
+  };
+  auto on_a = wait_on(a);
+  auto on_b1 = wait_on(b);
+  auto on_b2 = wait_on(b);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.locks->stats().contended_attempts >= 3; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 1; }));
+  ASSERT_EQ(held_a.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_TRUE(on_a.get());
+  // Longer than the 250 ms in which an idle partition (linger 0) goes.
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_EQ(waiter.notifier->stats().fetched_partitions, 1);
+  EXPECT_EQ(waiter.notifier->stats().partition_assigns, 1u);
+  ASSERT_EQ(held_b.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_TRUE(on_b1.get());
+  EXPECT_TRUE(on_b2.get());
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return waiter.notifier->stats().fetched_partitions == 0; }));
+}
+
 // Mixed fleets agree on where a lock's events are: a targeted waiter is
 // woken by a broadcasting releaser's event, and a semaphore's and a
 // latch's waits fetch their partitions too.

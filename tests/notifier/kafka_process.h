@@ -80,10 +80,13 @@ struct Process {
 };
 
 // Writes `values` to the unlock topic with a producer of its own: someone
-// who can write to the topic but is no lockfleet process.
+// who can write to the topic but is no lockfleet process. With a `key`,
+// each record is keyed by it and librdkafka's default partitioner picks its
+// partition (as a producer that keys by the lock name does).
 inline void Forge(const std::string& bootstrap,
                   const std::vector<std::string>& values,
-                  const std::string& topic = "lockfleet.unlock") {
+                  const std::string& topic = "lockfleet.unlock",
+                  const std::string& key = "") {
   std::string err;
   std::unique_ptr<RdKafka::Conf> conf(
       RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -95,8 +98,9 @@ inline void Forge(const std::string& bootstrap,
   for (const std::string& v : values) {
     ASSERT_EQ(producer->produce(topic, RdKafka::Topic::PARTITION_UA,
                                 RdKafka::Producer::RK_MSG_COPY,
-                                const_cast<char*>(v.data()), v.size(), nullptr,
-                                0, 0, nullptr),
+                                const_cast<char*>(v.data()), v.size(),
+                                key.empty() ? nullptr : key.data(), key.size(),
+                                0, nullptr),
               RdKafka::ERR_NO_ERROR);
   }
   ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);

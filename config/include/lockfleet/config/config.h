@@ -129,13 +129,13 @@ struct RedisConfig {
   bool operator==(const RedisConfig&) const = default;
 };
 
-// `kafka:` — optional. Absent: no Kafka; a release wakes waiters of the same
-// process at once and others within locks.park_cap. A `kafka:` with nothing
-// under it is present, and lacks its bootstrap.
 // Which unlock events a process fetches (notifier::FanOut): every one, or
 // only those of the names it waits on.
 enum class FanOut { kBroadcast, kTargeted };
 
+// `kafka:` — optional. Absent: no Kafka; a release wakes waiters of the same
+// process at once and others within locks.park_cap. A `kafka:` with nothing
+// under it is present, and lacks its bootstrap.
 struct KafkaConfig {
   // Required when the section is present: HOST:PORT[,HOST:PORT...] (IPv6
   // hosts in brackets; an optional SCHEME:// before each, as librdkafka
@@ -157,9 +157,10 @@ struct KafkaConfig {
   FanOut fan_out = FanOut::kBroadcast;
   // Targeted: records re-read before a partition's end when it is added to
   // the fetch (0..1000000), and how long it stays fetched after the last
-  // wait on it (0..1h).
-  int targeted_replay = 512;
-  std::chrono::milliseconds targeted_linger{2000};
+  // wait on it (0..1h). librdkafka's `partitioner` property is refused:
+  // every process must put a lock's events on the same partition.
+  int targeted_replay = 64;
+  std::chrono::milliseconds targeted_linger{0};
   // A publish not delivered within this is dropped and counted. > 0.
   std::chrono::milliseconds message_timeout{5000};
   int queue_max_messages = 100000;      // producer queue bound, 1..10000000
