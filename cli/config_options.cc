@@ -26,20 +26,20 @@ LockClientOptions LockOptionsFrom(const config::Config& config) {
 }
 
 notifier::KafkaOptions KafkaOptionsFrom(const config::KafkaConfig& kafka) {
-  return notifier::KafkaOptions{.bootstrap = kafka.bootstrap,
-                                .topic = kafka.unlock_topic,
-                                .fetch_wait = kafka.fetch_wait,
-                                .fan_out = kafka.fan_out ==
-                                                   config::FanOut::kTargeted
-                                               ? notifier::FanOut::kTargeted
-                                               : notifier::FanOut::kBroadcast,
-                                .targeted_replay = kafka.targeted_replay,
-                                .targeted_linger = kafka.targeted_linger,
-                                .message_timeout = kafka.message_timeout,
-                                .queue_max_messages = kafka.queue_max_messages,
-                                .properties = kafka.properties,
-                                .client_id = kafka.client_id,
-                                .event_keys = kafka.event_keys};
+  return notifier::KafkaOptions{
+      .bootstrap = kafka.bootstrap,
+      .topic = kafka.unlock_topic,
+      .fetch_wait = kafka.fetch_wait,
+      .fan_out = kafka.fan_out == config::FanOut::kTargeted
+                     ? notifier::FanOut::kTargeted
+                     : notifier::FanOut::kBroadcast,
+      .targeted_replay = kafka.targeted_replay,
+      .targeted_linger = kafka.targeted_linger,
+      .message_timeout = kafka.message_timeout,
+      .queue_max_messages = kafka.queue_max_messages,
+      .properties = kafka.properties,
+      .client_id = kafka.client_id,
+      .event_keys = kafka.event_keys};
 }
 
 notifier::JobProducerOptions JobProducerOptionsFrom(

@@ -173,18 +173,17 @@ void CheckBenchArgs(BenchArgs& args) {
     CheckRange("--fetch-wait-ms", args.fetch_wait_ms, 1, 10'000);
   if (args.mode == BenchMode::kKafka) {
     if (args.fan_out.empty()) {
-      args.fan_out = args.config && args.config->kafka &&
-                             args.config->kafka->fan_out ==
-                                 config::FanOut::kTargeted
-                         ? "targeted"
-                         : "broadcast";
+      args.fan_out =
+          args.config && args.config->kafka &&
+                  args.config->kafka->fan_out == config::FanOut::kTargeted
+              ? "targeted"
+              : "broadcast";
     } else if (args.fan_out != "broadcast" && args.fan_out != "targeted") {
       throw UsageError("--fan-out must be broadcast or targeted, not " +
                        Quoted(args.fan_out));
     }
     if (args.targeted_linger_ms != -1) {
-      CheckRange("--targeted-linger-ms", args.targeted_linger_ms, 0,
-                 3'600'000);
+      CheckRange("--targeted-linger-ms", args.targeted_linger_ms, 0, 3'600'000);
       if (args.fan_out != "targeted")
         throw UsageError("--targeted-linger-ms applies to --fan-out targeted");
     }
@@ -272,7 +271,8 @@ std::vector<std::string> ContenderArgv(const BenchArgs& args,
     argv.insert(argv.end(),
                 {"--fetch-wait-ms", std::to_string(args.fetch_wait_ms)});
   }
-  if (!args.fan_out.empty()) argv.insert(argv.end(), {"--fan-out", args.fan_out});
+  if (!args.fan_out.empty())
+    argv.insert(argv.end(), {"--fan-out", args.fan_out});
   if (args.targeted_linger_ms != -1) {
     argv.insert(argv.end(), {"--targeted-linger-ms",
                              std::to_string(args.targeted_linger_ms)});
@@ -311,7 +311,8 @@ notifier::KafkaOptions BenchKafkaOptions(const BenchArgs& args,
                                                  : notifier::FanOut::kBroadcast;
   }
   if (args.targeted_linger_ms >= 0)
-    options.targeted_linger = std::chrono::milliseconds(args.targeted_linger_ms);
+    options.targeted_linger =
+        std::chrono::milliseconds(args.targeted_linger_ms);
   return options;
 }
 

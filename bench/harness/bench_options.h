@@ -59,7 +59,7 @@ struct BenchArgs {
   // --partitions: the unlock topic's partitions on a broker the run starts
   // (embedded: 4, kafka-local: 3 by default); 0: that default.
   int partitions = 0;
-  int park_cap_ms = 0;                   // 0: the product's default
+  int park_cap_ms = 0;        // 0: the product's default
   int spin_max_hold_ms = -1;  // the queue head's spinning; -1: the default
   int event_latency = 0;      // events for the one-way latency probe; 0: none
   // --config: the deployment's Redis URL and timeouts, and its Kafka

@@ -71,8 +71,8 @@ struct ContenderReport {
   // Kafka mode: unlock events this process published and received.
   uint64_t events_published = 0;
   uint64_t events_consumed = 0;
-  ResourceSample warm;                      // after warm-up
-  ResourceSample end;                       // after the last critical section
+  ResourceSample warm;  // after warm-up
+  ResourceSample end;   // after the last critical section
 };
 
 nlohmann::json ToJson(const ContenderReport& report);

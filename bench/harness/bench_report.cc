@@ -256,8 +256,8 @@ json ToJson(const RunResult& r) {
         {"spin_max_hold_ms", args.spin_max_hold_ms >= 0
                                  ? json(args.spin_max_hold_ms)
                                  : json(nullptr)},
-        {"fan_out", args.mode == BenchMode::kKafka ? json(args.fan_out)
-                                                   : json(nullptr)},
+        {"fan_out",
+         args.mode == BenchMode::kKafka ? json(args.fan_out) : json(nullptr)},
         {"partitions",
          args.partitions > 0 ? json(args.partitions) : json(nullptr)},
         {"targeted_linger_ms", args.targeted_linger_ms >= 0

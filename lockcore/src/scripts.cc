@@ -70,15 +70,18 @@ local function replace_revived(fresh, owner, hold, lease)
   redis.call('DEL', KEYS[1])
   return new_grant(owner, hold, ttl)
 end
+-- Whether a waiter entry ("<presence deadline>|...", or nil) is still
+-- present at `now`.
+local function alive(info, now)
+  return (info and tonumber(string.match(info, '^(%d+)|')) or 0) >= now
+end
 -- Drops waiters at the head whose presence deadline passed (they died, or
 -- stopped waiting without saying so). Returns the first live waiter id.
 local function live_head(now)
   while true do
     local head = redis.call('LINDEX', KEYS[3], 0)
     if not head then return nil end
-    local info = redis.call('HGET', KEYS[4], head)
-    local deadline = info and tonumber(string.match(info, '^(%d+)|')) or 0
-    if deadline >= now then return head end
+    if alive(redis.call('HGET', KEYS[4], head), now) then return head end
     redis.call('LPOP', KEYS[3])
     redis.call('HDEL', KEYS[4], head)
   end
@@ -93,8 +96,7 @@ local function pop_live_head(now)
     if not head then return nil end
     local info = redis.call('HGET', KEYS[4], head)
     redis.call('HDEL', KEYS[4], head)
-    local deadline = info and tonumber(string.match(info, '^(%d+)|')) or 0
-    if deadline >= now then return head, info end
+    if alive(info, now) then return head, info end
   end
 end
 -- The releasing client's own fair waiters on this lock, from ARGV[first]
@@ -432,7 +434,8 @@ const Script& ReleaseScript() {
   static const Script script(Source(kShrinks, R"lua(
 local hold = 'h:' .. ARGV[3]
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', hold)
-if not cur[5] or cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
+local grant = cur[1] == ARGV[1] and (ARGV[2] == '' or cur[3] == ARGV[2]) and not cur[4]
+if not (grant and cur[5]) then
   -- Not a hold of the grant: a retry of a release that ran (its hold is
   -- gone, the lock perhaps handed on) answers as that release did. Only
   -- here: a hold in the grant is released, whether no try of this release
@@ -440,11 +443,8 @@ if not cur[5] or cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or c
   -- (an orphan nobody holds: releasing it frees the lock sooner).
   local first = latched()
   if first then return first end
-  if not cur[1] then return {0} end
-  if cur[1] ~= ARGV[1] or (ARGV[2] ~= '' and cur[3] ~= ARGV[2]) or cur[4] then
-    return {-1, cur[1]}
-  end
-  return {0}  -- this hold is not part of the grant (gone with an older one)
+  if cur[1] and not grant then return {-1, cur[1]} end
+  return {0}  -- free, or this hold is not part of the grant (gone with an older one)
 end
 local latch_ms = tonumber(ARGV[5])
 if tonumber(cur[2] or '0') <= 1 then  -- the last hold

@@ -34,7 +34,6 @@ constexpr auto kMetadataRefresh =
 // assignments tried again.
 constexpr milliseconds kRetargetEvery{250};
 
-
 std::string RandomSuffix() {
   std::random_device rd;
   return std::to_string(rd()) + std::to_string(rd());
@@ -81,7 +80,8 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                 options.queue_max_messages >= 1,
             "Kafka fetch_wait must be >= 0, message_timeout and "
             "queue_max_messages > 0");
-    Require(options.targeted_replay >= 0 && options.targeted_replay <= 1000000 &&
+    Require(options.targeted_replay >= 0 &&
+                options.targeted_replay <= 1000000 &&
                 options.targeted_linger.count() >= 0,
             "Kafka targeted_replay must be 0..1000000 and targeted_linger "
             ">= 0");
@@ -142,10 +142,10 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
       // partition yet (partitions added: its metadata lags).
       const int count = partitions.load();
       auto produce = [&](int32_t partition) {
-        return producer->produce(
-            options.topic, partition, RdKafka::Producer::RK_MSG_COPY,
-            value.data(), value.size(), event.lock.data(), event.lock.size(),
-            0, nullptr);
+        return producer->produce(options.topic, partition,
+                                 RdKafka::Producer::RK_MSG_COPY, value.data(),
+                                 value.size(), event.lock.data(),
+                                 event.lock.size(), 0, nullptr);
       };
       RdKafka::ErrorCode err =
           produce(count > 0 ? UnlockPartition(event.lock, count)
@@ -243,19 +243,26 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     WarmProducer();
     if (targeted()) {
       Target(count);
-      {
-        std::lock_guard lock(mu);
-        partitions.store(count);
-      }
-      ready_cv.notify_all();
-      logs.Log("assigned", LogLevel::kInfo,
-               "listening for unlock events on '" + options.topic + "' (" +
-                   std::to_string(count) +
-                   " partitions, targeted: fetching those of the names "
-                   "waited on)",
-               log);
-      return true;
+    } else if (!AssignAll(count)) {
+      return false;
     }
+    {
+      std::lock_guard lock(mu);
+      partitions.store(count);
+    }
+    ready_cv.notify_all();
+    logs.Log("assigned", LogLevel::kInfo,
+             "listening for unlock events on '" + options.topic + "' (" +
+                 std::to_string(count) + " partitions" +
+                 (targeted() ? ", targeted: fetching those of the names "
+                               "waited on)"
+                             : ")"),
+             log);
+    return true;
+  }
+
+  // Broadcast: assigns all `count` partitions at their current end.
+  bool AssignAll(int count) {
     // Fix each start offset now (rather than OFFSET_END, resolved later), so
     // that "ready" really means: every event published from here on is seen.
     // offsetsForTimes with timestamp -1 answers each partition's end offset.
@@ -275,26 +282,25 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         tp->set_offset(RdKafka::Topic::OFFSET_END);
       }
     }
-    rc = consumer->assign(parts);
+    const RdKafka::ErrorCode rc = consumer->assign(parts);
     RdKafka::TopicPartition::destroy(parts);
     if (rc != RdKafka::ERR_NO_ERROR) {
       logs.Log("assign", LogLevel::kError,
                "assign failed: " + RdKafka::err2str(rc), log);
       return false;
     }
-    {
-      std::lock_guard lock(mu);
-      partitions.store(count);
-    }
-    ready_cv.notify_all();
-    logs.Log("assigned", LogLevel::kInfo,
-             "listening for unlock events on '" + options.topic + "' (" +
-                 std::to_string(count) + " partitions)",
-             log);
     return true;
   }
 
   bool targeted() const { return options.fan_out == FanOut::kTargeted; }
+
+  // Targeted: the partitions assigned now.
+  int Fetched() {
+    std::lock_guard lock(targets_mu);
+    return static_cast<int>(
+        std::count_if(targets.begin(), targets.end(),
+                      [](const auto& e) { return e.second.assigned; }));
+  }
 
   // Whether an event released at `released_at_ns` on `partition` was
   // published before the partition's latest assignment (re-read by it).
@@ -414,7 +420,6 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     t.assigned = true;
     t.assigned_at_ns = NowNs();
     assigns.fetch_add(1, std::memory_order_relaxed);
-    fetched.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Returns whether they were dropped. REQUIRES: targets_mu.
@@ -436,7 +441,6 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
     for (int32_t p : ps) targets[p].assigned = false;
     unassigns.fetch_add(ps.size(), std::memory_order_relaxed);
-    fetched.fetch_sub(static_cast<int>(ps.size()), std::memory_order_relaxed);
     return true;
   }
 
@@ -537,7 +541,6 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   int target_count = 0;  // the partition count `targets` maps onto; 0: none
   std::unordered_map<std::string, int> watched;  // name -> waits; targets_mu
   std::map<int32_t, TargetState> targets;        // targets_mu
-  std::atomic<int> fetched{0};
   std::atomic<uint64_t> assigns{0}, unassigns{0}, replayed{0};
   std::shared_ptr<Interest> interest;  // set by KafkaNotifier when targeted
 
@@ -572,7 +575,8 @@ class KafkaNotifier::Interest final : public UnlockInterest {
 
 KafkaNotifier::KafkaNotifier(KafkaOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {
-  if (impl_->targeted()) impl_->interest = std::make_shared<Interest>(impl_.get());
+  if (impl_->targeted())
+    impl_->interest = std::make_shared<Interest>(impl_.get());
 }
 
 KafkaNotifier::~KafkaNotifier() {
@@ -618,8 +622,7 @@ NotifierStats KafkaNotifier::stats() const {
   s.transport_errors = get(impl_->transport_errors);
   s.partitions = impl_->partitions.load();
   s.assigned = s.partitions > 0;
-  s.fetched_partitions =
-      impl_->targeted() ? impl_->fetched.load() : s.partitions;
+  s.fetched_partitions = impl_->targeted() ? impl_->Fetched() : s.partitions;
   s.partition_assigns = get(impl_->assigns);
   s.partition_unassigns = get(impl_->unassigns);
   s.replayed = get(impl_->replayed);

@@ -198,9 +198,9 @@ TEST_F(Lock, AReleaseRetryThatFindsItsHoldPutBackReleasesTheOrphan) {
   ASSERT_EQ(acquire("h1").elements[2].integer, 1);
   ASSERT_EQ(acquire("h2").elements[2].integer, 2);
   // A fair waiter queues behind the grant.
-  Reply queued = redis_->Eval(
-      internal::AcquireFairScript(), {keys[0], keys[1], keys[2], keys[3]},
-      {"ow", "60000", "hw", "w:1", "30000", "1"});
+  Reply queued = redis_->Eval(internal::AcquireFairScript(),
+                              {keys[0], keys[1], keys[2], keys[3]},
+                              {"ow", "60000", "hw", "w:1", "30000", "1"});
   ASSERT_EQ(queued.elements[0].integer, 0);
 
   EXPECT_EQ(release("h1").elements[0].integer, 2);  // its reply is "lost"

@@ -289,9 +289,9 @@ TEST_F(Spin, PlacesPast64AreUnknownAndTheQueueOutlivesEveryPresence) {
       lock, internal::FenceCounterKey("lockfleet", lock), queue, waiters};
   auto attempt = [&](int waiter, int presence_ms) {
     const std::string w = "w:" + std::to_string(waiter);
-    Reply r = redis_->Eval(internal::AcquireFairScript(), keys,
-                           {"o-" + w, "5000", "h-" + w, w,
-                            std::to_string(presence_ms), "1"});
+    Reply r = redis_->Eval(
+        internal::AcquireFairScript(), keys,
+        {"o-" + w, "5000", "h-" + w, w, std::to_string(presence_ms), "1"});
     EXPECT_EQ(r.elements.size(), 6u);
     EXPECT_EQ(r.elements[0].integer, 0);
     return r.elements[3].integer;
@@ -346,9 +346,9 @@ TEST_F(Spin, AClaimLeavesTheRestOfTheQueueInOrder) {
     const std::string n = std::to_string(i);
     std::vector<std::string> k = keys;
     k.push_back("lockfleet:{claims}:latch:h" + n);
-    return redis_->Eval(internal::ReleaseScript(), k,
-                        {"o" + n, std::to_string(fence), "h" + n, "2000",
-                         "10000"});
+    return redis_->Eval(
+        internal::ReleaseScript(), k,
+        {"o" + n, std::to_string(fence), "h" + n, "2000", "10000"});
   };
   auto list = [&](std::vector<std::string> command) {
     std::vector<std::string> out;
@@ -369,9 +369,9 @@ TEST_F(Spin, AClaimLeavesTheRestOfTheQueueInOrder) {
     r = attempt(holder);  // the claim
     ASSERT_EQ(r.elements[0].integer, 1) << holder;
     EXPECT_EQ(r.elements[1].integer, fence);
-    const std::vector<std::string> rest =
-        holder == 1 ? std::vector<std::string>{"w:2"}
-                    : std::vector<std::string>{};
+    const std::vector<std::string> rest = holder == 1
+                                              ? std::vector<std::string>{"w:2"}
+                                              : std::vector<std::string>{};
     EXPECT_EQ(list({"LRANGE", queue, "0", "-1"}), rest) << holder;
     EXPECT_EQ(list({"HKEYS", waiters}), rest) << holder;
   }

@@ -317,8 +317,8 @@ TEST_P(Targeted, APartitionStaysFetchedWhileAnyOfItsNamesIsWaitedOn) {
   auto on_a = wait_on(a);
   auto on_b1 = wait_on(b);
   auto on_b2 = wait_on(b);
-  ASSERT_TRUE(WaitUntil(
-      [&] { return waiter.locks->stats().contended_attempts >= 3; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return waiter.locks->stats().contended_attempts >= 3; }));
   ASSERT_TRUE(WaitUntil(
       [&] { return waiter.notifier->stats().fetched_partitions == 1; }));
   ASSERT_EQ(held_a.lease.Release(), ReleaseStatus::kReleased);

@@ -30,12 +30,12 @@
 // (OFFSET_TAIL), so the events published between that attempt and the
 // broker resolving the start offset are read too (an event already read
 // wakes nobody: a hint, and the waiter asks Redis); a partition nobody
-// waits on any more stays assigned for targeted_linger, then is dropped. Holders are not waiters: a force-unlock
-// event for a lock held here reaches the holder only if its partition is
-// fetched (else its next renewal or release tells it). Either way each event
-// is decoded once and handed to every subscribed LockClient, which wakes at
-// most one of its waiters on that lock. Malformed records are counted and
-// dropped.
+// waits on any more stays assigned for targeted_linger, then is dropped.
+// Holders are not waiters: a force-unlock event for a lock held here reaches
+// the holder only if its partition is fetched (else its next renewal or release
+// tells it). Either way each event is decoded once and handed to every
+// subscribed LockClient, which wakes at most one of its waiters on that lock.
+// Malformed records are counted and dropped.
 //
 // Authentication (optional): with event_keys set, every published event is
 // signed with HMAC-SHA256 under the first key, and a received event that is
