@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Model-checks the fair lock protocol (model/fair_lock.pml), the
-# semaphore protocol (model/semaphore.pml, the sem-* checks) and the
-# read-write lock protocol (model/rwlock.pml, the rw-* checks) with spin: the
+# semaphore protocol (model/semaphore.pml, the sem-* checks), the
+# read-write lock protocol (model/rwlock.pml, the rw-* checks) and the
+# multi-lock (model/multi_lock.pml, the ml-* checks) with spin: the
 # protocol must satisfy every property, each bug or mutation put back must
 # be caught with a counter-example, and each reachability probe must be
 # reached. See model/README.md for the models, the properties and the bugs.
@@ -16,7 +17,7 @@
 #
 # Every pan is built and run in a temporary directory, never in the repo;
 # the reachability probes share one build (LOCKFLEET_COVER picks the probe;
-# the rw-reach* probes another).
+# the rw-reach* probes another, the ml-reach* probes a third).
 # Prints per check the states explored (spin's "states, stored"), the
 # transitions and the time; for a caught bug the counter-example as a
 # narrative; then one line "model: N passed, M failed". Exits 1 if any
@@ -32,12 +33,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODEL="$LOCKFLEET_ROOT/model/fair_lock.pml"
 SEM_MODEL="$LOCKFLEET_ROOT/model/semaphore.pml"
 RW_MODEL="$LOCKFLEET_ROOT/model/rwlock.pml"
+ML_MODEL="$LOCKFLEET_ROOT/model/multi_lock.pml"
 # model_of NAME: the model a check runs (sem-*: the semaphore's, rw-*: the
-# read-write lock's)
+# read-write lock's, ml-*: the multi-lock's)
 model_of() {
   case "$1" in
     sem-*) echo "$SEM_MODEL" ;;
     rw-*) echo "$RW_MODEL" ;;
+    ml-*) echo "$ML_MODEL" ;;
     *) echo "$MODEL" ;;
   esac
 }
@@ -168,6 +171,46 @@ for p in "${RW_PROBES[@]}"; do
   IFS='|' read -r n what <<<"$p"
   CHECKS+=("rw-reach$n|fail:assertion violated \\(cover_k!=$n\\)|$RW_PROBE_SPIN|$SAFE_CC|-m400000 -w19|read-write lock reachable: $what")
 done
+# The multi-lock (model/multi_lock.pml): locks L0 < L1; M1 and M2 take both
+# (M2 names them L1, L0), S0 takes L0 and S1 L1 (-DONE_S: S0 either).
+# Default: every wait may give up, the atomic try's reply may be lost (the
+# retry answered or not), a multi-lock call may be a TryAcquireAll, claim
+# windows and the leases of grants nobody holds may end. (d) is spin's
+# invalid-end-state check, on in every run (no -E): it holds with
+# give-ups too; ml-deadlock is the run without them.
+ML_MUT_ALL="assertion violated \\(\\(hm\\[[01]\\]&"
+CHECKS+=(
+  "ml-safety|pass|-DMCALLS=2|$SAFE_CC|-m400000|multi-lock (a) mutual exclusion (m) all-or-nothing (f) FIFO, and (d): 2 multi-lock clients (2 calls each, waits and tries), S0 on L0, S1 on L1; give-ups, lost replies, expiries"
+  "ml-safety-one-s|pass|-DONE_S -DCROSS_SLOT -DMCALLS=2 -DSCALLS=3|$SAFE_CC|-m400000|multi-lock (a)(m)(f)(d): one single-lock client taking either lock, and calls naming locks in different slots (no atomic try)"
+  "ml-deadlock|pass|-DNO_GIVE_UP -DMCALLS=2|$SAFE_CC|-m400000|multi-lock (d) deadlock freedom: no wait gives up, every client finishes (no invalid end state), with (a)(m)(f)"
+  "ml-mut-no-order|fail:invalid end state|-DMUT_NO_ORDER -DNO_GIVE_UP -DSCALLS=1 $BUG_SPIN|$BUG_CC||mutation: M2's ordered path takes the locks as named (L1, then L0), no canonical sort: (d) must fail (deadlock)"
+  "ml-mut-atomic-barges|fail:assertion violated \\(\\(q\\[[01]\\]\\.n==0\\)|-DMUT_ATOMIC_BARGES -DCHECK_FIFO $BUG_SPIN|$BUG_CC||mutation: the atomic try ignores the queue (grants a free lock past a queued waiter): (f) must fail"
+  "ml-mut-atomic-partial|fail:$ML_MUT_ALL|-DMUT_ATOMIC_PARTIAL -DCHECK_ALL $BUG_SPIN|$BUG_CC||mutation: the atomic try grants lock by lock and keeps what it got at the first refusal: (m) must fail"
+  "ml-mut-no-rollback|fail:$ML_MUT_ALL|-DMUT_NO_ROLLBACK -DCHECK_ALL $BUG_SPIN|$BUG_CC||mutation: a give-up in the ordered path keeps the locks taken (no roll-back): (m) must fail"
+  "ml-mut-retry-keeps|fail:$ML_MUT_ALL|-DMUT_RETRY_KEEPS_HOLDS -DCHECK_ALL $BUG_SPIN|$BUG_CC||mutation: a retry refused after a lost reply gives nothing back (scripts.h: the caller gives the first try's holds back): (m) must fail"
+  "ml-mut-retry-keeps-wait|fail:$ML_MUT_ALL|-DMUT_RETRY_KEEPS_HOLDS -DNO_TRY_CALLS -DNO_GIVE_UP -DCHECK_ALL $BUG_SPIN|$BUG_CC||the same, waiting calls only: the ordered path re-enters the kept hold under a new hold id, and the lock outlives the MultiLease's release: (m) must fail"
+)
+# The ml probes share one build (multi_lock.pml with -DCOVER; LOCKFLEET_COVER
+# picks one).
+ML_PROBE_SPIN="-DCOVER"
+ML_PROBES=(
+  "1|the atomic try grants both locks"
+  "2|the atomic try re-enters a hold of its own (a retry finds its first try's grant)"
+  "3|the atomic try refuses a free lock for a queued waiter (pttl -2)"
+  "4|a hand-off is claimed"
+  "5|an abandon passes on a hand-off that reached its waiter"
+  "6|the fair free branch grants the queue's head (after a claim window ended)"
+  "7|a give-back after an unanswered retry releases a hold of the try"
+  "8|a multi-lock call parks for one lock while it holds the other"
+  "9|a roll-back releases the lock taken"
+  "10|an unclaimed hand-off expires with waiters queued behind it"
+  "11|a retry refused after a lost reply: the give-back releases a hold of the first try"
+  "12|the lease of a grant nobody believes it holds ends"
+)
+for p in "${ML_PROBES[@]}"; do
+  IFS='|' read -r n what <<<"$p"
+  CHECKS+=("ml-reach$n|fail:assertion violated \\(cover_k!=$n\\)|$ML_PROBE_SPIN|$SAFE_CC|-m400000|multi-lock reachable: $what")
+done
 PROBES=(
   "a grant handed off is claimed (AcquireFair, branch ours, pending)"
   "the bug 7 fix removes a queued waiter id (AcquireFair, branch ours)"
@@ -263,7 +306,7 @@ narrative() {
   local spin_flags="$1" pml="$2" lines
   # shellcheck disable=SC2086
   lines="$(spin $spin_flags -t "$pml" 2>&1 |
-    grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker|Sem|sem_|Rw)|START OF CYCLE' |
+    grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker|Sem|sem_|Rw|MultiAcquire|M[12]:|S[01]:)|START OF CYCLE' |
     sed -E 's/^[[:space:]]+/    | /; s/^.*START OF CYCLE.*$/    | ---- the cycle, repeated for ever: ----/')"
   if grep -q -- '---- the cycle' <<<"$lines"; then
     # (a lost wake earlier in the run, the cause, is shown with its script)
@@ -294,10 +337,11 @@ run_check() {
   cd "$dir"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  if [[ "$name" == reach* || "$name" == rw-reach* ]]; then
+  if [[ "$name" == reach* || "$name" == rw-reach* || "$name" == ml-reach* ]]; then
     # the shared probe build (build_probes); the trail is written here
     local probe=probe
     [[ "$name" == rw-* ]] && probe=rwprobe
+    [[ "$name" == ml-* ]] && probe=mlprobe
     cover="${name##*reach}"
     if [[ -x "$work/$probe/pan" ]]; then
       ln -s "$work/$probe/pan" pan
@@ -350,8 +394,10 @@ run_check() {
   {
     printf '%s %-14s %s\n' "$verdict" "$name" "$title"
     printf '     %s; %s s with the build\n' "$why" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
-    if [[ "$expect" != pass && "$name" != reach* && "$name" != sem-reach* && "$name" != rw-reach* && -f "$pml.trail" ]]; then
-      if [[ "$name" == sem-* || "$name" == rw-* ]]; then
+    if [[ "$expect" != pass && "$name" != reach* && "$name" != sem-reach* && "$name" != rw-reach* && "$name" != ml-reach* && -f "$pml.trail" ]]; then
+      if [[ "$name" == ml-* ]]; then
+        echo "     counter-example (shortest):"
+      elif [[ "$name" == sem-* || "$name" == rw-* ]]; then
         echo "     counter-example (shortest unless a cycle; ids renamed):"
       elif [[ "$spin_flags" == *TRACE* ]]; then
         echo "     counter-example (shortest; fence numbers as issued):"
@@ -388,6 +434,18 @@ build_rw_probes() {
 }
 if printf '%s\n' "${selected[@]}" | grep -q '^rw-reach'; then
   build_rw_probes
+fi
+# build_ml_probes: the same for the ml-reach checks (multi_lock.pml).
+build_ml_probes() {
+  local dir="$work/mlprobe"
+  mkdir -p "$dir"
+  cp "$ML_MODEL" "$dir/multi_lock.pml"
+  # shellcheck disable=SC2086
+  (cd "$dir" && spin $ML_PROBE_SPIN -a multi_lock.pml >spin.log 2>&1 &&
+    gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
+}
+if printf '%s\n' "${selected[@]}" | grep -q '^ml-reach'; then
+  build_ml_probes
 fi
 
 jobs_max="${LOCKFLEET_JOBS:-2}"

@@ -15,16 +15,6 @@ namespace lockfleet {
 namespace internal {
 namespace {
 
-// Element `i` of a latch script's array reply.
-long long Field(const Reply& r, size_t i, const char* what) {
-  if (r.type != Reply::Type::kArray || r.elements.size() <= i ||
-      r.elements[i].type != Reply::Type::kInteger) {
-    throw Error(ErrorCode::kRedisProtocol,
-                std::string("unexpected reply from ") + what);
-  }
-  return r.elements[i].integer;
-}
-
 // Listening on a latch name for the length of one Await.
 class Listening {
  public:
@@ -76,7 +66,7 @@ bool LockCore::LatchTrySet(const std::string& name, int64_t count,
                     {std::to_string(count),
                      std::to_string(options.open_ttl.count()), NextRequestId()},
                     Clock::TimePoint::max(), nullptr, &shortfall);
-  const bool set = Field(r, 0, "latch set") == 1;
+  const bool set = IntElement(r, 0, "latch set") == 1;
   if (set) ThrowIfShortfall(shortfall, "latch set");
   return set;
 }
@@ -104,8 +94,8 @@ CountDownResult LockCore::LatchCountDown(const std::string& name,
       EvalRetryOnce(LatchCountDownScript(), {LatchKey(name)}, {down_id},
                     Clock::TimePoint::max(), nullptr, &shortfall);
   CountDownResult result;
-  result.remaining = Field(r, 1, "latch count-down");
-  switch (Field(r, 0, "latch count-down")) {
+  result.remaining = IntElement(r, 1, "latch count-down");
+  switch (IntElement(r, 0, "latch count-down")) {
     case 1:
       result.status = CountDownStatus::kOpened;
       break;

@@ -65,6 +65,8 @@ LockClientOptions Validate(LockClientOptions o) {
   return o;
 }
 
+}  // namespace
+
 const Reply& Element(const Reply& r, size_t i, const char* what) {
   if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
     throw Error(ErrorCode::kRedisProtocol,
@@ -73,7 +75,14 @@ const Reply& Element(const Reply& r, size_t i, const char* what) {
   return r.elements[i];
 }
 
-}  // namespace
+long long IntElement(const Reply& r, size_t i, const char* what) {
+  const Reply& e = Element(r, i, what);
+  if (e.type != Reply::Type::kInteger) {
+    throw Error(ErrorCode::kRedisProtocol,
+                std::string("unexpected reply from ") + what);
+  }
+  return e.integer;
+}
 
 // Redis failures a waiting acquisition rides out (see lock_client.h).
 bool IsOutage(ErrorCode code) {

@@ -144,6 +144,12 @@ void ValidateName(std::string_view name);
 // kMaxSemaphorePermits; `what` names the value.
 void CheckPermits(int64_t permits, int64_t low, const char* what);
 
+// Element `i` of a script's array reply (IntElement: an integer one);
+// throws Error(kRedisProtocol) naming `what` when the reply has no such
+// element.
+const Reply& Element(const Reply& r, size_t i, const char* what);
+long long IntElement(const Reply& r, size_t i, const char* what);
+
 // Redis failures a waiting call rides out (see lock_client.h, outage_grace).
 bool IsOutage(ErrorCode code);
 
@@ -191,6 +197,22 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     bool begun_ = false;
     std::shared_ptr<UnlockInterest> interest_;
   };
+
+  // A multi-lock's locks (`sorted`: canonical order, checked) tried in one
+  // script, all or none (MultiAcquireScript; multi_lock.cc). Never queues,
+  // never waits. nullopt when they cannot share a script: on a Redis
+  // Cluster, names whose keys are in different slots. A refusal leaves
+  // none of the call's holds (given back if a lost reply may have granted
+  // them). `options` as the caller gave them (owner "" = this thread's).
+  struct AllAtOnce {
+    bool granted = false;
+    std::vector<Lease> leases;  // granted: one per name, in `sorted` order
+    size_t refused = 0;         // not granted: the index of the lock refused
+    int64_t ttl_ms = 0;         // ... its holder's remaining TTL
+    std::string holder;         // ... and owner token ("" = its queue)
+  };
+  std::optional<AllAtOnce> TryAllAtOnce(const std::vector<std::string>& sorted,
+                                        const AcquireOptions& options);
 
   std::string DefaultOwner() const;
   LockStats Stats() const;

@@ -7,8 +7,10 @@
 #include <optional>
 #include <utility>
 
+#include "key_slot.h"
 #include "lock_core.h"
 #include "lockfleet/lockcore/error.h"
+#include "scripts.h"
 
 namespace lockfleet {
 namespace {
@@ -116,6 +118,116 @@ ReleaseStatus MultiLease::Release(std::vector<LeaseRelease>* each) {
   return status;
 }
 
+namespace internal {
+
+std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
+    const std::vector<std::string>& sorted, const AcquireOptions& options) {
+  // Outside a cluster one server has every key; on a cluster a script's
+  // keys must share a slot (each lock's keys share their name's).
+  if (redis_->endpoint().cluster()) {
+    const uint16_t slot = KeySlot(LockKey(sorted.front()));
+    for (const std::string& name : sorted)
+      if (KeySlot(LockKey(name)) != slot) return std::nullopt;
+  }
+  const std::string owner =
+      options.owner.empty() ? DefaultOwner() : options.owner;
+  const std::chrono::milliseconds lease =
+      options.lease.value_or(options_.default_lease);
+  const bool renew = !options.lease.has_value();
+  const bool fair = options.fair.value_or(options_.fair);
+  std::vector<std::string> keys;
+  keys.reserve(4 * sorted.size());
+  std::vector<std::string> args = {owner, std::to_string(lease.count()),
+                                   fair ? "1" : "0"};
+  args.reserve(3 + 2 * sorted.size());
+  std::vector<std::string> holds;  // each lock's hold id, as AcquireUntil's
+  holds.reserve(sorted.size());
+  for (const std::string& name : sorted) {
+    for (std::string& key : Keys(name)) keys.push_back(std::move(key));
+    holds.push_back(NextRequestId());
+    args.push_back(holds.back());
+    // As AcquireUntil's: the thread's own token, and none of the lock held
+    // here under it.
+    args.push_back(options.owner.empty() && !HoldsHere(name, owner) ? "1"
+                                                                    : "0");
+  }
+  // The holds a try may have granted unseen (a lost reply), given back.
+  auto give_back = [&](size_t from) {
+    for (size_t i = from; i < sorted.size(); ++i)
+      GiveBackLostHolds(sorted[i], owner, holds[i]);
+  };
+  const Clock::TimePoint sent = options_.clock->Now();
+  bool may_hold = false;
+  std::string shortfall;
+  Reply r;
+  try {
+    r = EvalRetryOnce(MultiAcquireScript(), keys, args, Clock::TimePoint::max(),
+                      &may_hold, &shortfall);
+  } catch (const Error&) {
+    if (may_hold) give_back(0);
+    throw;
+  }
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  AllAtOnce out;
+  if (Element(r, 0, "multi-acquire").integer != 1) {
+    contended_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t index = Element(r, 1, "multi-acquire").integer;
+    if (index < 1 || static_cast<size_t>(index) > sorted.size()) {
+      throw Error(ErrorCode::kRedisProtocol,
+                  "multi-acquire refused lock " + std::to_string(index) +
+                      " of " + std::to_string(sorted.size()));
+    }
+    out.refused = static_cast<size_t>(index - 1);
+    out.ttl_ms = Element(r, 2, "multi-acquire").integer;
+    out.holder = Element(r, 3, "multi-acquire").str;
+    // A retry refused after a first try that ran unseen: that try's holds
+    // are in the other locks.
+    if (may_hold) give_back(0);
+    return out;
+  }
+  if (r.elements.size() != 1 + 2 * sorted.size()) {
+    give_back(0);
+    throw Error(ErrorCode::kRedisProtocol,
+                "multi-acquire answered " + std::to_string(r.elements.size()) +
+                    " elements for " + std::to_string(sorted.size()) +
+                    " locks");
+  }
+  if (!shortfall.empty()) {
+    // As TryOnce: grants the replicas may not have are given back before
+    // anything uses them.
+    give_back(0);
+    throw Error(ErrorCode::kRedisReplicas,
+                "multi-lock of " + std::to_string(sorted.size()) +
+                    " locks from '" + sorted.front() + "' was granted but " +
+                    shortfall + "; given back");
+  }
+  out.leases.reserve(sorted.size());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    Attempt a = Granted(sorted[i], owner, lease, renew, options, holds[i],
+                        r.elements[1 + 2 * i].integer, sent);
+    if (!a.granted) {
+      // Stale (see Granted: another call under our token holds a newer
+      // grant): not held as a whole. Give it all back; the caller's next
+      // attempt re-enters the newer grant.
+      MultiLease taken(std::move(out.leases));
+      try {
+        taken.Release();
+      } catch (...) {  // each frees when its lease runs out
+      }
+      give_back(i);
+      AllAtOnce stale;
+      stale.refused = i;
+      stale.holder = owner;
+      return stale;
+    }
+    out.leases.push_back(std::move(a.lease));
+  }
+  out.granted = true;
+  return out;
+}
+
+}  // namespace internal
+
 AcquireAllResult LockClient::TryAcquireAll(
     const std::vector<std::string>& names, const AcquireOptions& options) {
   return AcquireAllUntil(names, Clock::TimePoint::min(), options);
@@ -142,6 +254,46 @@ AcquireAllResult LockClient::AcquireAllUntil(
     }
     return std::move(r);
   };
+  // All of them in one script, where they can share one: a multi-lock that
+  // is free costs one round trip, and a try never holds a subset, not even
+  // for a moment. Refused, a call that may wait takes them one by one, in
+  // order, queueing as any acquisition does.
+  const bool try_only = deadline <= core_->options().clock->Now();
+  std::optional<internal::LockCore::AllAtOnce> all;
+  try {
+    all = core_->TryAllAtOnce(sorted, options);
+  } catch (const Error& e) {
+    // A call that may wait rides a Redis outage out as one acquisition does
+    // (one by one, below); a try fails at once, as TryAcquire does.
+    if (try_only || !internal::IsOutage(e.code())) throw;
+  }
+  if (all) {
+    if (all->granted) {
+      if (LockObserver* observer = core_->observer()) {
+        for (const std::string& name : sorted) {
+          observer->OnAcquire(name, AcquireStatus::kAcquired,
+                              core_->options().clock->Now() - start, 1, false);
+        }
+      }
+      AcquireAllResult result;
+      result.status = AcquireStatus::kAcquired;
+      result.lease =
+          MultiLease(std::move(all->leases), core_->options().observer,
+                     core_->options().clock);
+      return ended(result);
+    }
+    if (try_only) {  // the answer
+      AcquireAllResult result;
+      result.blocked_on = sorted[all->refused];
+      result.holder = std::move(all->holder);
+      result.holder_ttl = std::chrono::milliseconds(all->ttl_ms);
+      if (LockObserver* observer = core_->observer()) {
+        observer->OnAcquire(result.blocked_on, AcquireStatus::kTimedOut,
+                            core_->options().clock->Now() - start, 1, true);
+      }
+      return ended(result);
+    }
+  }
   // One owner for all of them: the caller's, or this thread's default.
   AcquireOptions each = options;
   if (each.owner.empty()) each.owner = DefaultOwner();

@@ -17,6 +17,10 @@ namespace {
 // pruning of stale queue heads, the hand-off of a freed lock to the first
 // live waiter, and reply latches.
 constexpr const char* kPrelude = R"lua(
+-- The keys the helpers below act on (K[1] lock hash ... K[5] reply latch, as
+-- scripts.h lists them): the script's own KEYS, except in the multi-lock's
+-- script, which points them at each of its locks in turn (use_lock).
+local K = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -24,7 +28,7 @@ end
 local function now_ms()
   return math.floor(now_us() / 1000)
 end
--- The next fencing token of the slot's counter (KEYS[2]): above the last one
+-- The next fencing token of the slot's counter (K[2]): above the last one
 -- issued, and never below the server's clock in microseconds, so a counter
 -- rolled back by a failover or an empty restart does not issue a token again.
 -- fence_after(last, now_u): the token after `last` (a stored token, or nil):
@@ -38,17 +42,17 @@ local function fence_after(last, now_u)
   return fence
 end
 local function next_fence(now_u)
-  local fence = fence_after(redis.call('GET', KEYS[2]), now_u)
-  redis.call('SET', KEYS[2], string.format('%d', fence))
+  local fence = fence_after(redis.call('GET', K[2]), now_u)
+  redis.call('SET', K[2], string.format('%d', fence))
   return fence
 end
--- A new grant of the lock (KEYS[1], absent or just deleted) to `owner` with
+-- A new grant of the lock (K[1], absent or just deleted) to `owner` with
 -- the one hold `hold`, a new fencing token and `ttl_ms` to live (`now_u` as
 -- in fence_after). Returns the token.
 local function new_grant(owner, hold, ttl_ms, now_u)
   local fence = next_fence(now_u)
-  redis.call('HSET', KEYS[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
-  redis.call('PEXPIRE', KEYS[1], ttl_ms)
+  redis.call('HSET', K[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
+  redis.call('PEXPIRE', K[1], ttl_ms)
   return fence
 end
 -- The lock is held under `owner`, the caller's token. With `fresh` ('1':
@@ -63,11 +67,11 @@ end
 -- release), and no one else gets the lock before that lease would have
 -- ended. Returns the new token, or nil (not such a grant: re-enter it).
 local function replace_revived(fresh, owner, hold, lease)
-  if fresh ~= '1' or redis.call('HEXISTS', KEYS[1], hold) == 1 then
+  if fresh ~= '1' or redis.call('HEXISTS', K[1], hold) == 1 then
     return nil
   end
-  local ttl = math.max(redis.call('PTTL', KEYS[1]), lease)
-  redis.call('DEL', KEYS[1])
+  local ttl = math.max(redis.call('PTTL', K[1]), lease)
+  redis.call('DEL', K[1])
   return new_grant(owner, hold, ttl)
 end
 -- Whether a waiter entry ("<presence deadline>|...", or nil) is still
@@ -79,11 +83,11 @@ end
 -- stopped waiting without saying so). Returns the first live waiter id.
 local function live_head(now)
   while true do
-    local head = redis.call('LINDEX', KEYS[3], 0)
+    local head = redis.call('LINDEX', K[3], 0)
     if not head then return nil end
-    if alive(redis.call('HGET', KEYS[4], head), now) then return head end
-    redis.call('LPOP', KEYS[3])
-    redis.call('HDEL', KEYS[4], head)
+    if alive(redis.call('HGET', K[4], head), now) then return head end
+    redis.call('LPOP', K[3])
+    redis.call('HDEL', K[4], head)
   end
 end
 -- Takes the first live waiter off the queue (and the dead ones before it,
@@ -92,10 +96,10 @@ end
 -- and a pop.
 local function pop_live_head(now)
   while true do
-    local head = redis.call('LPOP', KEYS[3])
+    local head = redis.call('LPOP', K[3])
     if not head then return nil end
-    local info = redis.call('HGET', KEYS[4], head)
-    redis.call('HDEL', KEYS[4], head)
+    local info = redis.call('HGET', K[4], head)
+    redis.call('HDEL', K[4], head)
     if alive(info, now) then return head, info end
   end
 end
@@ -125,18 +129,18 @@ local function hand_off(claim_ms, locals)
     return {4, head, next_owner, fence, direct[1]}
   end
   local fence = next_fence(now_u)
-  redis.call('HSET', KEYS[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
-  redis.call('PEXPIRE', KEYS[1], claim_ms)
+  redis.call('HSET', K[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
+  redis.call('PEXPIRE', K[1], claim_ms)
   return {3, head, next_owner, fence}
 end
--- Remembers `reply` under this request's latch key (KEYS[5]) for latch_ms,
+-- Remembers `reply` under this request's latch key (K[5]) for latch_ms,
 -- so that a retry of the same request returns it instead of acting again.
 local function latch(reply, latch_ms)
-  redis.call('SET', KEYS[5], cmsgpack.pack(reply), 'PX', latch_ms)
+  redis.call('SET', K[5], cmsgpack.pack(reply), 'PX', latch_ms)
   return reply
 end
 local function latched()
-  local packed = redis.call('GET', KEYS[5])
+  local packed = redis.call('GET', K[5])
   if packed then return cmsgpack.unpack(packed) end
   return nil
 end
@@ -408,6 +412,61 @@ if ARGV[6] == '1' then
           age, tonumber(cur[3] or '0')}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
+)lua"));
+  return script;
+}
+
+const Script& MultiAcquireScript() {
+  static const Script script(Source(kMayGrow, R"lua(
+local owner, lease, fair = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local n = #KEYS / 4
+-- Points the prelude's helpers at the i-th lock's keys.
+local function use_lock(i)
+  K[1], K[2], K[3], K[4] = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
+end
+local now_u = now_us()
+local now = math.floor(now_u / 1000)
+-- First every lock is checked, nothing granted: one refusal refuses all.
+-- A lock is grantable as AcquireScript (barging) or AcquireFairScript
+-- (fair, not queued) would grant it: free — fair: with no live waiter
+-- queued — or held under our owner token with no hand-off pending.
+local cur = {}
+for i = 1, n do
+  use_lock(i)
+  local c = redis.call('HMGET', K[1], 'owner', 'count', 'fence', 'pending')
+  if c[1] then
+    if c[1] ~= owner or c[4] then
+      return {0, i, redis.call('PTTL', K[1]), c[1]}
+    end
+  elseif fair and live_head(now) then
+    return {0, i, -2, ''}
+  end
+  cur[i] = c
+end
+-- Then every lock is granted, each with its own hold and token.
+local reply = {1}
+for i = 1, n do
+  use_lock(i)
+  local hold, fresh = 'h:' .. ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  local fence, count
+  if not cur[i][1] then
+    fence, count = new_grant(owner, hold, lease, now_u), 1
+  else
+    fence = replace_revived(fresh, owner, hold, lease)
+    if fence then
+      count = 1
+    else
+      fence, count = tonumber(cur[i][3]), tonumber(cur[i][2])
+      if redis.call('HSETNX', K[1], hold, 1) == 1 then  -- else: a retry
+        count = redis.call('HINCRBY', K[1], 'count', 1)
+      end
+      -- Always a write, see "Replica acknowledgement" in scripts.h.
+      redis.call('PEXPIRE', K[1], math.max(redis.call('PTTL', K[1]), lease))
+    end
+  end
+  reply[2 * i], reply[2 * i + 1] = fence, count
+end
+return reply
 )lua"));
   return script;
 }

@@ -62,6 +62,24 @@ const Script& AcquireScript();
 //    clock then; -2: a hand-off not claimed yet; -1: unknown).
 const Script& AcquireFairScript();
 
+// A multi-lock's locks in one script, all or none (multi_lock.h): a try,
+// never queued. KEYS: 4 per lock, as AcquireFairScript's, the locks in the
+// multi-lock's canonical order (all in one Cluster slot on a cluster).
+// ARGV: owner, lease ms, fair ("1": a free lock with a live waiter queued is
+// refused, as AcquireFairScript refuses it), then per lock its hold id and
+// fresh (as AcquireScript's).
+// Checks every lock first and grants only if each is grantable as the
+// single-lock script would grant it (free, or ours with no hand-off
+// pending); then grants each its own hold and lease.
+// -> {1, fence 1, hold count 1, fence 2, hold count 2, ...} all granted |
+//    {0, i, pttl ms, holder} the i-th lock (1-based) refused, nothing
+//    granted (a free lock refused for its queue: pttl -2, holder "").
+// Retry-safe: a retry after a lost reply finds every hold of the first try
+// under our token (re-entered, counted once: HSETNX) and returns the same
+// grants; a retry refused (a hold of the first try lost meanwhile) leaves
+// the first try's holds in the other locks, which the caller gives back.
+const Script& MultiAcquireScript();
+
 // The queue head's spin check (see spin_advisor.h). KEYS[1] (the lock hash).
 // ARGV as AcquireFairScript's first four (owner, lease ms, hold id, waiter
 // id).

@@ -17,23 +17,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-const Reply& Elem(const Reply& r, size_t i, const char* what) {
-  if (r.type != Reply::Type::kArray || r.elements.size() <= i) {
-    throw Error(ErrorCode::kRedisProtocol,
-                std::string("unexpected reply from ") + what);
-  }
-  return r.elements[i];
-}
-
-long long Int(const Reply& r, size_t i, const char* what) {
-  const Reply& e = Elem(r, i, what);
-  if (e.type != Reply::Type::kInteger) {
-    throw Error(ErrorCode::kRedisProtocol,
-                std::string("unexpected reply from ") + what);
-  }
-  return e.integer;
-}
-
 }  // namespace
 
 void CheckPermits(int64_t permits, int64_t low, const char* what) {
@@ -138,7 +121,7 @@ bool LockCore::SemTrySet(const std::string& name, int64_t permits) {
   const Reply r = EvalRetryOnce(SemSetScript(), SemKeys(name),
                                 {std::to_string(permits), request},
                                 Clock::TimePoint::max(), &retried, &shortfall);
-  const bool set = Int(r, 0, "semaphore set") == 1;
+  const bool set = IntElement(r, 0, "semaphore set") == 1;
   if (set)
     ThrowIfShortfall(SemShortfall(shortfall, retried),
                      "semaphore '" + name + "' set");
@@ -162,15 +145,15 @@ int64_t LockCore::SemChange(const std::string& name, int64_t n, bool add) {
        std::to_string(options_.retry_latch.count()),
        std::to_string(kMaxSemaphorePermits), add ? "add" : "set"},
       Clock::TimePoint::max(), &retried, &shortfall);
-  const int64_t permits = Int(r, 1, "semaphore change");
-  if (Int(r, 0, "semaphore change") != 1) {
+  const int64_t permits = IntElement(r, 1, "semaphore change");
+  if (IntElement(r, 0, "semaphore change") != 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 "semaphore '" + name + "' has " + std::to_string(permits) +
                     " permits: " + (add ? "adding " : "setting ") +
                     std::to_string(n) + " would leave it outside 0.." +
                     std::to_string(kMaxSemaphorePermits));
   }
-  SemHanded(name, Elem(r, 2, "semaphore change"));
+  SemHanded(name, Element(r, 2, "semaphore change"));
   ThrowIfShortfall(SemShortfall(shortfall, retried),
                    "semaphore '" + name + "' change");
   return permits;
@@ -180,14 +163,14 @@ SemaphoreInfo LockCore::SemInspect(const std::string& name) {
   ValidateName(name);
   const Reply r = EvalRetryOnce(SemInspectScript(), SemKeys(name), {});
   SemaphoreInfo info;
-  const int64_t permits = Int(r, 0, "semaphore inspect");
+  const int64_t permits = IntElement(r, 0, "semaphore inspect");
   if (permits < 0) return info;
   info.exists = true;
   info.permits = permits;
-  info.used = Int(r, 1, "semaphore inspect");
+  info.used = IntElement(r, 1, "semaphore inspect");
   info.available = std::max<int64_t>(0, permits - info.used);
-  info.holders = Int(r, 2, "semaphore inspect");
-  info.waiters = Int(r, 3, "semaphore inspect");
+  info.holders = IntElement(r, 2, "semaphore inspect");
+  info.waiters = IntElement(r, 3, "semaphore inspect");
   return info;
 }
 
@@ -200,7 +183,7 @@ bool LockCore::SemAbandon(const std::string& name, const std::string& id,
         {id, std::to_string(options_.claim_window.count()),
          std::to_string(options_.retry_latch.count()), std::to_string(gone_ms)},
         options_.clock->Now() + kGiveUpBudget);
-    SemHanded(name, Elem(r, 1, "semaphore abandon"), id, kind);
+    SemHanded(name, Element(r, 1, "semaphore abandon"), id, kind);
     return true;
   } catch (...) {
     // Redis unreachable or slow (counted): the queue entry lapses after
@@ -329,8 +312,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
       if (!reached_.load(std::memory_order_relaxed))
         reached_.store(true, std::memory_order_relaxed);
       in_outage = false;
-      const long long status = Int(r, 0, "semaphore acquire");
-      SemHanded(name, Elem(r, status == 1 ? 2 : 3, "semaphore acquire"), id,
+      const long long status = IntElement(r, 0, "semaphore acquire");
+      SemHanded(name, Element(r, status == 1 ? 2 : 3, "semaphore acquire"), id,
                 ask.kind);
       if (status == -3) {
         throw Error(ErrorCode::kInternal,
@@ -351,7 +334,7 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
       if (status == -2) {
         throw Error(ErrorCode::kInvalidArgument,
                     "semaphore '" + name + "' has " +
-                        std::to_string(Int(r, 1, "semaphore acquire")) +
+                        std::to_string(IntElement(r, 1, "semaphore acquire")) +
                         " permits; " + std::to_string(k) + " asked for");
       }
       if (status == 1) {
@@ -365,8 +348,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
         held->owner = id;
         held->set_kind = ask.kind;
         held->set_owner = ask.owner;
-        held->fence = rw ? SetToken(Elem(r, 3, "read-write lock acquire"))
-                         : Int(r, 1, "semaphore acquire");
+        held->fence = rw ? SetToken(Element(r, 3, "read-write lock acquire"))
+                         : IntElement(r, 1, "semaphore acquire");
         held->lease = lease;
         held->renew = renew;
         held->local_holds = 1;
@@ -395,8 +378,8 @@ PermitResult LockCore::SemAcquireUntil(const std::string& name,
         result.last_error.clear();
         return result;
       }
-      result.available = Int(r, 1, "semaphore acquire");
-      wait_hint = Int(r, 2, "semaphore acquire");
+      result.available = IntElement(r, 1, "semaphore acquire");
+      wait_hint = IntElement(r, 2, "semaphore acquire");
     } catch (const Error& e) {
       if (!wait || !IsOutage(e.code()) ||
           !reached_.load(std::memory_order_relaxed)) {
@@ -507,17 +490,17 @@ ReleaseStatus LockCore::SemRelease(const std::string& name,
     release_failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
   }
-  const ReleaseStatus status = Int(r, 0, "semaphore release") == 1
+  const ReleaseStatus status = IntElement(r, 0, "semaphore release") == 1
                                    ? ReleaseStatus::kReleased
                                    : ReleaseStatus::kNotHeld;
   // A release that handed nothing wakes a barging waiter only where one
   // could now get in: the lock is free, or a writer left (readers may
   // enter). A reader leaving beside other readers frees nothing.
-  const bool freed =
-      rw && status == ReleaseStatus::kReleased &&
-      (kind == SetKind::kWrite ||
-       (r.elements.size() > 2 && Int(r, 2, "read-write lock release") == 0));
-  SemHanded(name, Elem(r, 1, "semaphore release"), "", kind, freed);
+  const bool freed = rw && status == ReleaseStatus::kReleased &&
+                     (kind == SetKind::kWrite ||
+                      (r.elements.size() > 2 &&
+                       IntElement(r, 2, "read-write lock release") == 0));
+  SemHanded(name, Element(r, 1, "semaphore release"), "", kind, freed);
   (status != ReleaseStatus::kReleased ? releases_not_held_
    : rw                               ? rw_releases_
                                       : sem_releases_)

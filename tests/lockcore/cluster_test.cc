@@ -21,6 +21,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/fenced_resource.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "support/contention.h"
 #include "support/redis_cluster.h"
@@ -189,6 +190,50 @@ TEST_F(Cluster, LocksSpreadOverTheMastersAndExcludeEachOther) {
   AcquireResult again = rival.TryAcquire("spread-lock-0");
   ASSERT_TRUE(again);
   again.lease.Release();
+}
+
+// A multi-lock whose names share a slot (a common part before their first
+// '}', the keys' hash tag) is one script on that slot's master; names in
+// different slots are taken one by one. Either way all or nothing.
+TEST_F(Cluster, AMultiLockInOneSlotIsOneScriptAndAcrossSlotsStillWorks) {
+  auto redis = Connect();
+  LockClient locks(redis);
+  LockClient rival(Connect());
+  const std::vector<std::string> same = {"acct-7}credit", "acct-7}debit",
+                                         "acct-7}audit"};
+  const uint16_t slot = internal::KeySlot(LockKey(same[0]));
+  for (const std::string& name : same)
+    ASSERT_EQ(internal::KeySlot(LockKey(name)), slot) << name;
+  ASSERT_TRUE(locks.TryAcquireAll(same));  // loads the script
+  uint64_t trips = redis->round_trips();
+  AcquireAllResult one = locks.AcquireAllFor(same, seconds(10));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(redis->round_trips() - trips, 1u);
+  const int owner = cluster_->OwnerOf(slot);
+  for (const std::string& name : same) {
+    EXPECT_EQ(Direct(owner, {"EXISTS", LockKey(name)}).integer, 1) << name;
+    EXPECT_FALSE(rival.TryAcquire(name)) << name;
+  }
+  // One of them held elsewhere: the try takes none.
+  EXPECT_EQ(one.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult blocker = rival.TryAcquire("acct-7}debit");
+  ASSERT_TRUE(blocker);
+  AcquireAllResult refused = locks.TryAcquireAll(same);
+  EXPECT_EQ(refused.blocked_on, "acct-7}debit");
+  EXPECT_EQ(Direct(owner, {"EXISTS", LockKey("acct-7}audit")}).integer, 0);
+  EXPECT_EQ(Direct(owner, {"EXISTS", LockKey("acct-7}credit")}).integer, 0);
+  blocker.lease.Release();
+  // Across slots (no CROSSSLOT error): one acquisition per lock.
+  const std::vector<std::string> spread = {"multi-a", "multi-b", "multi-c"};
+  ASSERT_NE(internal::KeySlot(LockKey("multi-a")),
+            internal::KeySlot(LockKey("multi-b")));
+  trips = redis->round_trips();
+  AcquireAllResult each = locks.AcquireAllFor(spread, seconds(10));
+  ASSERT_TRUE(each);
+  EXPECT_GE(redis->round_trips() - trips, 3u);
+  for (const std::string& name : spread)
+    EXPECT_FALSE(rival.TryAcquire(name)) << name;
+  EXPECT_EQ(each.lease.Release(), ReleaseStatus::kReleased);
 }
 
 // The fenced resource's keys and the lock's have hash tags of their own:

@@ -226,5 +226,112 @@ TEST_F(MultiLock, BadListsAreRefused) {
   EXPECT_EQ(code(many), std::nullopt) << "the limit itself is allowed";
 }
 
+// Names that can share a script (one server; one Cluster slot on a
+// cluster) are taken by one script: a free multi-lock is one round trip,
+// one acquire script, a grant per lock.
+TEST_F(MultiLock, AFreeMultiLockIsOneScriptAndOneRoundTrip) {
+  auto redis = NewRedis();
+  LockClient client(redis);
+  // The first call loads the script (NOSCRIPT, then EVAL): not counted.
+  ASSERT_TRUE(client.TryAcquireAll({"warm:1", "warm:2"}));
+  const uint64_t trips = redis->round_trips();
+  const LockStats before = client.stats();
+  AcquireAllResult r =
+      client.AcquireAllFor({"one:d", "one:b", "one:a", "one:c"}, seconds(10));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(redis->round_trips() - trips, 1u);
+  const LockStats after = client.stats();
+  EXPECT_EQ(after.attempts - before.attempts, 1u);
+  EXPECT_EQ(after.acquisitions - before.acquisitions, 4u);
+  ASSERT_EQ(r.lease.leases().size(), 4u);
+  for (const Lease& lease : r.lease.leases()) {
+    LockInfo info = client.Inspect(lease.name());
+    EXPECT_TRUE(info.locked) << lease.name();
+    EXPECT_EQ(info.owner, lease.owner());
+    EXPECT_EQ(info.hold_count, 1);
+    EXPECT_EQ(info.fence, lease.fence());
+    EXPECT_GT(info.ttl, milliseconds(0));
+  }
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  for (const char* name : {"one:a", "one:b", "one:c", "one:d"})
+    EXPECT_FALSE(client.Inspect(name).locked) << name;
+}
+
+// A try refused by one lock touches none of the others: no grant, no fence
+// issued, no release (the one-by-one way took the locks before the refused
+// one and gave them back).
+TEST_F(MultiLock, ARefusedTryNeverHoldsASubsetEvenForAMoment) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireResult blocker = other->TryAcquire("t:3", {.owner = "blocker"});
+  ASSERT_TRUE(blocker);
+  // Only t:3's lock hash and its slot's fence counter exist.
+  ASSERT_EQ(redis_->Execute({"DBSIZE"}).integer, 2);
+  AcquireAllResult r = client->TryAcquireAll({"t:4", "t:1", "t:3", "t:2"});
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_EQ(r.blocked_on, "t:3");
+  EXPECT_EQ(r.holder, "blocker");
+  EXPECT_GT(r.holder_ttl, milliseconds(0));
+  EXPECT_EQ(redis_->Execute({"DBSIZE"}).integer, 2)
+      << "a lock of the refused try was granted, or a fence issued";
+  EXPECT_EQ(client->stats().releases, 0u);
+  EXPECT_EQ(client->stats().acquisitions, 0u);
+}
+
+// Fair: a free lock whose queue has a live waiter goes to that waiter, not
+// to a multi-lock's try; barging, the try takes it.
+TEST_F(MultiLock, AFairTryDoesNotTakeAFreeLockPastItsQueue) {
+  auto client = Connected();
+  // A live waiter queued on the free lock q:2 (as a hand-off whose claim
+  // window ran out leaves the rest of the queue).
+  const long long now_ms =
+      std::stoll(redis_->Execute({"TIME"}).elements[0].str) * 1000;
+  redis_->Execute({"RPUSH", "lockfleet:{q:2}:queue", "w:someone"});
+  redis_->Execute({"HSET", "lockfleet:{q:2}:waiters", "w:someone",
+                   std::to_string(now_ms + 60000) + "|someone"});
+  AcquireAllResult r = client->TryAcquireAll({"q:1", "q:2"});
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.blocked_on, "q:2");
+  EXPECT_EQ(r.holder, "");
+  EXPECT_FALSE(client->Inspect("q:1").locked);
+  EXPECT_FALSE(client->Inspect("q:2").locked);
+  EXPECT_EQ(client->Inspect("q:2").queue.size(), 1u) << "the try queued";
+  // A waiter whose presence lapsed is dropped, as a single lock's try does.
+  redis_->Execute({"HSET", "lockfleet:{q:2}:waiters", "w:someone",
+                   std::to_string(now_ms - 1000) + "|someone"});
+  AcquireAllResult after = client->TryAcquireAll({"q:1", "q:2"});
+  EXPECT_TRUE(after);
+  EXPECT_TRUE(client->Inspect("q:2").queue.empty());
+  EXPECT_EQ(after.lease.Release(), ReleaseStatus::kReleased);
+  // Barging, the try takes a free lock whatever its queue.
+  redis_->Execute({"RPUSH", "lockfleet:{q:2}:queue", "w:someone"});
+  redis_->Execute({"HSET", "lockfleet:{q:2}:waiters", "w:someone",
+                   std::to_string(now_ms + 60000) + "|someone"});
+  EXPECT_FALSE(client->TryAcquireAll({"q:1", "q:2"}));
+  EXPECT_TRUE(client->TryAcquireAll({"q:1", "q:2"}, {.fair = false}));
+}
+
+// A lock the thread holds already is re-entered by the multi-lock's script
+// (same grant, one more hold), and stays held when the multi-lock ends.
+TEST_F(MultiLock, ALockHeldByTheThreadIsReentered) {
+  auto client = Connected();
+  AcquireResult held = client->TryAcquire("e:1");
+  ASSERT_TRUE(held);
+  AcquireAllResult r = client->TryAcquireAll({"e:2", "e:1"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.lease.lease("e:1").fence(), held.lease.fence());
+  EXPECT_EQ(client->Inspect("e:1").hold_count, 2);
+  // Held under another owner token: refused, nothing taken.
+  AcquireAllResult stranger =
+      client->TryAcquireAll({"e:1", "e:3"}, {.owner = "stranger"});
+  EXPECT_FALSE(stranger);
+  EXPECT_FALSE(client->Inspect("e:3").locked);
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kStillHeld);
+  LockInfo info = client->Inspect("e:1");
+  EXPECT_TRUE(info.locked) << "the thread's own hold went with the multi-lock";
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_FALSE(client->Inspect("e:2").locked);
+}
+
 }  // namespace
 }  // namespace lockfleet::testing

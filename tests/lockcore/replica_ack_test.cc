@@ -17,6 +17,7 @@
 #include "lockfleet/lockcore/error.h"
 #include "lockfleet/lockcore/latch.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/observer.h"
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/lockcore/semaphore.h"
@@ -196,6 +197,32 @@ TEST_F(ReplicaAck, AGrantTheReplicaDoesNotConfirmIsGivenBack) {
     taken.lease.Release();
     ASSERT_EQ(master_redis_->Execute({"WAIT", "1", "10000"}).integer, 1);
   }
+}
+
+// A multi-lock taken in one script that the replica does not confirm is
+// given back whole: no lock of it stays held.
+TEST_F(ReplicaAck, AnUnconfirmedMultiLockIsGivenBackWhole) {
+  auto client = Acked({}, kBrief);
+  PauseReplica();
+  std::string what;
+  try {
+    client->TryAcquireAll({"order-2", "order-1"});
+    ADD_FAILURE() << "an unconfirmed multi-lock was reported as acquired";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisReplicas) << e.what();
+    what = e.what();
+  }
+  EXPECT_NE(what.find("given back"), std::string::npos) << what;
+  EXPECT_FALSE(LockExists("order-1"));
+  EXPECT_FALSE(LockExists("order-2"));
+  EXPECT_EQ(client->stats().acquisitions, 0u);
+  ResumeReplica();
+  ASSERT_EQ(master_redis_->Execute({"WAIT", "1", "10000"}).integer, 1);
+  // Confirmed, it is taken.
+  auto confirmed = Acked();
+  AcquireAllResult r = confirmed->TryAcquireAll({"order-2", "order-1"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(LockExists("order-1"));
 }
 
 // A re-entry the replica does not confirm gives back only itself: the

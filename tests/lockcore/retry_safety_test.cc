@@ -26,6 +26,7 @@
 
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/lock_client.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 #include "scripts.h"
@@ -848,6 +849,46 @@ TEST_F(LockTest, CallsThatNeverReachedRedisLeaveNothingToGiveBack) {
   // EVALSHA, NOSCRIPT after the restart, then EVAL: nothing else.
   EXPECT_LE(redis->round_trips() - before, 2u);
   EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+}
+
+// A multi-lock's script whose reply was lost: the retry finds every hold
+// of the first try and returns the same grants, each lock held once.
+TEST_F(RetrySafety, AMultiLockWhoseReplyWasLostHoldsEachLockOnce) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  proxy_->DropNextReply(LoadedSha(internal::MultiAcquireScript()));
+  AcquireAllResult r =
+      a->TryAcquireAll({"rs-multi:2", "rs-multi:1"}, {.lease = seconds(60)});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(proxy_->dropped(), 1);
+  for (const char* name : {"rs-multi:1", "rs-multi:2"}) {
+    LockInfo info = inspector->Inspect(name);
+    EXPECT_EQ(info.hold_count, 1) << name << ": the retry added a hold";
+    EXPECT_EQ(info.fence, r.lease.lease(name).fence()) << name;
+  }
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("rs-multi:1").locked);
+  EXPECT_FALSE(inspector->Inspect("rs-multi:2").locked);
+}
+
+// Neither try answered (both replies lost): the call fails, and gives back
+// the holds its tries granted unseen — no lock stays held for its lease.
+TEST_F(RetrySafety, AMultiLockLeftUnansweredGivesBackWhatItsTriesGranted) {
+  auto a = NewProxiedClient();
+  auto inspector = NewClient();
+  const std::string sha = LoadedSha(internal::MultiAcquireScript());
+  proxy_->DropNextReply(sha);
+  proxy_->DropNextReply(sha);
+  try {
+    a->TryAcquireAll({"rs-gone:2", "rs-gone:1"}, {.lease = seconds(60)});
+    ADD_FAILURE() << "acquired with no reply";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRedisUnavailable) << e.what();
+  }
+  EXPECT_EQ(proxy_->dropped(), 2);
+  EXPECT_FALSE(inspector->Inspect("rs-gone:1").locked);
+  EXPECT_FALSE(inspector->Inspect("rs-gone:2").locked);
+  EXPECT_TRUE(inspector->TryAcquireAll({"rs-gone:1", "rs-gone:2"}));
 }
 
 }  // namespace

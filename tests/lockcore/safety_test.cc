@@ -15,6 +15,7 @@
 #include "key_slot.h"
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "scripts.h"
 #include "support/loopback_bus.h"
 #include "support/wait_until.h"
@@ -481,6 +482,33 @@ TEST_F(SafetyFaults, WaitRidesOutAShortOutage) {
   EXPECT_EQ(error, "");
   EXPECT_TRUE(lease.held());
   EXPECT_GT(waiter.stats().outage_waits, 0u);
+}
+
+// A multi-lock whose first try (all names in one script) meets an outage
+// waits it out as a single acquisition does, instead of failing at once.
+TEST_F(SafetyFaults, AMultiLockWaitRidesOutAnOutageAtItsFirstTry) {
+  LockClient waiter(Redis(seconds(2)));
+  ASSERT_TRUE(waiter.TryAcquire("ride:0"));  // the waiter has reached Redis
+  server_.Stop();
+  AcquireAllResult r;
+  std::string error;
+  std::thread waiting([&] {
+    try {
+      r = waiter.AcquireAllFor({"ride:2", "ride:1"}, seconds(60));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(1500));
+  server_.Start();
+  waiting.join();
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(r);
+  EXPECT_GT(waiter.stats().outage_waits, 0u);
+  // A try fails at once.
+  server_.Stop();
+  EXPECT_THROW(waiter.TryAcquireAll({"ride:3", "ride:4"}), Error);
+  server_.Start();
 }
 
 TEST_F(SafetyFaults, OutageLongerThanTheGraceIsAnError) {

@@ -18,9 +18,17 @@
 //   r.lease.lease("stock:A").fence()     // each lock's own fencing token
 //   ...                                  // both released when r.lease ends
 //
-// While the call waits for the i-th lock it holds the ones before it, as
-// any lock-ordering scheme does: waiters on those wait behind it. Not one
-// atomic script (yet), even when every name shares a Redis Cluster slot.
+// Where the names can share one Lua script — one Redis server (standalone,
+// Sentinel), or on a Redis Cluster names whose keys share a hash slot —
+// the call first tries all of them in one script, all or none: a free
+// multi-lock costs one round trip, and a try (TryAcquireAll) that is
+// refused has held none of them, not even for a moment. A lock counts as
+// free as for a single acquisition: fair mode (the default) does not take a
+// free lock past a live waiter queued on it, and a lock the caller's owner
+// token holds is re-entered. Refused, a call that may wait takes the locks
+// one by one in the canonical order, queueing as any acquisition does.
+// While it waits for the i-th lock it holds the ones before it, as any
+// lock-ordering scheme does: waiters on those wait behind it.
 //
 // Thread-safety: a MultiLease is used by one thread at a time, like Lease.
 #pragma once
