@@ -410,42 +410,26 @@ run_check() {
   echo "$verdict" >verdict
 }
 
-# build_probes: the one pan all reach checks run (spin -DCOVER; each picks
-# its probe with LOCKFLEET_COVER), built once before the checks start.
+# build_probes DIR MODEL SPIN_FLAGS: the one pan all reach checks of MODEL
+# run (spin -DCOVER; each picks its probe with LOCKFLEET_COVER), built once
+# in $work/DIR before the checks start.
 build_probes() {
-  local dir="$work/probe"
+  local dir="$work/$1" model="$2" flags="$3" pml
+  pml="$(basename "$model")"
   mkdir -p "$dir"
-  cp "$MODEL" "$dir/fair_lock.pml"
+  cp "$model" "$dir/$pml"
   # shellcheck disable=SC2086
-  (cd "$dir" && spin $PROBE_SPIN -a fair_lock.pml >spin.log 2>&1 &&
+  (cd "$dir" && spin $flags -a "$pml" >spin.log 2>&1 &&
     gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
 }
 if printf '%s\n' "${selected[@]}" | grep -q '^reach'; then
-  build_probes
+  build_probes probe "$MODEL" "$PROBE_SPIN"
 fi
-# build_rw_probes: the same for the rw-reach checks (rwlock.pml).
-build_rw_probes() {
-  local dir="$work/rwprobe"
-  mkdir -p "$dir"
-  cp "$RW_MODEL" "$dir/rwlock.pml"
-  # shellcheck disable=SC2086
-  (cd "$dir" && spin $RW_PROBE_SPIN -a rwlock.pml >spin.log 2>&1 &&
-    gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
-}
 if printf '%s\n' "${selected[@]}" | grep -q '^rw-reach'; then
-  build_rw_probes
+  build_probes rwprobe "$RW_MODEL" "$RW_PROBE_SPIN"
 fi
-# build_ml_probes: the same for the ml-reach checks (multi_lock.pml).
-build_ml_probes() {
-  local dir="$work/mlprobe"
-  mkdir -p "$dir"
-  cp "$ML_MODEL" "$dir/multi_lock.pml"
-  # shellcheck disable=SC2086
-  (cd "$dir" && spin $ML_PROBE_SPIN -a multi_lock.pml >spin.log 2>&1 &&
-    gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
-}
 if printf '%s\n' "${selected[@]}" | grep -q '^ml-reach'; then
-  build_ml_probes
+  build_probes mlprobe "$ML_MODEL" "$ML_PROBE_SPIN"
 fi
 
 jobs_max="${LOCKFLEET_JOBS:-2}"

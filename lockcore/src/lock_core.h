@@ -203,7 +203,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // never waits. nullopt when they cannot share a script: on a Redis
   // Cluster, names whose keys are in different slots. A refusal leaves
   // none of the call's holds (given back if a lost reply may have granted
-  // them). `options` as the caller gave them (owner "" = this thread's).
+  // them within kGiveUpBudget). `options` as the caller gave them (owner ""
+  // = this thread's); `deadline` bounds the script's tries, as
+  // EvalRetryOnce's (max(): a try, the command timeout).
   struct AllAtOnce {
     bool granted = false;
     std::vector<Lease> leases;  // granted: one per name, in `sorted` order
@@ -212,7 +214,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     std::string holder;         // ... and owner token ("" = its queue)
   };
   std::optional<AllAtOnce> TryAllAtOnce(const std::vector<std::string>& sorted,
-                                        const AcquireOptions& options);
+                                        const AcquireOptions& options,
+                                        Clock::TimePoint deadline);
+  // Whether a command of this client has reached Redis once (a waiting call
+  // rides an outage out only then; see AcquireUntil).
+  bool reached() const noexcept {
+    return reached_.load(std::memory_order_relaxed);
+  }
 
   std::string DefaultOwner() const;
   LockStats Stats() const;

@@ -121,7 +121,8 @@ ReleaseStatus MultiLease::Release(std::vector<LeaseRelease>* each) {
 namespace internal {
 
 std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
-    const std::vector<std::string>& sorted, const AcquireOptions& options) {
+    const std::vector<std::string>& sorted, const AcquireOptions& options,
+    Clock::TimePoint deadline) {
   // Outside a cluster one server has every key; on a cluster a script's
   // keys must share a slot (each lock's keys share their name's).
   if (redis_->endpoint().cluster()) {
@@ -151,38 +152,48 @@ std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
     args.push_back(options.owner.empty() && !HoldsHere(name, owner) ? "1"
                                                                     : "0");
   }
-  // The holds a try may have granted unseen (a lost reply), given back.
-  auto give_back = [&](size_t from) {
-    for (size_t i = from; i < sorted.size(); ++i)
-      GiveBackLostHolds(sorted[i], owner, holds[i]);
+  // The holds a try may have granted unseen (a lost reply), given back
+  // within one kGiveUpBudget for all of them (those Redis does not answer
+  // for in time are remembered, as GiveBackLostHolds remembers one).
+  auto give_back = [&](size_t from) noexcept {
+    const Clock::TimePoint until = options_.clock->Now() + kGiveUpBudget;
+    for (size_t i = from; i < sorted.size(); ++i) {
+      try {
+        ReleaseOrphans(sorted[i], owner, 0, {holds[i]}, until);
+      } catch (...) {  // allocation failure: the hold ends with its lease
+      }
+    }
   };
   const Clock::TimePoint sent = options_.clock->Now();
   bool may_hold = false;
   std::string shortfall;
   Reply r;
   try {
-    r = EvalRetryOnce(MultiAcquireScript(), keys, args, Clock::TimePoint::max(),
-                      &may_hold, &shortfall);
+    r = EvalRetryOnce(MultiAcquireScript(), keys, args, deadline, &may_hold,
+                      &shortfall);
   } catch (const Error&) {
     if (may_hold) give_back(0);
     throw;
   }
-  attempts_.fetch_add(1, std::memory_order_relaxed);
+  // One attempt per lock, as k single tries would count (LockStats and
+  // the observer agree per lock).
+  attempts_.fetch_add(sorted.size(), std::memory_order_relaxed);
   AllAtOnce out;
-  if (Element(r, 0, "multi-acquire").integer != 1) {
+  if (r.type == Reply::Type::kArray && !r.elements.empty() &&
+      r.elements[0].integer != 1) {
+    // A retry refused after a first try that ran unseen: that try's holds
+    // are in the other locks.
+    if (may_hold) give_back(0);
     contended_.fetch_add(1, std::memory_order_relaxed);
-    const int64_t index = Element(r, 1, "multi-acquire").integer;
+    const int64_t index = IntElement(r, 1, "multi-acquire");
     if (index < 1 || static_cast<size_t>(index) > sorted.size()) {
       throw Error(ErrorCode::kRedisProtocol,
                   "multi-acquire refused lock " + std::to_string(index) +
                       " of " + std::to_string(sorted.size()));
     }
     out.refused = static_cast<size_t>(index - 1);
-    out.ttl_ms = Element(r, 2, "multi-acquire").integer;
+    out.ttl_ms = IntElement(r, 2, "multi-acquire");
     out.holder = Element(r, 3, "multi-acquire").str;
-    // A retry refused after a first try that ran unseen: that try's holds
-    // are in the other locks.
-    if (may_hold) give_back(0);
     return out;
   }
   if (r.elements.size() != 1 + 2 * sorted.size()) {
@@ -203,8 +214,19 @@ std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
   }
   out.leases.reserve(sorted.size());
   for (size_t i = 0; i < sorted.size(); ++i) {
-    Attempt a = Granted(sorted[i], owner, lease, renew, options, holds[i],
-                        r.elements[1 + 2 * i].integer, sent);
+    Attempt a;
+    try {
+      a = Granted(sorted[i], owner, lease, renew, options, holds[i],
+                  r.elements[1 + 2 * i].integer, sent);
+    } catch (...) {  // allocation failure: nothing held as a whole
+      MultiLease taken(std::move(out.leases));
+      try {
+        taken.Release();
+      } catch (...) {  // each frees when its lease runs out
+      }
+      give_back(i);
+      throw;
+    }
     if (!a.granted) {
       // Stale (see Granted: another call under our token holds a newer
       // grant): not held as a whole. Give it all back; the caller's next
@@ -254,18 +276,23 @@ AcquireAllResult LockClient::AcquireAllUntil(
     }
     return std::move(r);
   };
+  if (options.lease && *options.lease <= std::chrono::milliseconds(0))
+    throw Error(ErrorCode::kInvalidArgument, "lease must be positive");
   // All of them in one script, where they can share one: a multi-lock that
-  // is free costs one round trip, and a try never holds a subset, not even
-  // for a moment. Refused, a call that may wait takes them one by one, in
-  // order, queueing as any acquisition does.
+  // is free costs one round trip, and a refused try has held none of them
+  // (unless a lost reply's retry is refused: see TryAllAtOnce). Refused, a
+  // call that may wait takes them one by one, in order, queueing as any
+  // acquisition does.
   const bool try_only = deadline <= core_->options().clock->Now();
   std::optional<internal::LockCore::AllAtOnce> all;
   try {
-    all = core_->TryAllAtOnce(sorted, options);
+    all = core_->TryAllAtOnce(sorted, options,
+                              try_only ? Clock::TimePoint::max() : deadline);
   } catch (const Error& e) {
     // A call that may wait rides a Redis outage out as one acquisition does
-    // (one by one, below); a try fails at once, as TryAcquire does.
-    if (try_only || !internal::IsOutage(e.code())) throw;
+    // (one by one, below), once the client has reached Redis; a try fails
+    // at once, as TryAcquire does.
+    if (try_only || !internal::IsOutage(e.code()) || !core_->reached()) throw;
   }
   if (all) {
     if (all->granted) {

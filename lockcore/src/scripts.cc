@@ -420,9 +420,11 @@ const Script& MultiAcquireScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local owner, lease, fair = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 local n = #KEYS / 4
--- Points the prelude's helpers at the i-th lock's keys.
+-- Points the prelude's helpers at the i-th lock's keys. No reply latch
+-- (K[5]): this script needs none (retry-safe by its hold ids).
 local function use_lock(i)
   K[1], K[2], K[3], K[4] = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
+  K[5] = nil
 end
 local now_u = now_us()
 local now = math.floor(now_u / 1000)

@@ -216,6 +216,14 @@ TEST_F(MultiLock, BadListsAreRefused) {
   EXPECT_EQ(code({"a", "b", "a"}), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code({"a", ""}), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code({"a", "}b"}), ErrorCode::kInvalidArgument);
+  for (auto lease : {milliseconds(0), milliseconds(-5)}) {
+    try {
+      client->TryAcquireAll({"a", "b"}, {.lease = lease});
+      ADD_FAILURE() << "a lease of " << lease.count() << " ms was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+  }
   std::vector<std::string> many;
   for (size_t i = 0; i <= kMaxMultiLockNames; ++i)
     many.push_back("n" + std::to_string(i));
@@ -241,7 +249,7 @@ TEST_F(MultiLock, AFreeMultiLockIsOneScriptAndOneRoundTrip) {
   ASSERT_TRUE(r);
   EXPECT_EQ(redis->round_trips() - trips, 1u);
   const LockStats after = client.stats();
-  EXPECT_EQ(after.attempts - before.attempts, 1u);
+  EXPECT_EQ(after.attempts - before.attempts, 4u);  // one per lock
   EXPECT_EQ(after.acquisitions - before.acquisitions, 4u);
   ASSERT_EQ(r.lease.leases().size(), 4u);
   for (const Lease& lease : r.lease.leases()) {
@@ -331,6 +339,46 @@ TEST_F(MultiLock, ALockHeldByTheThreadIsReentered) {
   EXPECT_TRUE(info.locked) << "the thread's own hold went with the multi-lock";
   EXPECT_EQ(info.hold_count, 1);
   EXPECT_FALSE(client->Inspect("e:2").locked);
+}
+
+// A lock handed off to a waiter that shares the caller's owner token (an
+// explicit owner two calls use) is not the caller's until that waiter
+// claims it: the script refuses it, as a single try does. Re-entering the
+// pending grant would let the waiter's claim and the caller both hold it.
+TEST_F(MultiLock, AHandOffPendingUnderTheCallersTokenIsRefused) {
+  auto client = Connected();
+  redis_->Execute({"HSET", "lockfleet:{p:2}:lock", "owner", "shared", "count",
+                   "0", "fence", "7", "pending", "w:other-call"});
+  redis_->Execute({"PEXPIRE", "lockfleet:{p:2}:lock", "60000"});
+  AcquireAllResult r =
+      client->TryAcquireAll({"p:1", "p:2"}, {.owner = "shared"});
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.blocked_on, "p:2");
+  EXPECT_EQ(r.holder, "shared");
+  LockInfo info = client->Inspect("p:2");
+  EXPECT_EQ(info.hold_count, 0) << "the pending grant was re-entered";
+  EXPECT_EQ(info.pending_waiter, "w:other-call");
+  EXPECT_FALSE(client->Inspect("p:1").locked);
+}
+
+// A grant under the thread's own token that this client does not hold (a
+// rollback revived it, or a call gave it up) is replaced by a new grant
+// with a new token, as a single acquisition replaces it ("fresh"), not
+// re-entered with its old token and its stray hold.
+TEST_F(MultiLock, ARevivedGrantUnderTheThreadsTokenIsReplaced) {
+  auto client = Connected();
+  const std::string owner = client->DefaultOwner();
+  redis_->Execute({"HSET", "lockfleet:{v:1}:lock", "owner", owner, "count", "1",
+                   "fence", "5", "h:stray", "1"});
+  redis_->Execute({"PEXPIRE", "lockfleet:{v:1}:lock", "60000"});
+  AcquireAllResult r = client->TryAcquireAll({"v:2", "v:1"});
+  ASSERT_TRUE(r);
+  EXPECT_GT(r.lease.lease("v:1").fence(), 5);
+  LockInfo info = client->Inspect("v:1");
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(info.fence, r.lease.lease("v:1").fence());
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(client->Inspect("v:1").locked) << "the stray hold kept it";
 }
 
 }  // namespace

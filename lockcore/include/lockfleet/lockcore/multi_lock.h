@@ -22,7 +22,9 @@
 // Sentinel), or on a Redis Cluster names whose keys share a hash slot —
 // the call first tries all of them in one script, all or none: a free
 // multi-lock costs one round trip, and a try (TryAcquireAll) that is
-// refused has held none of them, not even for a moment. A lock counts as
+// refused has held none of them, not even for a moment (but for a lost
+// reply whose retry is refused: the first try's grants are given back
+// before the call returns). A lock counts as
 // free as for a single acquisition: fair mode (the default) does not take a
 // free lock past a live waiter queued on it, and a lock the caller's owner
 // token holds is re-entered. Refused, a call that may wait takes the locks
