@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/lockcore/multi_lock.h"
 #include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/lockcore/semaphore.h"
 
@@ -177,6 +178,8 @@ int64_t Contention::Capacity() const {
       return kWriteWeight;
     case Primitive::kSemaphore:
       return options_.permits;
+    case Primitive::kMultiLock:
+      return 1;
   }
   return 1;
 }
@@ -248,6 +251,18 @@ bool Contention::HoldOnce(int node, int lock, bool write, std::stop_token stop,
       hold(r.permits, 0);
       return true;
     }
+    case Primitive::kMultiLock: {
+      const int second = (lock + 1) % options_.locks;
+      const std::string other = LockName(second);
+      AcquireAllResult r =
+          locks.AcquireAllFor({name, other}, options_.wait, {.stop = stop});
+      if (!granted(r)) return false;
+      interval.second_lock = second;
+      interval.second_fence = r.lease.lease(other).fence();
+      FencedWrite(node, second, interval.second_fence, r.lease.lost());
+      hold(r.lease, r.lease.lease(name).fence());
+      return true;
+    }
   }
   return false;
 }
@@ -274,6 +289,12 @@ void Contention::Loop(int node, int thread, std::stop_token stop) {
     {
       std::lock_guard guard(mu_);
       intervals_.push_back(interval);
+      if (interval.second_lock >= 0) {  // a multi-lock's second lock
+        HoldInterval second = interval;
+        second.lock = interval.second_lock;
+        second.fence = interval.second_fence;
+        intervals_.push_back(second);
+      }
     }
     acquisitions_.fetch_add(1);
     per_node_[node].fetch_add(1);
@@ -373,6 +394,8 @@ uint64_t SharedHoldsExpected(const Contention::Options& options) {
       return 2;
     case Primitive::kSemaphore:
       return static_cast<uint64_t>(options.permits);
+    case Primitive::kMultiLock:
+      return 1;
   }
   return 1;
 }

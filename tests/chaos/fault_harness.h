@@ -122,6 +122,10 @@ struct HoldInterval {
   int64_t acquired_ns = 0;  // AcquireFor returned
   int64_t released_ns = 0;  // just before Release was called
   bool lost = false;        // lease.lost() at the end of the interval
+  // A multi-lock's hold (Primitive::kMultiLock): its second lock, -1 if
+  // none, and that lock's token; recorded as an interval of its own.
+  int second_lock = -1;
+  int64_t second_fence = 0;
 };
 
 struct SafetyReport {
@@ -151,6 +155,9 @@ enum class Primitive {
   kLock,       // LockClient::AcquireFor, a fenced write per hold
   kReadWrite,  // ReadWriteLock: 1 in 4 a write (fenced write), else a read
   kSemaphore,  // Semaphore of Options::permits permits, 1 per hold
+  // A multi-lock (AcquireAllFor) of lock i and lock i + 1 (mod locks),
+  // named in that order, a fenced write on each: one hold interval per lock
+  kMultiLock,
 };
 
 // A write's weight in HoldInterval: more than all readers together.

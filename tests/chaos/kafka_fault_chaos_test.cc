@@ -235,8 +235,8 @@ TEST_F(KafkaFaultChaos, BrokerFrozenBySigstopThenThawed) {
   FrozenThenThawed({}, "broker frozen (SIGSTOP) then thawed");
 }
 
-// The same for a read-write lock's and a semaphore's waiters: their parks
-// are bounded as a lock waiter's are.
+// The same for a read-write lock's, a semaphore's and a multi-lock's
+// waiters: their parks are bounded as a lock waiter's are.
 TEST_F(KafkaFaultChaos, ReadWriteLockRidesOutAFrozenBroker) {
   FrozenThenThawed({.primitive = Primitive::kReadWrite, .prefix = "rw"},
                    "read-write lock, broker frozen (SIGSTOP) then thawed");
@@ -246,6 +246,12 @@ TEST_F(KafkaFaultChaos, SemaphoreRidesOutAFrozenBroker) {
   FrozenThenThawed(
       {.primitive = Primitive::kSemaphore, .permits = 2, .prefix = "sem"},
       "semaphore of 2 permits, broker frozen (SIGSTOP) then thawed");
+}
+
+TEST_F(KafkaFaultChaos, MultiLockRidesOutAFrozenBroker) {
+  FrozenThenThawed(
+      {.primitive = Primitive::kMultiLock, .locks = 3, .prefix = "multi"},
+      "multi-lock of 2 of 3 names, broker frozen (SIGSTOP) then thawed");
 }
 
 // rd_kafka_mock_broker_set_down on an in-process broker, while one more node
