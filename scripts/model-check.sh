@@ -167,10 +167,18 @@ RW_PROBES=(
   "12|a nested read granted beside the thread's believed write"
   "13|a give-up gives a set back (SemAbandon)"
 )
-for p in "${RW_PROBES[@]}"; do
-  IFS='|' read -r n what <<<"$p"
-  CHECKS+=("rw-reach$n|fail:assertion violated \\(cover_k!=$n\\)|$RW_PROBE_SPIN|$SAFE_CC|-m400000 -w19|read-write lock reachable: $what")
-done
+# add_reach_checks PREFIX SPIN_FLAGS PAN_FLAGS TITLE PROBES...: one check
+# "<PREFIX>reach<n>" per probe "<n>|<what>", each expecting its cover_k
+# assertion (the probe reached).
+add_reach_checks() {
+  local prefix="$1" spin_flags="$2" pan_flags="$3" title="$4" p n what
+  shift 4
+  for p in "$@"; do
+    IFS='|' read -r n what <<<"$p"
+    CHECKS+=("${prefix}reach$n|fail:assertion violated \\(cover_k!=$n\\)|$spin_flags|$SAFE_CC|$pan_flags|$title reachable: $what")
+  done
+}
+add_reach_checks rw- "$RW_PROBE_SPIN" "-m400000 -w19" "read-write lock" "${RW_PROBES[@]}"
 # The multi-lock (model/multi_lock.pml): locks L0 < L1; M1 and M2 take both
 # (M2 names them L1, L0), S0 takes L0 and S1 L1 (-DONE_S: S0 either).
 # Default: every wait may give up, the atomic try's reply may be lost (the
@@ -207,10 +215,7 @@ ML_PROBES=(
   "11|a retry refused after a lost reply: the give-back releases a hold of the first try"
   "12|the lease of a grant nobody believes it holds ends"
 )
-for p in "${ML_PROBES[@]}"; do
-  IFS='|' read -r n what <<<"$p"
-  CHECKS+=("ml-reach$n|fail:assertion violated \\(cover_k!=$n\\)|$ML_PROBE_SPIN|$SAFE_CC|-m400000|multi-lock reachable: $what")
-done
+add_reach_checks ml- "$ML_PROBE_SPIN" -m400000 multi-lock "${ML_PROBES[@]}"
 PROBES=(
   "a grant handed off is claimed (AcquireFair, branch ours, pending)"
   "the bug 7 fix removes a queued waiter id (AcquireFair, branch ours)"

@@ -38,6 +38,16 @@ std::vector<std::string> CanonicalOrder(const std::vector<std::string>& names) {
   return sorted;
 }
 
+// Gives back leases taken (newest first, as MultiLease releases); one whose
+// release fails frees when its lease runs out.
+void GiveBackQuietly(std::vector<Lease>&& leases) noexcept {
+  MultiLease taken(std::move(leases));
+  try {
+    taken.Release();
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 MultiLease::MultiLease(std::vector<Lease> leases,
@@ -219,11 +229,7 @@ std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
       a = Granted(sorted[i], owner, lease, renew, options, holds[i],
                   r.elements[1 + 2 * i].integer, sent);
     } catch (...) {  // allocation failure: nothing held as a whole
-      MultiLease taken(std::move(out.leases));
-      try {
-        taken.Release();
-      } catch (...) {  // each frees when its lease runs out
-      }
+      GiveBackQuietly(std::move(out.leases));
       give_back(i);
       throw;
     }
@@ -231,11 +237,7 @@ std::optional<LockCore::AllAtOnce> LockCore::TryAllAtOnce(
       // Stale (see Granted: another call under our token holds a newer
       // grant): not held as a whole. Give it all back; the caller's next
       // attempt re-enters the newer grant.
-      MultiLease taken(std::move(out.leases));
-      try {
-        taken.Release();
-      } catch (...) {  // each frees when its lease runs out
-      }
+      GiveBackQuietly(std::move(out.leases));
       give_back(i);
       AllAtOnce stale;
       stale.refused = i;
@@ -326,15 +328,7 @@ AcquireAllResult LockClient::AcquireAllUntil(
   if (each.owner.empty()) each.owner = DefaultOwner();
   std::vector<Lease> taken;
   taken.reserve(sorted.size());
-  // Gives back what was taken, newest first (MultiLease releases in reverse
-  // order); a lease whose release fails frees when it runs out.
-  auto give_back = [&taken] {
-    MultiLease partial(std::move(taken));
-    try {
-      partial.Release();
-    } catch (...) {
-    }
-  };
+  auto give_back = [&taken] { GiveBackQuietly(std::move(taken)); };
   AcquireAllResult result;
   for (;;) {
     for (const std::string& name : sorted) {
