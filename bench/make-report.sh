@@ -151,6 +151,8 @@ if [[ $quick == 0 ]]; then
       --kafka "$real_bootstrap" --fetch-wait-ms 1 "${idle[@]}"
     CELL_SECONDS=$idle_s run_cell "idle-real-100ms" --mode kafka \
       --kafka "$real_bootstrap" --fetch-wait-ms 100 "${idle[@]}"
+    CELL_SECONDS=$idle_s run_cell "idle-real-auto" --mode kafka \
+      --kafka "$real_bootstrap" "${idle[@]}"
   fi
 fi
 mv "$raw.tmp" "$raw"

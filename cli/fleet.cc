@@ -145,7 +145,9 @@ void Fleet::BuildWorker(
         .topic = kafka.jobs_topic,
         .group = config.worker.sources.kafka_jobs.group,
         .client_id = kafka.client_id,
-        .fetch_wait = kafka.fetch_wait,
+        // auto: the jobs consumer's own default (100 ms on either broker).
+        .fetch_wait = kafka.fetch_wait.value_or(
+            notifier::JobConsumerOptions{}.fetch_wait),
         .join_delay = join_delay,
         .properties = kafka.properties,
         .log = logger_.NotifierSink("jobs")});

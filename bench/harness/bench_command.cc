@@ -156,7 +156,8 @@ Subcommand AddBenchCommand(CLI::App& parent, HelpFormatter& formatter) {
                 "Barging: every waiter races for a freed lock");
   app->add_option("--fetch-wait-ms", args->fetch_wait_ms,
                   "--mode kafka: the consumers' fetch wait. Default: the "
-                  "notifier's (1 ms)")
+                  "notifier's (auto: 1 ms on the embedded broker, 500 ms on "
+                  "a real one)")
       ->type_name("MS");
   app->add_option("--fan-out", args->fan_out,
                   "--mode kafka: broadcast (every process fetches every "

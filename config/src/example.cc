@@ -55,7 +55,7 @@ kafka:
   bootstrap: ${LOCKFLEET_KAFKA:-127.0.0.1:9092}
   unlock_topic: lockfleet.unlock   # unlock events that wake waiters
   jobs_topic: lockfleet.jobs       # jobs for worker.sources.kafka_jobs
-  fetch_wait: 1ms           # 0..5m; 100ms..500ms on a real cluster
+  fetch_wait: auto          # 1ms on the embedded broker, 500ms on a real one; or 0..5m
   # broadcast: every process fetches every unlock event (small fleets);
   # targeted: only the partitions of the names it waits on (large fleets:
   # key the unlock topic over many partitions, docs/unlock-events.md).

@@ -258,7 +258,22 @@ std::optional<KafkaConfig> ReadKafka(Context& context,
                   "found '" +
                       out.jobs_topic + "' for both");
   }
-  map.Read("fetch_wait", out.fetch_wait, Duration(milliseconds(0), minutes(5)));
+  if (std::optional<Value> wait = map.Get("fetch_wait")) {
+    constexpr char kFetchWaitExpected[] =
+        "a duration such as 500ms (0 to 5m), or auto";
+    if (std::optional<std::string> text =
+            context.Text(*wait, kFetchWaitExpected)) {
+      if (*text == "auto") {
+        out.fetch_wait = std::nullopt;
+      } else if (text->empty() || text->front() < '0' || text->front() > '9') {
+        context.Error(*wait, std::string("expected ") + kFetchWaitExpected +
+                                 ", found " + Quote(*text));
+      } else if (auto parsed = DurationFromText(context, *wait, *text,
+                                                milliseconds(0), minutes(5))) {
+        out.fetch_wait = *parsed;
+      }
+    }
+  }
   if (std::optional<Value> fan_out = map.Get("fan_out")) {
     if (auto index = ParseChoice(context, *fan_out, {"broadcast", "targeted"}))
       out.fan_out = static_cast<FanOut>(*index);

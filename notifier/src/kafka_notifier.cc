@@ -54,6 +54,11 @@ int32_t UnlockPartition(std::string_view lock, int partitions) {
                                              partitions, nullptr, nullptr);
 }
 
+milliseconds FetchWaitFor(std::string_view cluster_id, FanOut fan_out) {
+  if (cluster_id.starts_with(kMockClusterIdPrefix)) return kMockFetchWait;
+  return fan_out == FanOut::kTargeted ? kRealTargetedFetchWait : kRealFetchWait;
+}
+
 const char* FanOutName(FanOut fan_out) noexcept {
   return fan_out == FanOut::kTargeted ? "targeted" : "broadcast";
 }
@@ -75,7 +80,7 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         log(SinkOrStderr(options.log)) {
     Require(!options.bootstrap.empty(), "Kafka bootstrap servers are required");
     Require(!options.topic.empty(), "Kafka topic is required");
-    Require(options.fetch_wait.count() >= 0 &&
+    Require(options.fetch_wait.value_or(milliseconds(0)).count() >= 0 &&
                 options.message_timeout.count() > 0 &&
                 options.queue_max_messages >= 1,
             "Kafka fetch_wait must be >= 0, message_timeout and "
@@ -116,13 +121,25 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         // replay is for). Broadcast: its start offsets are fixed at assign.
         {"auto.offset.reset", targeted() ? "earliest" : "latest"},
         {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", Millis(options.fetch_wait)},
+        {"fetch.wait.max.ms", Millis(options.fetch_wait.value_or(
+                                  FetchWaitFor("", options.fan_out)))},
         {"fetch.error.backoff.ms", "50"},
     });
-    auto consumer_conf = MakeConf(consumer_props, options.properties, this);
+    // Made here, so that librdkafka checks every setting now; with no fetch
+    // wait given, with a real broker's, replaced before its first fetch if
+    // the broker turns out to be the mock (ChooseFetchWait).
+    consumer_conf = MakeConf(consumer_props, options.properties, this);
     consumer.reset(RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
     if (!consumer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    if (options.fetch_wait ||
+        options.properties.contains("fetch.wait.max.ms")) {
+      std::string wait;
+      consumer_conf->get("fetch.wait.max.ms", wait);
+      fetch_wait_ms.store(std::stoll(wait));
+      logs.Log("fetch_wait", LogLevel::kInfo,
+               "fetch wait " + wait + " ms (as configured)", log);
+    }
     thread = std::thread([this] { Run(); });
   }
 
@@ -184,10 +201,61 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
   }
 
+  // No fetch wait given: asks the broker what it is (a metadata request,
+  // which also brings its cluster id) and, on librdkafka's mock cluster,
+  // replaces the consumer with one that fetches with the mock's wait
+  // (FetchWaitFor). Runs before the first assignment: nothing fetches yet,
+  // and no waiting thread uses the consumer (targeted: target_count is 0).
+  // Returns false to retry soon: the broker did not answer within 1 s (the
+  // destructor joins this thread).
+  bool ChooseFetchWait() {
+    if (!Metadata(nullptr)) return false;
+    // Empty: a broker too old to tell (Metadata v1 and below): not the mock.
+    const std::string id = consumer->clusterid(0);
+    milliseconds wait = FetchWaitFor(id, options.fan_out);
+    if (wait != FetchWaitFor("", options.fan_out)) {
+      std::string err;
+      std::unique_ptr<RdKafka::KafkaConsumer> replacement;
+      if (consumer_conf->set("fetch.wait.max.ms", Millis(wait), err) ==
+          RdKafka::Conf::CONF_OK) {
+        replacement.reset(
+            RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
+      }
+      if (replacement) {
+        consumer->close();
+        consumer = std::move(replacement);
+      } else {  // keep the first consumer: slower wake-ups, no failure
+        consumer_errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("assign", LogLevel::kError,
+                 "cannot create a Kafka consumer with a " + Millis(wait) +
+                     " ms fetch wait: " + err,
+                 log);
+        wait = FetchWaitFor("", options.fan_out);
+      }
+    }
+    fetch_wait_ms.store(wait.count());
+    logs.Log("fetch_wait", LogLevel::kInfo,
+             "fetch wait " + Millis(wait) + " ms: " +
+                 (id.starts_with(kMockClusterIdPrefix)
+                      ? "the embedded broker answers a fetch only when its "
+                        "wait runs out"
+                      : "a real broker answers a fetch as soon as an event "
+                        "arrives"),
+             log);
+    return true;
+  }
+
   void Run() {
     Steady::time_point next_assign = Steady::now();
     Steady::time_point next_retarget = Steady::now();
     while (!stop.load()) {
+      if (fetch_wait_ms.load() < 0) {
+        if (Steady::now() >= next_assign && !ChooseFetchWait()) {
+          next_assign = Steady::now() + kAssignRetry;
+        }
+        producer->poll(fetch_wait_ms.load() < 0 ? kConsumeTimeoutMs : 0);
+        continue;
+      }
       if (Steady::now() >= next_assign) {
         next_assign =
             Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
@@ -203,6 +271,22 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
   }
 
+  // The broker's metadata (of `topic` only, or of no topic: its brokers and
+  // cluster id), asked through the consumer within 1 s; null (counted and
+  // logged) if it did not answer.
+  std::unique_ptr<RdKafka::Metadata> Metadata(RdKafka::Topic* topic) {
+    RdKafka::Metadata* raw = nullptr;
+    const RdKafka::ErrorCode rc = consumer->metadata(false, topic, &raw, 1000);
+    std::unique_ptr<RdKafka::Metadata> md(raw);
+    if (rc == RdKafka::ERR_NO_ERROR) return md;
+    consumer_errors.fetch_add(1, std::memory_order_relaxed);
+    logs.Log("assign", LogLevel::kWarning,
+             "waiting for Kafka at " + options.bootstrap + ": " +
+                 RdKafka::err2str(rc),
+             log);
+    return nullptr;
+  }
+
   // Assigns every partition at its current end. Returns false to retry soon.
   // Also re-run periodically, to pick up added partitions.
   bool TryAssign() {
@@ -214,17 +298,8 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
                log);
       return false;
     }
-    RdKafka::Metadata* raw = nullptr;
-    RdKafka::ErrorCode rc = consumer->metadata(false, topic.get(), &raw, 1000);
-    std::unique_ptr<RdKafka::Metadata> md(raw);
-    if (rc != RdKafka::ERR_NO_ERROR) {
-      consumer_errors.fetch_add(1, std::memory_order_relaxed);
-      logs.Log("assign", LogLevel::kWarning,
-               "waiting for Kafka at " + options.bootstrap + ": " +
-                   RdKafka::err2str(rc),
-               log);
-      return false;
-    }
+    const std::unique_ptr<RdKafka::Metadata> md = Metadata(topic.get());
+    if (!md) return false;
     int count = 0;
     for (const RdKafka::TopicMetadata* t : *md->topics()) {
       if (t->topic() == options.topic && t->err() == RdKafka::ERR_NO_ERROR) {
@@ -525,7 +600,14 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   LogSink log;
   RateLimitedLog logs;
   std::unique_ptr<RdKafka::Producer> producer;
+  std::unique_ptr<RdKafka::Conf> consumer_conf;
+  // Made in the constructor (replaced by ChooseFetchWait before the first
+  // assignment); used on `thread`, by the destructor after joining it, and
+  // in targeted fan-out by waiting threads (Watch: only once target_count
+  // is set, after the first assignment).
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  // NotifierStats::fetch_wait_ms; -1 while ChooseFetchWait has to run.
+  std::atomic<int64_t> fetch_wait_ms{-1};
   std::thread thread;
   std::atomic<bool> stop{false};
 
@@ -626,6 +708,7 @@ NotifierStats KafkaNotifier::stats() const {
   s.partition_assigns = get(impl_->assigns);
   s.partition_unassigns = get(impl_->unassigns);
   s.replayed = get(impl_->replayed);
+  s.fetch_wait_ms = impl_->fetch_wait_ms.load();
   s.last_delay_ns = impl_->last_delay_ns.load(std::memory_order_relaxed);
   s.delay_hook_errors = get(impl_->delay_hook_errors);
   std::lock_guard lock(impl_->mu);

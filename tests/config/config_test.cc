@@ -672,6 +672,33 @@ TEST(ConfigErrorTest, BadWait) {
       OnlyError(std::string(kMinimal) + "locks: {wait: 5}").message);
 }
 
+// kafka.fetch_wait: auto (or absent) leaves the choice to the notifier,
+// which picks it for the broker (1 ms embedded, 500 ms real).
+TEST(ConfigTest, FetchWaitAutoOrADuration) {
+  const std::string kafka =
+      std::string(kMinimal) + "kafka:\n  bootstrap: k:1\n";
+  EXPECT_FALSE(Load(kafka).kafka->fetch_wait.has_value());
+  EXPECT_FALSE(
+      Load(kafka + "  fetch_wait: auto\n").kafka->fetch_wait.has_value());
+  EXPECT_EQ(Load(kafka + "  fetch_wait: 250ms\n").kafka->fetch_wait,
+            milliseconds(250));
+  EXPECT_EQ(Load(kafka + "  fetch_wait: \"5m\"\n").kafka->fetch_wait,
+            milliseconds(300000));
+}
+
+TEST(ConfigErrorTest, BadFetchWait) {
+  const std::string kafka =
+      std::string(kMinimal) + "kafka:\n  bootstrap: k:1\n";
+  EXPECT_EQ(OnlyError(kafka + "  fetch_wait: soon\n").ToString(),
+            "c.yaml:5:15: kafka.fetch_wait: expected a duration such as 500ms "
+            "(0 to 5m), or auto, found 'soon'");
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "no unit after '5'",
+                      OnlyError(kafka + "  fetch_wait: 5\n").message);
+  EXPECT_PRED_FORMAT2(::testing::IsSubstring, "5m",
+                      OnlyError(kafka + "  fetch_wait: 6m\n").message);
+  EXPECT_FALSE(Errors(kafka + "  fetch_wait: [auto]\n").empty());
+}
+
 TEST(ConfigErrorTest, BadEnums) {
   EXPECT_EQ(
       OnlyError(std::string(kMinimal) + "logging:\n  level: warn\n").ToString(),

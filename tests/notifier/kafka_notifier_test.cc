@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,8 @@ TEST_P(Targeted, FetchesOnlyThePartitionsOfTheNamesItWaitsOn) {
   const std::string other = NameOn(1, "other:");
   EXPECT_EQ(waiter.notifier->stats().partitions, kPartitions);
   EXPECT_EQ(waiter.notifier->stats().fetched_partitions, 0);
+  // Targeted, a real broker's fetch wait is shorter (FetchWaitFor).
+  EXPECT_EQ(waiter.notifier->stats().fetch_wait_ms, real() ? 100 : 1);
   // A call that gets its lock at once fetches nothing.
   ASSERT_TRUE(waiter.locks->AcquireFor(other, seconds(10)));
   EXPECT_EQ(waiter.notifier->stats().partition_assigns, 0u);
@@ -260,6 +263,85 @@ TEST_P(Targeted, ARaceWithTheFirstParkNeverStrandsAWaiter) {
 
 // Where a lock's events go is the CRC32 of its name (zlib's crc32 gives the
 // same figures), whatever the partition count.
+// KafkaOptions::fetch_wait unset, the default (issue 16 item 4): the
+// consumer's wait is chosen for the broker — 1 ms on the embedded one, which
+// answers a fetch only when its wait runs out, 500 ms on a real one, which
+// answers as soon as an event arrives. There the long wait saves the idle
+// fetches and costs no latency: the hand-offs take far less than 500 ms
+// (with a broker that held every fetch for its whole wait, the median of
+// five would be about 250 ms).
+TEST_P(Wakeups, AnUnsetFetchWaitIsChosenForTheBroker) {
+  const auto started = Steady::now();
+  Process holder(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  Process waiter(redis_->url(), bootstrap(), {.topic = unlock_topic()});
+  // Asking the broker what it is costs no failed attempt (nor its warning)
+  // and no retry: two processes are ready well within one 1 s retry each.
+  EXPECT_EQ(waiter.notifier->stats().consumer_errors, 0u);
+  EXPECT_EQ(holder.notifier->stats().consumer_errors, 0u);
+  EXPECT_LT(Steady::now() - started, seconds(20));
+  EXPECT_FALSE(waiter.notifier->options().fetch_wait.has_value());
+  EXPECT_EQ(waiter.notifier->stats().fetch_wait_ms, real() ? 500 : 1);
+  EXPECT_EQ(holder.notifier->stats().fetch_wait_ms, real() ? 500 : 1);
+  std::vector<Steady::duration> handoffs;
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "fetch-wait:" + std::to_string(i);
+    AcquireResult held = holder.locks->TryAcquire(name);
+    ASSERT_TRUE(held);
+    auto fut = std::async(std::launch::async, [&] {
+      return waiter.locks->AcquireFor(name, seconds(60));
+    });
+    ASSERT_TRUE(WaitUntil([&] {
+      return waiter.locks->stats().contended_attempts >=
+             static_cast<uint64_t>(i + 1);
+    }));
+    const auto released = Steady::now();
+    ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+    AcquireResult got = fut.get();
+    handoffs.push_back(Steady::now() - released);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  }
+  EXPECT_EQ(waiter.locks->stats().wakeups_event, 5u);
+  EXPECT_EQ(waiter.locks->stats().wakeups_bound, 0u);
+  std::sort(handoffs.begin(), handoffs.end());
+  EXPECT_LT(handoffs[2], milliseconds(100));
+}
+
+// The choice itself: the mock's cluster id against any other (or none).
+TEST(FetchWaitFor, TheMockGetsOneMillisecondARealBrokerALongPoll) {
+  EXPECT_EQ(FetchWaitFor("mockCluster15759b31430c", FanOut::kBroadcast),
+            milliseconds(1));
+  EXPECT_EQ(FetchWaitFor("mockCluster1", FanOut::kTargeted), milliseconds(1));
+  EXPECT_EQ(FetchWaitFor("RsJ6oo9nTAyjna9GuFCdeg", FanOut::kBroadcast),
+            milliseconds(500));
+  EXPECT_EQ(FetchWaitFor("", FanOut::kBroadcast), milliseconds(500));
+  EXPECT_EQ(FetchWaitFor("RsJ6oo9nTAyjna9GuFCdeg", FanOut::kTargeted),
+            milliseconds(100));
+  EXPECT_EQ(FetchWaitFor("xmockCluster", FanOut::kBroadcast),
+            milliseconds(500));
+}
+
+// A fetch wait given, in the options or as librdkafka's property, is used
+// whatever the broker, from the start.
+TEST_F(Notifier, AGivenFetchWaitIsUsedAsGiven) {
+  KafkaOptions k;
+  k.bootstrap = broker_->bootstrap();
+  k.log = Quiet;
+  k.fetch_wait = milliseconds(20);
+  EXPECT_EQ(KafkaNotifier(k).stats().fetch_wait_ms, 20);
+  k.fetch_wait = milliseconds(0);
+  EXPECT_EQ(KafkaNotifier(k).stats().fetch_wait_ms, 0);
+  k.fetch_wait.reset();
+  k.properties["fetch.wait.max.ms"] = "30";
+  KafkaNotifier by_property(k);
+  EXPECT_EQ(by_property.stats().fetch_wait_ms, 30);
+  EXPECT_TRUE(by_property.WaitUntilReady(seconds(30)));
+  EXPECT_EQ(by_property.stats().fetch_wait_ms, 30);
+  k.properties.clear();
+  k.fetch_wait = milliseconds(-1);
+  EXPECT_THROW(KafkaNotifier{k}, Error);
+}
+
 TEST(UnlockPartition, IsTheCrc32OfTheNameModuloThePartitions) {
   EXPECT_EQ(UnlockPartition("orders:42", 3), 1);
   EXPECT_EQ(UnlockPartition("orders:42", 16), 5);
@@ -515,6 +597,8 @@ TEST_F(Notifier, UnreachableBrokerNeverBlocksThePublisher) {
   k.log = Quiet;
   auto notifier = std::make_shared<KafkaNotifier>(k);
   EXPECT_FALSE(notifier->WaitUntilReady(milliseconds(200)));
+  // No broker has answered: no fetch wait is chosen, and no consumer made.
+  EXPECT_EQ(notifier->stats().fetch_wait_ms, -1);
   RedisOptions r;
   r.url = redis_->url();
   LockClient locks(std::make_shared<RedisClient>(r), {.publisher = notifier});
@@ -523,6 +607,11 @@ TEST_F(Notifier, UnreachableBrokerNeverBlocksThePublisher) {
   EXPECT_LT(Steady::now() - start, seconds(10));
   EXPECT_TRUE(
       WaitUntil([&] { return notifier->stats().delivery_failed == 50; }));
+  // Its destructor does not wait for the broker either (about 2 s: the
+  // thread's 1 s question to the broker, then 1 s of flush).
+  const auto made = Steady::now();
+  { KafkaNotifier unanswered(k); }
+  EXPECT_LT(Steady::now() - made, seconds(10));
 }
 
 TEST_F(Notifier, FixedPortBootstrapThroughTheForwarder) {

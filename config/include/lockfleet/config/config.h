@@ -147,10 +147,14 @@ struct KafkaConfig {
   // Topic the worker consumes jobs from (worker.sources.kafka_jobs). Same
   // rules; must differ from unlock_topic.
   std::string jobs_topic = "lockfleet.jobs";
-  // How long a fetch waits for data on an empty partition: the wake-up
-  // latency floor on a broker that does not long-poll. 0..5m. On a real
-  // cluster 100ms..500ms costs no latency and saves requests.
-  std::chrono::milliseconds fetch_wait{1};
+  // How long a fetch waits for data on an empty partition (0..5m): the
+  // wake-up latency floor on a broker that does not long-poll. `auto` (or
+  // absent; nullopt): chosen for the broker when it first answers — 1 ms on
+  // the embedded broker (librdkafka's mock cluster), 500 ms on a real one,
+  // which long-polls, so the long wait costs no latency and saves the idle
+  // fetches; 100 ms there with fan_out targeted (notifier::FetchWaitFor). The worker's jobs consumer
+  // uses the same wait when one is set, else its own default (100 ms).
+  std::optional<std::chrono::milliseconds> fetch_wait;
   // broadcast (every process fetches every unlock event: small fleets) or
   // targeted (a process fetches only the partitions of the names it waits
   // on: large fleets, with the unlock topic keyed over many partitions).

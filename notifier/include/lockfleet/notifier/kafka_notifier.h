@@ -57,6 +57,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,19 +78,44 @@ enum class FanOut {
 // "broadcast" / "targeted".
 const char* FanOutName(FanOut fan_out) noexcept;
 
+// The fetch wait an unset KafkaOptions::fetch_wait becomes on the broker
+// whose cluster id is `cluster_id` (empty: a broker too old to tell, not the
+// mock; see kMockFetchWait below).
+std::chrono::milliseconds FetchWaitFor(std::string_view cluster_id,
+                                       FanOut fan_out);
+
 // The partition, among `partitions` (>= 1), that carries the unlock events
 // of `lock`: librdkafka's consistent partitioner (CRC32 of the name).
 int32_t UnlockPartition(std::string_view lock, int partitions);
 
+// KafkaOptions::fetch_wait when unset (FetchWaitFor):
+// - kMockFetchWait on librdkafka's mock cluster (the embedded broker; its
+//   cluster id begins with kMockClusterIdPrefix), which answers a fetch
+//   only when its wait runs out;
+// - on any other broker, which long-polls: kRealFetchWait (librdkafka's and
+//   the Java client's default) when broadcasting; kRealTargetedFetchWait in
+//   targeted fan-out, where a partition assigned while a fetch of others is
+//   in flight joins only the next fetch, so the wait bounds that delay.
+inline constexpr std::string_view kMockClusterIdPrefix = "mockCluster";
+inline constexpr std::chrono::milliseconds kMockFetchWait{1};
+inline constexpr std::chrono::milliseconds kRealFetchWait{500};
+inline constexpr std::chrono::milliseconds kRealTargetedFetchWait{100};
+
 struct KafkaOptions {
   std::string bootstrap;  // "host:port[,host:port...]", required
   std::string topic = "lockfleet.unlock";
-  // How long a fetch waits for data on an empty partition. The embedded
-  // broker does not long-poll, so this is the wake-up latency floor there:
-  // 1 ms gives a one-way p50 of about 1.4 ms (bench/fairness.md) at about 2%
-  // of a core per idle consumer. A real cluster long-polls: set 100-500 ms
-  // there, which costs no latency and saves fetch requests.
-  std::chrono::milliseconds fetch_wait{1};
+  // How long a fetch waits for data on an empty partition. Unset, the
+  // default: chosen for the broker when it first answers (FetchWaitFor: 1 ms
+  // on the embedded broker, 500 ms on a real one, 100 ms there in targeted
+  // fan-out). The mock does not long-poll, so the wait is the wake-up
+  // latency floor there: 1 ms gives a one-way p50 of about 1.4 ms
+  // (bench/fairness.md) at about 2% of a core per idle consumer. A real
+  // broker long-polls (answers a fetch as soon as an event arrives), so a
+  // long wait costs no latency there and saves the idle fetches: with 1 ms,
+  // 32 parked processes kept a 2-core host 82% busy (bench/REPORT.md).
+  // Set: that wait, whatever the broker. A `fetch.wait.max.ms` in
+  // `properties` wins over both.
+  std::optional<std::chrono::milliseconds> fetch_wait;
   FanOut fan_out = FanOut::kBroadcast;
   // Targeted fan-out: how many records before a partition's end a new
   // assignment starts (the events published since the waiter's refused
@@ -152,6 +178,10 @@ struct NotifierStats {
   // (released before it); delivered, but left out of last_delay_ns and
   // on_delay.
   uint64_t replayed = 0;
+  // The consumer's fetch wait in ms: KafkaOptions::fetch_wait, or the one
+  // chosen for the broker; -1 until it is chosen (the broker has not
+  // answered yet, and no consumer exists).
+  int64_t fetch_wait_ms = -1;
   int64_t last_delay_ns = 0;       // receive time - release time, last event
   uint64_t delay_hook_errors = 0;  // exceptions thrown by on_delay
 };
