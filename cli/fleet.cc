@@ -145,9 +145,7 @@ void Fleet::BuildWorker(
         .topic = kafka.jobs_topic,
         .group = config.worker.sources.kafka_jobs.group,
         .client_id = kafka.client_id,
-        // auto: the jobs consumer's own default (100 ms on either broker).
-        .fetch_wait = kafka.fetch_wait.value_or(
-            notifier::JobConsumerOptions{}.fetch_wait),
+        .fetch_wait = kafka.fetch_wait,
         .join_delay = join_delay,
         .properties = kafka.properties,
         .log = logger_.NotifierSink("jobs")});

@@ -7,6 +7,7 @@
 
 #include "consumer_introspection.h"
 #include "lockfleet/notifier/job_topic.h"
+#include "lockfleet/notifier/kafka_notifier.h"
 #include "offset_tracker.h"
 #include "rate_limited_log.h"
 #include "rdkafka_common.h"
@@ -59,7 +60,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     Require(!options.bootstrap.empty(), "Kafka bootstrap servers are required");
     Require(!options.topic.empty() && !options.group.empty(),
             "Kafka jobs topic and consumer group are required");
-    Require(options.fetch_wait.count() >= 0 &&
+    Require(options.fetch_wait.value_or(milliseconds(0)).count() >= 0 &&
                 options.commit_interval.count() > 0 &&
                 options.session_timeout.count() > 0,
             "jobs fetch_wait must be >= 0, commit_interval and "
@@ -86,7 +87,8 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
         // A new group must not skip jobs produced before it joined.
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", Millis(options.fetch_wait)},
+        {"fetch.wait.max.ms",
+         Millis(options.fetch_wait.value_or(kRealFetchWait))},
         {"fetch.error.backoff.ms", "50"},
         {"statistics.interval.ms", std::to_string(kStatsIntervalMs)},
     });
@@ -99,8 +101,61 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
     if (!consumer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
+    std::string wait;
+    conf->get("fetch.wait.max.ms", wait);
+    fetch_wait_ms = std::stoll(wait);
+    if (!options.fetch_wait &&
+        !options.properties.contains("fetch.wait.max.ms")) {
+      ChooseFetchWait(*conf);
+    }
     join_at = Steady::now() + options.join_delay;
     if (options.join_delay <= milliseconds(0)) Subscribe();
+  }
+
+  // No fetch wait given: asks the broker what it is (a metadata request,
+  // which brings its cluster id, within 1 s) and, on librdkafka's mock
+  // cluster, replaces the consumer — not subscribed yet, used by no other
+  // thread yet — with one that fetches with the mock's wait. A broker that
+  // does not answer keeps the real broker's wait (logged).
+  void ChooseFetchWait(RdKafka::Conf& conf) {
+    RdKafka::Metadata* raw = nullptr;
+    const RdKafka::ErrorCode rc =
+        consumer->metadata(false, nullptr, &raw, 1000);
+    std::unique_ptr<RdKafka::Metadata> md(raw);
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("fetch_wait", LogLevel::kWarning,
+               "Kafka at " + options.bootstrap + " did not answer (" +
+                   RdKafka::err2str(rc) + "): jobs fetch wait " +
+                   std::to_string(fetch_wait_ms) +
+                   " ms, a real broker's; for the embedded broker set "
+                   "kafka.fetch_wait: 1ms",
+               log);
+      return;
+    }
+    const milliseconds chosen =
+        FetchWaitFor(consumer->clusterid(0), FanOut::kBroadcast);
+    if (chosen.count() != fetch_wait_ms) {
+      std::string err;
+      std::unique_ptr<RdKafka::KafkaConsumer> replacement;
+      if (conf.set("fetch.wait.max.ms", Millis(chosen), err) ==
+          RdKafka::Conf::CONF_OK) {
+        replacement.reset(RdKafka::KafkaConsumer::create(&conf, err));
+      }
+      if (!replacement) {
+        errors.fetch_add(1, std::memory_order_relaxed);
+        logs.Log("fetch_wait", LogLevel::kError,
+                 "cannot create a Kafka consumer with a " + Millis(chosen) +
+                     " ms fetch wait: " + err,
+                 log);
+        return;
+      }
+      consumer->close();
+      consumer = std::move(replacement);
+      fetch_wait_ms = chosen.count();
+    }
+    logs.Log("fetch_wait", LogLevel::kInfo,
+             "jobs fetch wait " + std::to_string(fetch_wait_ms) + " ms", log);
   }
 
   void Subscribe() {
@@ -454,6 +509,7 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
   bool paused = false;
   bool closed = false;
   bool commit_result_seen = false;
+  int64_t fetch_wait_ms = 0;   // set by the constructor only
   std::deque<JobRecord> held;  // fetched while paused, not handed out yet
 
   // Last: destroyed first, while everything its callbacks use still exists.
@@ -491,6 +547,7 @@ JobConsumerStats JobConsumer::stats() const {
   s.errors = get(impl_->errors);
   s.stale_marks = get(impl_->stale_marks);
   s.assigned_partitions = impl_->assigned_partitions.load();
+  s.fetch_wait_ms = impl_->fetch_wait_ms;
   return s;
 }
 

@@ -251,6 +251,61 @@ std::vector<int64_t> Offsets(const std::vector<JobRecord>& records) {
   return out;
 }
 
+// fetch_wait unset, the default (issue 16 item 4): chosen for the broker
+// as the unlock consumer's — 1 ms on the embedded one, 500 ms on a real one
+// (which long-polls) — and no job waits for it: with records produced
+// after the consumer's partitions are assigned, each is taken far sooner
+// than the 500 ms wait.
+TEST_P(JobTopicOnBothBrokers, AnUnsetFetchWaitIsChosenForTheBroker) {
+  ASSERT_NO_FATAL_FAILURE(CreateTopic(1));
+  JobConsumerOptions o = ConsumerOptions();
+  o.fetch_wait.reset();
+  JobConsumer consumer(o);
+  EXPECT_EQ(consumer.stats().fetch_wait_ms, real() ? 500 : 1);
+  ASSERT_TRUE(PollUntilAssigned(consumer, 1));
+  JobProducer producer(
+      {.bootstrap = bootstrap(), .topic = topic_, .log = Quiet});
+  std::vector<Steady::duration> pickups;
+  for (int i = 0; i < 5; ++i) {
+    const auto produced = Steady::now();
+    producer.Produce("key-" + std::to_string(i), "job");
+    ASSERT_EQ(producer.Flush(kDeadline), 0u);
+    std::vector<JobRecord> got = Take(consumer, 1);
+    ASSERT_EQ(got.size(), 1u);
+    pickups.push_back(Steady::now() - produced);
+    consumer.MarkDone(got[0]);
+  }
+  std::sort(pickups.begin(), pickups.end());
+  EXPECT_LT(pickups[2], milliseconds(100));
+  // A wait given is used as given, whatever the broker.
+  JobConsumerOptions given = ConsumerOptions();
+  given.group += ".given";
+  given.fetch_wait = milliseconds(20);
+  EXPECT_EQ(JobConsumer(given).stats().fetch_wait_ms, 20);
+}
+
+// No broker answers at construction: the constructor waits at most about
+// 1 s for one, keeps a real broker's wait, says so, and counts it.
+TEST_F(JobTopic, AnUnsetFetchWaitWithNoBrokerIsARealBrokersAndSaysSo) {
+  JobConsumerOptions o = ConsumerOptions();
+  o.bootstrap = "127.0.0.1:1";  // nobody listens
+  o.fetch_wait.reset();
+  std::mutex mu;
+  std::string logged;
+  o.log = [&](LogLevel, std::string_view line) {
+    std::lock_guard lock(mu);
+    logged += std::string(line) + "\n";
+  };
+  const auto start = Steady::now();
+  JobConsumer consumer(o);
+  EXPECT_LT(Steady::now() - start, seconds(10));
+  EXPECT_EQ(consumer.stats().fetch_wait_ms, 500);
+  EXPECT_GE(consumer.stats().errors, 1u);
+  std::lock_guard lock(mu);
+  EXPECT_NE(logged.find("did not answer"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("kafka.fetch_wait: 1ms"), std::string::npos);
+}
+
 TEST_P(JobTopicOnBothBrokers,
        EverythingIsConsumedAndAFinishedGroupGetsNothingAgain) {
   ASSERT_NO_FATAL_FAILURE(CreateTopic(4));

@@ -152,8 +152,10 @@ struct KafkaConfig {
   // absent; nullopt): chosen for the broker when it first answers — 1 ms on
   // the embedded broker (librdkafka's mock cluster), 500 ms on a real one,
   // which long-polls, so the long wait costs no latency and saves the idle
-  // fetches; 100 ms there with fan_out targeted (notifier::FetchWaitFor). The worker's jobs consumer
-  // uses the same wait when one is set, else its own default (100 ms).
+  // fetches; 100 ms there with fan_out targeted (notifier::FetchWaitFor).
+  // The worker's jobs consumer uses the same wait when one is set, else
+  // chooses as the unlock consumer does (1 ms embedded, 500 ms real), once,
+  // at start (500 ms if the broker does not answer within 1 s then).
   std::optional<std::chrono::milliseconds> fetch_wait;
   // broadcast (every process fetches every unlock event: small fleets) or
   // targeted (a process fetches only the partitions of the names it waits

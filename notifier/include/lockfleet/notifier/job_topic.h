@@ -51,9 +51,14 @@ struct JobConsumerOptions {
   std::string client_id = "lockfleet";
   // fetch.wait.max.ms: how long the broker holds a fetch on an empty
   // partition. A real broker answers as soon as data arrives, so this costs
-  // no latency there; the embedded broker does not, so it is the pickup
-  // latency floor there. Default: 100 ms.
-  std::chrono::milliseconds fetch_wait{100};
+  // no latency there, and a long wait saves the idle fetches; the embedded
+  // broker does not, so it is the pickup latency floor there. Unset, the
+  // default: chosen for the broker by the constructor, which asks it what
+  // it is (waiting up to 1 s): as the unlock consumer's (FetchWaitFor in
+  // kafka_notifier.h), 1 ms on the embedded broker and 500 ms on a real
+  // one, or on a broker that does not answer within that second (chosen
+  // once: a worker started before the embedded broker keeps 500 ms).
+  std::optional<std::chrono::milliseconds> fetch_wait;
   // How often the offsets of finished records are committed
   // (asynchronously, by librdkafka's auto-committer: auto.commit.interval.ms)
   // while the group is not rebalancing. A crash redelivers at most about
@@ -81,7 +86,7 @@ struct JobConsumerOptions {
   LogSink log;  // Default: stderr
 };
 
-// Counters since construction.
+// Counters since construction (and the fetch wait, last).
 struct JobConsumerStats {
   uint64_t received = 0;         // records handed out by Poll
   uint64_t committed = 0;        // offset commit requests that succeeded
@@ -90,6 +95,8 @@ struct JobConsumerStats {
   uint64_t errors = 0;           // consume, transport and client errors
   uint64_t stale_marks = 0;      // MarkDone of a record of a revoked partition
   int assigned_partitions = 0;   // now
+  // The fetch wait in use, in ms: options.fetch_wait, or the one chosen.
+  int64_t fetch_wait_ms = 0;
 };
 
 // A member of a consumer group on the jobs topic.
@@ -100,7 +107,9 @@ struct JobConsumerStats {
 class JobConsumer {
  public:
   // Subscribes to options.topic in options.group. Does not wait for the
-  // broker: the group is joined, and partitions assigned, during Poll calls.
+  // broker — except, with no fetch wait given, up to 1 s for it to say what
+  // it is (JobConsumerOptions::fetch_wait) —: the group is joined, and
+  // partitions assigned, during Poll calls.
   // A new group starts at the beginning of each partition, so jobs produced
   // before the first worker started are not skipped. Throws
   // Error(kInvalidArgument) for bad options or properties, Error(kKafka) if
