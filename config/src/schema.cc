@@ -228,6 +228,26 @@ void ReadEventKeys(Context& context, MapReader& map, KafkaConfig& out) {
   }
 }
 
+// `key`, if present: a duration from `low` to `high` (into `out`), or
+// `word` (nullopt into `out`); anything else is an error naming `expected`.
+void ReadDurationOrWord(Context& context, MapReader& map, std::string_view key,
+                        std::string_view word, const std::string& expected,
+                        milliseconds low, milliseconds high,
+                        std::optional<milliseconds>& out) {
+  const std::optional<Value> value = map.Get(key);
+  if (!value) return;
+  const std::optional<std::string> text = context.Text(*value, expected);
+  if (!text) return;
+  if (*text == word) {
+    out = std::nullopt;
+  } else if (text->empty() || text->front() < '0' || text->front() > '9') {
+    context.Error(*value, "expected " + expected + ", found " + Quote(*text));
+  } else if (auto parsed =
+                 DurationFromText(context, *value, *text, low, high)) {
+    out = *parsed;
+  }
+}
+
 std::optional<KafkaConfig> ReadKafka(Context& context,
                                      const std::optional<Value>& value) {
   if (!value) return std::nullopt;
@@ -258,22 +278,9 @@ std::optional<KafkaConfig> ReadKafka(Context& context,
                   "found '" +
                       out.jobs_topic + "' for both");
   }
-  if (std::optional<Value> wait = map.Get("fetch_wait")) {
-    constexpr char kFetchWaitExpected[] =
-        "a duration such as 500ms (0 to 5m), or auto";
-    if (std::optional<std::string> text =
-            context.Text(*wait, kFetchWaitExpected)) {
-      if (*text == "auto") {
-        out.fetch_wait = std::nullopt;
-      } else if (text->empty() || text->front() < '0' || text->front() > '9') {
-        context.Error(*wait, std::string("expected ") + kFetchWaitExpected +
-                                 ", found " + Quote(*text));
-      } else if (auto parsed = DurationFromText(context, *wait, *text,
-                                                milliseconds(0), minutes(5))) {
-        out.fetch_wait = *parsed;
-      }
-    }
-  }
+  ReadDurationOrWord(context, map, "fetch_wait", "auto",
+                     "a duration such as 500ms (0 to 5m), or auto",
+                     milliseconds(0), minutes(5), out.fetch_wait);
   if (std::optional<Value> fan_out = map.Get("fan_out")) {
     if (auto index = ParseChoice(context, *fan_out, {"broadcast", "targeted"}))
       out.fan_out = static_cast<FanOut>(*index);
@@ -297,21 +304,9 @@ LocksConfig ReadLocks(Context& context, const Value& value) {
   LocksConfig out;
   MapReader map(context, value, "a mapping of lock settings");
   map.Read("lease", out.lease, Duration(milliseconds(30)));
-  if (std::optional<Value> wait = map.Get("wait")) {
-    constexpr char kWaitExpected[] =
-        "a duration such as 30s, 0 (try once) or forever";
-    if (std::optional<std::string> text = context.Text(*wait, kWaitExpected)) {
-      if (*text == "forever") {
-        out.wait = std::nullopt;
-      } else if (text->empty() || text->front() < '0' || text->front() > '9') {
-        context.Error(*wait, std::string("expected ") + kWaitExpected +
-                                 ", found " + Quote(*text));
-      } else if (auto parsed =
-                     DurationFromText(context, *wait, *text, milliseconds(0))) {
-        out.wait = *parsed;
-      }
-    }
-  }
+  ReadDurationOrWord(context, map, "wait", "forever",
+                     "a duration such as 30s, 0 (try once) or forever",
+                     milliseconds(0), kMaxDuration, out.wait);
   map.Read("park_cap", out.park_cap, Duration(milliseconds(1), hours(1)));
   map.Read("fair", out.fair, Bool());
   map.Read("spin_max_hold", out.spin_max_hold,

@@ -7,7 +7,6 @@
 
 #include "consumer_introspection.h"
 #include "lockfleet/notifier/job_topic.h"
-#include "lockfleet/notifier/kafka_notifier.h"
 #include "offset_tracker.h"
 #include "rate_limited_log.h"
 #include "rdkafka_common.h"
@@ -101,61 +100,38 @@ class JobConsumer::Impl final : public RdKafka::RebalanceCb,
     consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
     if (!consumer)
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
-    std::string wait;
-    conf->get("fetch.wait.max.ms", wait);
-    fetch_wait_ms = std::stoll(wait);
     if (!options.fetch_wait &&
         !options.properties.contains("fetch.wait.max.ms")) {
       ChooseFetchWait(*conf);
     }
+    fetch_wait_ms = ConfFetchWait(*conf).count();
     join_at = Steady::now() + options.join_delay;
     if (options.join_delay <= milliseconds(0)) Subscribe();
   }
 
-  // No fetch wait given: asks the broker what it is (a metadata request,
-  // which brings its cluster id, within 1 s) and, on librdkafka's mock
-  // cluster, replaces the consumer — not subscribed yet, used by no other
-  // thread yet — with one that fetches with the mock's wait. A broker that
-  // does not answer keeps the real broker's wait (logged).
+  // No fetch wait given: fits the consumer's to the broker
+  // (FitFetchWaitToBroker) — not subscribed yet, used by no other thread
+  // yet. A broker that does not answer keeps the real broker's wait
+  // (logged, counted).
   void ChooseFetchWait(RdKafka::Conf& conf) {
-    RdKafka::Metadata* raw = nullptr;
-    const RdKafka::ErrorCode rc =
-        consumer->metadata(false, nullptr, &raw, 1000);
-    std::unique_ptr<RdKafka::Metadata> md(raw);
-    if (rc != RdKafka::ERR_NO_ERROR) {
+    const BrokerFetchWait fit =
+        FitFetchWaitToBroker(consumer, conf, FanOut::kBroadcast);
+    const std::string wait = Millis(ConfFetchWait(conf));
+    if (!fit.answered) {
       errors.fetch_add(1, std::memory_order_relaxed);
       logs.Log("fetch_wait", LogLevel::kWarning,
                "Kafka at " + options.bootstrap + " did not answer (" +
-                   RdKafka::err2str(rc) + "): jobs fetch wait " +
-                   std::to_string(fetch_wait_ms) +
+                   fit.error + "): jobs fetch wait " + wait +
                    " ms, a real broker's; for the embedded broker set "
                    "kafka.fetch_wait: 1ms",
                log);
-      return;
+    } else if (!fit.error.empty()) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("fetch_wait", LogLevel::kError, fit.error, log);
+    } else {
+      logs.Log("fetch_wait", LogLevel::kInfo, "jobs fetch wait " + wait + " ms",
+               log);
     }
-    const milliseconds chosen =
-        FetchWaitFor(consumer->clusterid(0), FanOut::kBroadcast);
-    if (chosen.count() != fetch_wait_ms) {
-      std::string err;
-      std::unique_ptr<RdKafka::KafkaConsumer> replacement;
-      if (conf.set("fetch.wait.max.ms", Millis(chosen), err) ==
-          RdKafka::Conf::CONF_OK) {
-        replacement.reset(RdKafka::KafkaConsumer::create(&conf, err));
-      }
-      if (!replacement) {
-        errors.fetch_add(1, std::memory_order_relaxed);
-        logs.Log("fetch_wait", LogLevel::kError,
-                 "cannot create a Kafka consumer with a " + Millis(chosen) +
-                     " ms fetch wait: " + err,
-                 log);
-        return;
-      }
-      consumer->close();
-      consumer = std::move(replacement);
-      fetch_wait_ms = chosen.count();
-    }
-    logs.Log("fetch_wait", LogLevel::kInfo,
-             "jobs fetch wait " + std::to_string(fetch_wait_ms) + " ms", log);
   }
 
   void Subscribe() {

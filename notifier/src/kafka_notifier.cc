@@ -134,11 +134,11 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
       throw Error(ErrorCode::kKafka, "cannot create Kafka consumer: " + err);
     if (options.fetch_wait ||
         options.properties.contains("fetch.wait.max.ms")) {
-      std::string wait;
-      consumer_conf->get("fetch.wait.max.ms", wait);
-      fetch_wait_ms.store(std::stoll(wait));
+      fetch_wait_ms.store(ConfFetchWait(*consumer_conf).count());
       logs.Log("fetch_wait", LogLevel::kInfo,
-               "fetch wait " + wait + " ms (as configured)", log);
+               "fetch wait " + std::to_string(fetch_wait_ms.load()) +
+                   " ms (as configured)",
+               log);
     }
     thread = std::thread([this] { Run(); });
   }
@@ -201,46 +201,30 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     }
   }
 
-  // No fetch wait given: asks the broker what it is (a metadata request,
-  // which also brings its cluster id) and, on librdkafka's mock cluster,
-  // replaces the consumer with one that fetches with the mock's wait
-  // (FetchWaitFor). Runs before the first assignment: nothing fetches yet,
-  // and no waiting thread uses the consumer (targeted: target_count is 0).
-  // Returns false to retry soon: the broker did not answer within 1 s (the
-  // destructor joins this thread).
+  // No fetch wait given: fits the consumer's to the broker
+  // (FitFetchWaitToBroker), before the first assignment: nothing fetches
+  // yet, and no waiting thread uses the consumer (targeted: target_count is
+  // 0). Returns false to retry soon: the broker did not answer within 1 s
+  // (the destructor joins this thread).
   bool ChooseFetchWait() {
-    if (!Metadata(nullptr)) return false;
-    // Empty: a broker too old to tell (Metadata v1 and below): not the mock.
-    const std::string id = consumer->clusterid(0);
-    milliseconds wait = FetchWaitFor(id, options.fan_out);
-    if (wait != FetchWaitFor("", options.fan_out)) {
-      std::string err;
-      std::unique_ptr<RdKafka::KafkaConsumer> replacement;
-      if (consumer_conf->set("fetch.wait.max.ms", Millis(wait), err) ==
-          RdKafka::Conf::CONF_OK) {
-        replacement.reset(
-            RdKafka::KafkaConsumer::create(consumer_conf.get(), err));
-      }
-      if (replacement) {
-        consumer->close();
-        consumer = std::move(replacement);
-      } else {  // keep the first consumer: slower wake-ups, no failure
-        consumer_errors.fetch_add(1, std::memory_order_relaxed);
-        logs.Log("assign", LogLevel::kError,
-                 "cannot create a Kafka consumer with a " + Millis(wait) +
-                     " ms fetch wait: " + err,
-                 log);
-        wait = FetchWaitFor("", options.fan_out);
-      }
+    const BrokerFetchWait fit =
+        FitFetchWaitToBroker(consumer, *consumer_conf, options.fan_out);
+    if (!fit.answered) {
+      WaitingForKafka(fit.error);
+      return false;
     }
+    if (!fit.error.empty()) {  // kept the first consumer: slower wake-ups
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
+      logs.Log("assign", LogLevel::kError, fit.error, log);
+    }
+    const milliseconds wait = ConfFetchWait(*consumer_conf);
     fetch_wait_ms.store(wait.count());
     logs.Log("fetch_wait", LogLevel::kInfo,
              "fetch wait " + Millis(wait) + " ms: " +
-                 (id.starts_with(kMockClusterIdPrefix)
-                      ? "the embedded broker answers a fetch only when its "
-                        "wait runs out"
-                      : "a real broker answers a fetch as soon as an event "
-                        "arrives"),
+                 (fit.mock ? "the embedded broker answers a fetch only when "
+                             "its wait runs out"
+                           : "a real broker answers a fetch as soon as an "
+                             "event arrives"),
              log);
     return true;
   }
@@ -248,14 +232,11 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   void Run() {
     Steady::time_point next_assign = Steady::now();
     Steady::time_point next_retarget = Steady::now();
+    // First, with no fetch wait given, the one that suits the broker.
+    while (!stop.load() && fetch_wait_ms.load() < 0) {
+      if (!ChooseFetchWait()) producer->poll(kAssignRetry.count());
+    }
     while (!stop.load()) {
-      if (fetch_wait_ms.load() < 0) {
-        if (Steady::now() >= next_assign && !ChooseFetchWait()) {
-          next_assign = Steady::now() + kAssignRetry;
-        }
-        producer->poll(fetch_wait_ms.load() < 0 ? kConsumeTimeoutMs : 0);
-        continue;
-      }
       if (Steady::now() >= next_assign) {
         next_assign =
             Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
@@ -279,12 +260,15 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     const RdKafka::ErrorCode rc = consumer->metadata(false, topic, &raw, 1000);
     std::unique_ptr<RdKafka::Metadata> md(raw);
     if (rc == RdKafka::ERR_NO_ERROR) return md;
+    WaitingForKafka(RdKafka::err2str(rc));
+    return nullptr;
+  }
+
+  // The broker did not answer a metadata request (`why`): counted, logged.
+  void WaitingForKafka(const std::string& why) {
     consumer_errors.fetch_add(1, std::memory_order_relaxed);
     logs.Log("assign", LogLevel::kWarning,
-             "waiting for Kafka at " + options.bootstrap + ": " +
-                 RdKafka::err2str(rc),
-             log);
-    return nullptr;
+             "waiting for Kafka at " + options.bootstrap + ": " + why, log);
   }
 
   // Assigns every partition at its current end. Returns false to retry soon.

@@ -92,4 +92,46 @@ ClientEvent LogClientEvent(RdKafka::Event& event, RateLimitedLog& logs,
   return ClientEvent::kError;
 }
 
+std::chrono::milliseconds ConfFetchWait(RdKafka::Conf& conf) {
+  std::string wait;
+  conf.get("fetch.wait.max.ms", wait);
+  return std::chrono::milliseconds(std::stoll(wait));
+}
+
+BrokerFetchWait FitFetchWaitToBroker(
+    std::unique_ptr<RdKafka::KafkaConsumer>& consumer, RdKafka::Conf& conf,
+    FanOut fan_out) {
+  BrokerFetchWait out;
+  RdKafka::Metadata* raw = nullptr;
+  const RdKafka::ErrorCode rc = consumer->metadata(false, nullptr, &raw, 1000);
+  const std::unique_ptr<RdKafka::Metadata> md(raw);
+  if (rc != RdKafka::ERR_NO_ERROR) {
+    out.error = RdKafka::err2str(rc);
+    return out;
+  }
+  out.answered = true;
+  // Empty: a broker too old to tell (Metadata v1 and below): not the mock.
+  const std::string id = consumer->clusterid(0);
+  out.mock = id.starts_with(kMockClusterIdPrefix);
+  const std::chrono::milliseconds wait = FetchWaitFor(id, fan_out);
+  const std::chrono::milliseconds before = ConfFetchWait(conf);
+  if (wait == before) return out;
+  std::unique_ptr<RdKafka::KafkaConsumer> replacement;
+  if (conf.set("fetch.wait.max.ms", Millis(wait), out.error) ==
+      RdKafka::Conf::CONF_OK) {
+    replacement.reset(RdKafka::KafkaConsumer::create(&conf, out.error));
+  }
+  if (!replacement) {
+    out.error = "cannot create a Kafka consumer with a " + Millis(wait) +
+                " ms fetch wait: " + out.error;
+    std::string ignored;  // the kept consumer's: a value set before
+    conf.set("fetch.wait.max.ms", Millis(before), ignored);
+    return out;
+  }
+  consumer->close();
+  consumer = std::move(replacement);
+  out.replaced = true;
+  return out;
+}
+
 }  // namespace lockfleet::notifier

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "lockfleet/lockcore/error.h"
+#include "lockfleet/notifier/kafka_notifier.h"
 #include "lockfleet/notifier/log.h"
 #include "rate_limited_log.h"
 
@@ -52,6 +53,28 @@ void SetCallback(RdKafka::Conf& conf, const std::string& name, Callback* cb) {
     throw Error(ErrorCode::kKafka, "cannot set " + name + ": " + err);
   }
 }
+
+// The fetch wait a consumer Conf holds (fetch.wait.max.ms).
+std::chrono::milliseconds ConfFetchWait(RdKafka::Conf& conf);
+
+// What FitFetchWaitToBroker found and did.
+struct BrokerFetchWait {
+  bool answered = false;  // the broker answered the metadata request
+  bool mock = false;      // it is librdkafka's mock cluster (FetchWaitFor)
+  bool replaced = false;  // the consumer was replaced
+  std::string error;      // why it did not answer, or the replacement failed
+};
+
+// A consumer whose fetch wait was not given (KafkaOptions::fetch_wait):
+// asks the broker through `consumer` what it is (one metadata request,
+// within 1 s, which brings its cluster id) and, if the wait that suits it
+// (FetchWaitFor) is not the one `conf` holds, replaces `consumer` by one
+// made from `conf` with that wait (a failed replacement keeps `consumer`
+// and `conf`'s wait). REQUIRES: `consumer` was made from `conf`, fetches
+// nothing yet and is used by no other thread.
+BrokerFetchWait FitFetchWaitToBroker(
+    std::unique_ptr<RdKafka::KafkaConsumer>& consumer, RdKafka::Conf& conf,
+    FanOut fan_out);
 
 enum class ClientEvent {
   kOther,      // nothing to count (a log line, statistics, ...)

@@ -180,7 +180,7 @@ struct NotifierStats {
   uint64_t replayed = 0;
   // The consumer's fetch wait in ms: KafkaOptions::fetch_wait, or the one
   // chosen for the broker; -1 until it is chosen (the broker has not
-  // answered yet, and no consumer exists).
+  // answered yet; nothing is fetched until then).
   int64_t fetch_wait_ms = -1;
   int64_t last_delay_ns = 0;       // receive time - release time, last event
   uint64_t delay_hook_errors = 0;  // exceptions thrown by on_delay
