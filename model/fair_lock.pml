@@ -111,7 +111,9 @@
 /* KEYS[1] lock hash. r_owner == 0: the hash does not exist.              */
 byte r_owner;          /* field owner: owner token 1..2                   */
 byte r_fence;          /* field fence: token of this grant                */
-byte r_pending;        /* field pending: waiter id of an unclaimed grant  */
+byte r_pending;        /* waiter id of an unclaimed grant: field pending
+                          while count is 0 (the scripts' pending_of; a
+                          claim sets count 1 and leaves the field)        */
 byte r_holds;          /* fields h:<hold>: bit c = the hold id of client
                           c's current acquisition call (one per call)     */
 byte r_orph;           /* bit c = the hold id of client c's orphans_
@@ -501,11 +503,11 @@ inline acquire_fair(c, o, w) {
   :: r_owner == o && (r_pending == 0 || r_pending == w) ->
      /* branch "ours": a reentrant hold, a retry, a later try of the same
         call (one hold id per call), or the claim of our hand-off.
-        HSETNX h:<hold> (count +1 only if new); HDEL pending and PEXPIRE
-        lease (claim) or PEXPIRE max(PTTL, lease) — always a write, so a
-        WAIT after it covers it (replication is not modelled). The script
-        writes a claim as HSET h:<hold> 1 count 1 (and the hint `at`): that
-        is add_hold only because a pending grant carries no hold at all —
+        HSETNX h:<hold> (count +1 only if new); PEXPIRE lease (claim:
+        count 1 ends the pending, pending_of) or PEXPIRE max(PTTL, lease)
+        — always a write, so a WAIT after it covers it (replication is not
+        modelled). The script writes a claim as HSET h:<hold> 1 count 1:
+        that is add_hold only because a pending grant carries no hold at all —
         asserted here. The queue head's spin check (SpinClaimScript) is
         this claim alone, for r_owner == o && r_pending == w: a subset of
         this branch, which any waiter may already run at any time. */

@@ -304,6 +304,7 @@ LockCore::Attempt LockCore::TryOnce(
       out.place = static_cast<int>(r.elements[3].integer);
       out.age_us = r.elements[4].integer;
       out.place_fence = r.elements[5].integer;
+      out.handed_off = r.elements.size() > 6 && r.elements[6].integer == 1;
     }
     return out;
   }
@@ -734,15 +735,18 @@ SpinAdvisor::Plan LockCore::PlanAfterRefusal(const std::string& name,
                                              const Attempt& refused) {
   // Only the head spins, and not behind a holder of this process: its
   // release grants us directly (DeliverDirectGrant), no check needed. The
-  // current hold began age_us ago (Redis's clock), or a hand-off waits for
-  // its claim (-2); -1: unknown, no plan.
+  // current grant was made age_us ago (Redis's clock) — its hold began then,
+  // or, for a claimed hand-off, at its claim a little later — or a hand-off
+  // waits for its claim (-2); -1: unknown, no plan.
   if (refused.place != 1 || refused.age_us == -1 || OwnedHere(refused.holder))
     return {};
   const Clock::TimePoint now = options_.clock->Now();
   if (refused.age_us == -2)
     return spin_.PlanFor(name, now, SpinAdvisor::Anchor::kPending, now);
   return spin_.PlanFor(name, now - std::chrono::microseconds(refused.age_us),
-                       SpinAdvisor::Anchor::kClaimed, now);
+                       refused.handed_off ? SpinAdvisor::Anchor::kHandedOff
+                                          : SpinAdvisor::Anchor::kClaimed,
+                       now);
 }
 
 template <typename Check>

@@ -278,6 +278,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     // and the current grant's fence.
     int64_t age_us = -1;
     int64_t place_fence = 0;
+    bool handed_off = false;  // the grant is a claimed hand-off
   };
   // One acquire script, each try bounded by `deadline` (see EvalRetryOnce).
   // `waiter_id` empty: barging; else fair, queueing up when refused if

@@ -6,9 +6,10 @@ namespace lockfleet::internal {
 namespace {
 
 // The lock hash holds: owner (token), fence (token of this grant), count
-// (holds), one field "h:<hold id>" per hold, pending (fair hand-off: the
-// waiter id the lock was granted to, until it claims it) and, once a
-// hand-off is claimed, at (server us of the claim; a hint for spinning). Hold
+// (holds), one field "h:<hold id>" per hold, and pending (fair hand-off: the
+// waiter id the lock was granted to). A hand-off is unclaimed while count is
+// 0 (no hold yet); its claim sets count 1 and leaves the pending field as it
+// is, which then means nothing (see pending_of). Hold
 // ids are globally unique ("<client id>:<n>"), so adding or deleting a hold's
 // own field makes a retried acquire or release idempotent by construction, even
 // for holds that share an owner token.
@@ -41,10 +42,23 @@ local function fence_after(last, now_u)
   if fence < now then fence = now end
   return fence
 end
+-- One command as a rule: the counter is set to the server's clock and its
+-- old value read back in the same SET; only when that old value is not
+-- below the clock (a second token in the same microsecond, or a counter
+-- ahead of this server's clock) is it set again, to old value + 1.
 local function next_fence(now_u)
-  local fence = fence_after(redis.call('GET', K[2]), now_u)
-  redis.call('SET', K[2], string.format('%d', fence))
-  return fence
+  local now = now_u or now_us()
+  local last = tonumber(redis.call('SET', K[2], string.format('%d', now), 'GET') or '0') or 0
+  if last < now then return now end
+  redis.call('SET', K[2], string.format('%d', last + 1))
+  return last + 1
+end
+-- The waiter a hand-off is pending to, from the lock hash's count and
+-- pending fields (as HMGET returns them): a hand-off is unclaimed while the
+-- grant has no hold (count 0). nil: none pending.
+local function pending_of(count, pending)
+  if count == '0' then return pending end
+  return nil
 end
 -- A new grant of the lock (K[1], absent or just deleted) to `owner` with
 -- the one hold `hold`, a new fencing token and `ttl_ms` to live (`now_u` as
@@ -308,7 +322,7 @@ local lease, hold = tonumber(ARGV[2]), 'h:' .. ARGV[3]
 if not cur[1] then
   return {1, new_grant(ARGV[1], hold, lease), 1}
 end
-if cur[1] == ARGV[1] and not cur[4] then
+if cur[1] == ARGV[1] and not pending_of(cur[2], cur[4]) then
   local replaced = replace_revived(ARGV[4], ARGV[1], hold, lease)
   if replaced then return {1, replaced, 1} end
   local count = tonumber(cur[2])
@@ -327,18 +341,17 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
 const Script& AcquireFairScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local owner, lease, hold, wid = ARGV[1], tonumber(ARGV[2]), 'h:' .. ARGV[3], ARGV[4]
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', 'at')
-if cur[1] == owner and (not cur[4] or cur[4] == wid) then
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
+local pending = pending_of(cur[2], cur[4])
+if cur[1] == owner and (not pending or pending == wid) then
   -- Ours: a reentrant hold, a retry, or the claim of our hand-off.
   local count
-  if cur[4] then
-    -- The claim (a hand-off has no holds yet, count 0): our hold, our
-    -- lease, and when the hold began ("at", server us: what a spinning
-    -- queue head times its checks by). A retry of it finds nothing pending
-    -- and re-enters below.
+  if pending then
+    -- The claim (a hand-off has no holds yet, count 0): our hold, and our
+    -- lease. Count 1 ends the hand-off (pending_of). A retry of it finds
+    -- nothing pending and re-enters below.
     count = 1
-    redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'at', string.format('%d', now_us()))
-    redis.call('HDEL', KEYS[1], 'pending')
+    redis.call('HSET', KEYS[1], hold, 1, 'count', 1)
     redis.call('PEXPIRE', KEYS[1], lease)
     -- The hand-off took us off the queue already.
     return {1, tonumber(cur[3]), count}
@@ -381,35 +394,44 @@ if ARGV[6] == '1' then
   if redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. owner) == 1 then
     len = redis.call('RPUSH', KEYS[3], wid)
   end
-  -- Both keys live at least `keep` from now (never shortened: another
-  -- waiter's presence may be longer). A queue we just made has no time to
-  -- live yet, and the entries the hash may still hold are of no live
-  -- waiter (none is queued but us): set both plainly.
+  -- Both keys outlive our presence deadline. They are only ever given a
+  -- time to live together, here, to the same value, so the queue's tells
+  -- the hash's too. A queue we just made has none yet, and the entries the
+  -- hash may still hold are of no live waiter (none is queued but us): set
+  -- both plainly, for two presence windows. Else, only when they would end
+  -- less than half a window after our deadline (a margin for the clocks
+  -- of TIME and of the TTLs), both live at least two windows from now
+  -- (never shortened: another waiter's presence may be longer); most calls
+  -- find the last refresh long enough and write neither.
   local keep = presence * 2
   if len == 1 then
     redis.call('PEXPIRE', KEYS[3], keep)
     redis.call('PEXPIRE', KEYS[4], keep)
-  else
+  elseif redis.call('PTTL', KEYS[3]) < presence * 1.5 then
     expire_at_least(KEYS[3], keep)
     expire_at_least(KEYS[4], keep)
   end
   -- Our place in the queue (1: the head, which the next release grants
   -- to), looked for among the first 64 only; 0: further back. How long the
-  -- current hold has run, in us (for spinning, spin_advisor.h): since its
-  -- claim ("at"), or its grant (a fence is the server's clock when it was
-  -- issued, next_fence); -2 while a hand-off waits for its claim; -1 when
-  -- that cannot be so. And the current grant's fence: the place reflects
-  -- every hand-off up to it.
+  -- current grant has run, in us (for spinning, spin_advisor.h): since its
+  -- fence (the server's clock when it was issued, next_fence; a hand-off's
+  -- claim came later, by the claim's delay, which the spinning head learns
+  -- as its lag); -2 while a hand-off waits for its claim; -1 when that
+  -- cannot be so. And the current grant's fence: the place reflects every
+  -- hand-off up to it.
   local pos = len > 0 and len - 1 or redis.call('LPOS', KEYS[3], wid, 'MAXLEN', 64)
   if pos and pos >= 64 then pos = nil end
-  local age = -2
-  if not cur[4] then
-    local began = tonumber(cur[5] or cur[3] or '')
+  -- A claimed hand-off (1) left its pending field behind: its hold began
+  -- after its fence, when the grantee claimed it.
+  local age, handed = -2, 0
+  if not pending then
+    local began = tonumber(cur[3] or '')
     age = began and (now_u - began) or -1
     if age < 0 or age > 3600000000 then age = -1 end
+    if cur[4] then handed = 1 end
   end
   return {0, redis.call('PTTL', KEYS[1]), cur[1] or '', pos and pos + 1 or 0,
-          age, tonumber(cur[3] or '0')}
+          age, tonumber(cur[3] or '0'), handed}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
 )lua"));
@@ -437,7 +459,7 @@ for i = 1, n do
   use_lock(i)
   local c = redis.call('HMGET', K[1], 'owner', 'count', 'fence', 'pending')
   if c[1] then
-    if c[1] ~= owner or c[4] then
+    if c[1] ~= owner or pending_of(c[2], c[4]) then
       return {0, i, redis.call('PTTL', K[1]), c[1]}
     end
   elseif fair and live_head(now) then
@@ -475,18 +497,16 @@ return reply
 
 const Script& SpinClaimScript() {
   static const Script script(R"lua(#!lua
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'pending')
-if cur[3] == ARGV[4] and cur[1] == ARGV[1] then
-  -- Handed to us and not claimed yet: claim it (as the fair acquire does).
-  local t = redis.call('TIME')
-  redis.call('HSET', KEYS[1], 'h:' .. ARGV[3], 1, 'count', 1, 'at',
-             string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
-  redis.call('HDEL', KEYS[1], 'pending')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'count', 'pending')
+if cur[3] == '0' and cur[4] == ARGV[4] and cur[1] == ARGV[1] then
+  -- Handed to us and not claimed yet (count 0, the prelude's pending_of):
+  -- claim it, as the fair acquire does.
+  redis.call('HSET', KEYS[1], 'h:' .. ARGV[3], 1, 'count', 1)
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
   return {1, tonumber(cur[2]), 1}
 end
 if not cur[1] then return {0, 0, ''} end
-return {0, redis.call('PTTL', KEYS[1]), cur[1]}
+return {0, -1, cur[1]}  -- still held (its time to live: not needed, not read)
 )lua");
   return script;
 }
@@ -495,7 +515,7 @@ const Script& ReleaseScript() {
   static const Script script(Source(kShrinks, R"lua(
 local hold = 'h:' .. ARGV[3]
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', hold)
-local grant = cur[1] == ARGV[1] and (ARGV[2] == '' or cur[3] == ARGV[2]) and not cur[4]
+local grant = cur[1] == ARGV[1] and (ARGV[2] == '' or cur[3] == ARGV[2]) and not pending_of(cur[2], cur[4])
 if not (grant and cur[5]) then
   -- Not a hold of the grant: a retry of a release that ran (its hold is
   -- gone, the lock perhaps handed on) answers as that release did. Only
@@ -525,7 +545,8 @@ if first then return first end
 local wid = ARGV[1]
 redis.call('LREM', KEYS[3], 1, wid)
 redis.call('HDEL', KEYS[4], wid)
-if redis.call('HGET', KEYS[1], 'pending') == wid then
+local cur = redis.call('HMGET', KEYS[1], 'count', 'pending')
+if pending_of(cur[1], cur[2]) == wid then
   -- The lock was handed to us but we are leaving: pass it on.
   redis.call('DEL', KEYS[1])
   return latch(hand_off(tonumber(ARGV[2])), tonumber(ARGV[3]))
@@ -563,7 +584,7 @@ const Script& InspectScript() {
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
 local last = redis.call('GET', KEYS[2]) or '0'
 local out = {cur[1] or '', tonumber(cur[2] or '0'), tonumber(cur[3] or '0'),
-             redis.call('PTTL', KEYS[1]), tonumber(last), cur[4] or ''}
+             redis.call('PTTL', KEYS[1]), tonumber(last), pending_of(cur[2], cur[4]) or ''}
 local now = now_ms()
 for _, wid in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   local info = redis.call('HGET', KEYS[4], wid) or '0|'

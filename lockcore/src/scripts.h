@@ -55,11 +55,13 @@ const Script& AcquireScript();
 // pending (claim), or the lock is free and no live waiter is ahead. A waiter
 // granted through its owner token (reentrant) leaves the queue.
 // -> as AcquireScript; a refusal that queued adds, for spinning, the
-//    waiter's place in the queue, the current hold's age and the current
-//    grant's fence: {0, pttl ms, holder, place, age, fence} (place 1 = the
-//    head, the next release's grantee; 0 = not among the first 64; age in us
-//    since the claim, "at", or else the grant, whose fence is the server's
-//    clock then; -2: a hand-off not claimed yet; -1: unknown).
+//    waiter's place in the queue, the current grant's age, its fence, and
+//    whether it is a claimed hand-off: {0, pttl ms, holder, place, age,
+//    fence, handed} (place 1 = the head, the next release's grantee; 0 =
+//    not among the first 64; age in us since the grant, whose fence is the
+//    server's clock then; -2: a hand-off not claimed yet; -1: unknown;
+//    handed 1: a hand-off since claimed, whose hold began later than its
+//    fence by the claim's delay, 0: a hold that began at its fence).
 const Script& AcquireFairScript();
 
 // A multi-lock's locks in one script, all or none (multi_lock.h): a try,
@@ -85,8 +87,9 @@ const Script& MultiAcquireScript();
 // id).
 // Claims a hand-off pending to this waiter, and does nothing else: never
 // takes a free lock, never queues, never refreshes presence.
-// -> {1, fence, 1} claimed | {0, pttl ms, holder} still held |
-//    {0, 0, ""} free (the caller makes a full attempt).
+// -> {1, fence, 1} claimed | {0, -1, holder} still held (no PTTL: a
+//    spinning head parks within its own bound) | {0, 0, ""} free (the
+//    caller makes a full attempt).
 // Retry-safe: a retry after a claim whose reply was lost finds the lock
 // held by its own owner token and no longer pending; the caller's full
 // attempt then re-enters the grant with the same hold id.

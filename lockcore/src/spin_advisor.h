@@ -11,14 +11,17 @@
 //
 // The estimate of the release, per lock name:
 //   release ≈ anchor + hold + lag[kind of anchor]
-//   - anchor, one of three kinds: kClaimed — when the current hold began,
-//     from Redis when the head learns its place from a refused attempt (the
-//     reply carries the hold's age: since its claim, or since its grant,
-//     whose fencing token is the server's clock in µs when it was issued);
-//     kPending — "now", when that attempt found a hand-off not yet claimed;
-//     kPromoted — the moment the head was promoted by a hand-off it saw (its
-//     own release, or another process's unlock event). Each kind keeps its
-//     own lag: they differ by the claim's delay and the event's.
+//   - anchor, one of four kinds, the first two from Redis when the head
+//     learns its place from a refused attempt (the reply carries the
+//     current grant's age: since its fencing token, which is the server's
+//     clock in µs when it was issued): kClaimed — a grant whose hold began
+//     then (a new grant, or a direct one); kHandedOff — a hand-off claimed
+//     since, whose hold began later by the claim's delay (the event's trip,
+//     or the grantee's spin check); kPending — "now", when that attempt
+//     found a hand-off not yet claimed; kPromoted — the moment the head was
+//     promoted by a hand-off it saw (its own release, or another process's
+//     unlock event). Each kind keeps its own lag: they differ by the
+//     claim's delay and the event's.
 //   - hold: an EWMA of this process's own holds of the lock (from grant to
 //     release). A process that never held the lock does not spin on it.
 //   - lag: an EWMA, learnt from each episode, of where the release really
@@ -65,8 +68,13 @@ class SpinAdvisor {
   // for long would only churn the table.
   void OnHold(const std::string& name, Clock::Duration held);
 
-  enum class Anchor { kClaimed = 0, kPending = 1, kPromoted = 2 };
-  static constexpr size_t kAnchors = 3;
+  enum class Anchor {
+    kClaimed = 0,
+    kPending = 1,
+    kPromoted = 2,
+    kHandedOff = 3
+  };
+  static constexpr size_t kAnchors = 4;
 
   struct Plan {
     bool spin = false;

@@ -2,8 +2,11 @@
 // redis-server.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <sstream>
 #include <thread>
 
+#include "key_slot.h"
 #include "lock_fixture.h"
 #include "lockfleet/lockcore/error.h"
 #include "scripts.h"
@@ -292,6 +295,255 @@ TEST_F(Lock, FencingTokensStrictlyIncrease) {
   AcquireResult after_force = a->TryAcquire("fence");
   expect_next(after_force);
   EXPECT_EQ(a->Inspect("fence").last_fence, last);
+}
+
+// A fencing token is max(counter + 1, the server's clock in µs), read and
+// written with one SET ... GET: a counter ahead of the clock (a failover to
+// a server whose clock is behind) still gives strictly increasing tokens,
+// each one above it, and the counter keeps the last one issued.
+TEST_F(Lock, AFenceCounterAheadOfTheClockStillGivesIncreasingTokens) {
+  auto client = NewClient();
+  const std::string key =
+      internal::FenceCounterKey("lockfleet", LockKey("ahead"));
+  const Reply time = redis_->Execute({"TIME"});
+  const int64_t now_us = std::stoll(time.elements[0].str) * 1'000'000 +
+                         std::stoll(time.elements[1].str);
+  const int64_t ahead = now_us + 3'600'000'000;  // an hour ahead
+  redis_->Execute({"SET", key, std::to_string(ahead)});
+  for (int64_t expected = ahead + 1; expected <= ahead + 3; ++expected) {
+    AcquireResult r = client->TryAcquire("ahead");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.lease.fence(), expected);
+    EXPECT_EQ(redis_->Execute({"GET", key}).str, std::to_string(expected));
+    ASSERT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  }
+  // A counter behind the clock: the token is the clock.
+  redis_->Execute({"SET", key, "5"});
+  AcquireResult r = client->TryAcquire("ahead");
+  ASSERT_TRUE(r);
+  EXPECT_GE(r.lease.fence(), now_us);
+  EXPECT_EQ(redis_->Execute({"GET", key}).str, std::to_string(r.lease.fence()));
+}
+
+// What each step of a contended fair acquisition costs Redis, as INFO
+// commandstats counts it (each EVALSHA and every command inside): the
+// figures docs/lockcore.md gives ("What an acquisition costs Redis"). A
+// change that adds a command to a step fails here; one that removes some
+// updates the figures here and there.
+TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
+  const std::string lock = LockKey("cost");
+  const std::vector<std::string> keys{
+      lock, internal::FenceCounterKey("lockfleet", lock),
+      "lockfleet:{cost}:queue", "lockfleet:{cost}:waiters"};
+  auto fair = [&](const std::string& who, int call) {
+    return redis_->Eval(internal::AcquireFairScript(), keys,
+                        {who, "30000", who + std::to_string(call),
+                         "w" + who + std::to_string(call), "30000", "1"});
+  };
+  auto release = [&](const std::string& who, int call) {
+    std::vector<std::string> k = keys;
+    k.push_back("lockfleet:{cost}:latch:" + who + std::to_string(call));
+    return redis_->Eval(internal::ReleaseScript(), k,
+                        {who, "", who + std::to_string(call), "2000", "10000"});
+  };
+  auto spin = [&](const std::string& who, int call) {
+    return redis_->Eval(internal::SpinClaimScript(), {lock},
+                        {who, "30000", who + std::to_string(call),
+                         "w" + who + std::to_string(call)});
+  };
+  // The commands `step` runs (all but the test's own INFO and CONFIG), and
+  // what they were (for a failure's message).
+  std::string last_counted;
+  auto cost = [&](const std::function<Reply()>& step, int expected_reply,
+                  const char* what) {
+    redis_->Execute({"CONFIG", "RESETSTAT"});
+    Reply r = step();
+    const std::string stats = redis_->Execute({"INFO", "commandstats"}).str;
+    int64_t calls = 0;
+    std::string counted;
+    std::istringstream lines(stats);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t colon = line.find(':');
+      const size_t at = line.find("calls=");
+      if (line.rfind("cmdstat_", 0) != 0 || at == std::string::npos) continue;
+      const std::string name = line.substr(8, colon - 8);
+      if (name == "info" || name.rfind("config", 0) == 0) continue;
+      const int64_t n = std::stoll(line.substr(at + 6));
+      calls += n;
+      counted += " " + name + "=" + std::to_string(n);
+    }
+    EXPECT_EQ(r.elements.empty() ? -9 : r.elements[0].integer, expected_reply)
+        << what;
+    last_counted = std::string(what) + ":" + counted;
+    return calls;
+  };
+  // Every script once first, so none costs a load below.
+  ASSERT_EQ(fair("A", 0).elements[0].integer, 1);
+  ASSERT_EQ(fair("B", 0).elements[0].integer, 0);
+  ASSERT_EQ(spin("B", 0).elements[0].integer, 0);
+  ASSERT_EQ(release("A", 0).elements[0].integer, 3);
+  ASSERT_EQ(spin("B", 0).elements[0].integer, 1);
+  ASSERT_EQ(release("B", 0).elements[0].integer, 1);
+
+  ASSERT_EQ(fair("A", 1).elements[0].integer, 1);  // A holds
+  // B queues: a new queue (both keys' times to live set).
+  const int64_t queue = cost([&] { return fair("B", 1); }, 0, "queue");
+  EXPECT_EQ(queue, 8) << last_counted;
+  // C queues behind B: the keys live long enough, neither is written.
+  EXPECT_EQ(cost([&] { return fair("C", 1); }, 0, "queue behind"), 7)
+      << last_counted;
+  // B refreshes its presence (already queued).
+  EXPECT_EQ(cost([&] { return fair("B", 1); }, 0, "refresh"), 7)
+      << last_counted;
+  // A spin check that finds the lock still held.
+  EXPECT_EQ(cost([&] { return spin("B", 1); }, 0, "spin miss"), 2)
+      << last_counted;
+  // A releases: handed to B.
+  const int64_t hand_off = cost([&] { return release("A", 1); }, 3, "release");
+  EXPECT_EQ(hand_off, 11) << last_counted;
+  // B claims (after its event, or by a spin check: the same writes).
+  const int64_t claim = cost([&] { return fair("B", 1); }, 1, "claim");
+  EXPECT_EQ(claim, 4) << last_counted;
+  EXPECT_EQ(queue + claim + hand_off, 23);
+  ASSERT_EQ(release("B", 1).elements[0].integer, 3);  // handed to C
+  EXPECT_EQ(cost([&] { return spin("C", 1); }, 1, "spin claim"), 4)
+      << last_counted;
+}
+
+// Locks whose keys share a hash slot share its fence counter: a multi-lock
+// granting them in one script reads the clock once, so its second and third
+// tokens are the counter + 1 (the SET ... GET found it at the clock): still
+// distinct and increasing, the counter at the last.
+TEST_F(Lock, OneScriptGrantingLocksOfOneSlotGivesEachItsOwnToken) {
+  const std::string counter = "lockfleet:fence:{shared}";
+  std::vector<std::string> keys;
+  for (const char* name : {"a", "b", "c"}) {
+    const std::string base = std::string("lockfleet:{slot-") + name + "}";
+    keys.insert(keys.end(),
+                {base + ":lock", counter, base + ":queue", base + ":waiters"});
+  }
+  Reply r = redis_->Eval(internal::MultiAcquireScript(), keys,
+                         {"o", "30000", "1", "ha", "1", "hb", "1", "hc", "1"});
+  ASSERT_EQ(r.elements.size(), 7u);
+  ASSERT_EQ(r.elements[0].integer, 1);
+  EXPECT_EQ(r.elements[3].integer, r.elements[1].integer + 1);
+  EXPECT_EQ(r.elements[5].integer, r.elements[3].integer + 1);
+  EXPECT_EQ(redis_->Execute({"GET", counter}).str,
+            std::to_string(r.elements[5].integer));
+}
+
+// A claimed hand-off keeps its pending field (count 1 ends the hand-off):
+// nothing may read it as still pending. Its holder releases it and hands it
+// on; its owner token re-enters it by every path; inspect shows nothing
+// pending; the claimant's own late abandon gives back only its hold.
+TEST_F(Lock, AClaimedHandOffIsAnOrdinaryGrant) {
+  const std::string lock = LockKey("claimed");
+  const std::vector<std::string> keys{
+      lock, internal::FenceCounterKey("lockfleet", lock),
+      "lockfleet:{claimed}:queue", "lockfleet:{claimed}:waiters"};
+  auto fair = [&](const std::string& owner, const std::string& hold,
+                  const std::string& wid) {
+    return redis_->Eval(internal::AcquireFairScript(), keys,
+                        {owner, "30000", hold, wid, "30000", "1"});
+  };
+  auto with_latch = [&](const std::string& id) {
+    std::vector<std::string> k = keys;
+    k.push_back("lockfleet:{claimed}:latch:" + id);
+    return k;
+  };
+  auto release = [&](const std::string& owner, const std::string& hold) {
+    return redis_->Eval(internal::ReleaseScript(), with_latch(hold),
+                        {owner, "", hold, "2000", "10000"});
+  };
+  auto abandon = [&](const std::string& wid, const std::string& hold,
+                     const std::string& id) {
+    return redis_->Eval(internal::AbandonScript(), with_latch(id),
+                        {wid, "2000", "10000", hold});
+  };
+  ASSERT_EQ(fair("A", "ha", "wa").elements[0].integer, 1);
+  ASSERT_EQ(fair("B", "hb", "wb").elements[0].integer, 0);  // B queues
+  ASSERT_EQ(fair("C", "hc", "wc").elements[0].integer, 0);  // C behind
+  ASSERT_EQ(release("A", "ha").elements[0].integer, 3);     // handed to B
+  ASSERT_EQ(fair("B", "hb", "wb").elements[0].integer, 1);  // B claims
+  ASSERT_EQ(redis_->Execute({"HGET", lock, "pending"}).str, "wb");
+  auto client = NewClient();
+  EXPECT_EQ(client->Inspect("claimed").pending_waiter, "");
+  EXPECT_EQ(client->Inspect("claimed").hold_count, 1);
+  // B's owner token re-enters it: barging, fair under another waiter id,
+  // and a multi-lock.
+  Reply r = redis_->Eval(internal::AcquireScript(), {keys[0], keys[1]},
+                         {"B", "30000", "hb2"});
+  EXPECT_EQ(r.elements[0].integer, 1);
+  EXPECT_EQ(r.elements[2].integer, 2);
+  r = fair("B", "hb3", "wb3");
+  EXPECT_EQ(r.elements[0].integer, 1);
+  EXPECT_EQ(r.elements[2].integer, 3);
+  r = redis_->Eval(internal::MultiAcquireScript(), keys,
+                   {"B", "30000", "1", "hb4", "0"});
+  EXPECT_EQ(r.elements[0].integer, 1);
+  EXPECT_EQ(r.elements[2].integer, 4);
+  // Another owner is refused, and queues behind C.
+  EXPECT_EQ(fair("D", "hd", "wd").elements[0].integer, 0);
+  // B's late abandon of its wait (no hold of that call): nothing to pass
+  // on. With its hold: that hold given back, the grant still held.
+  EXPECT_EQ(abandon("wb", "", "ab1").elements[0].integer, 0);
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "owner"}).str, "B");
+  r = abandon("wb3", "hb3", "ab2");
+  EXPECT_EQ(r.elements[0].integer, 2);
+  EXPECT_EQ(r.elements[1].integer, 3);
+  EXPECT_EQ(release("B", "hb2").elements[0].integer, 2);
+  EXPECT_EQ(release("B", "hb4").elements[0].integer, 2);
+  // The last hold released: handed on to C, the next in the queue.
+  r = release("B", "hb");
+  ASSERT_EQ(r.elements[0].integer, 3);
+  EXPECT_EQ(r.elements[1].str, "wc");
+  EXPECT_EQ(client->Inspect("claimed").pending_waiter, "wc");
+}
+
+// The queue's two keys outlive every queued waiter's presence deadline,
+// waiters with different presence windows too, while a waiter that joins a
+// queue whose keys live long enough writes neither.
+TEST_F(Lock, TheQueueOutlivesEveryPresenceWithoutARefreshOnEveryCall) {
+  const std::string lock = LockKey("keep");
+  const std::vector<std::string> keys{
+      lock, internal::FenceCounterKey("lockfleet", lock),
+      "lockfleet:{keep}:queue", "lockfleet:{keep}:waiters"};
+  // `who` joins or refreshes with `presence` ms, the two keys living
+  // `before` ms (0: as they are) first; then both keys' PTTLs.
+  auto fair = [&](const std::string& who, const std::string& presence,
+                  const char* before = nullptr) {
+    for (int k : {2, 3})
+      if (before) redis_->Execute({"PEXPIRE", keys[k], before});
+    Reply r = redis_->Eval(internal::AcquireFairScript(), keys,
+                           {who, "30000", "h" + who, "w" + who, presence, "1"});
+    EXPECT_EQ(r.elements[0].integer, who == "A" ? 1 : 0) << who;
+    return std::pair{redis_->Execute({"PTTL", keys[2]}).integer,
+                     redis_->Execute({"PTTL", keys[3]}).integer};
+  };
+  fair("A", "30000");  // A holds
+  // B (presence 60 s) makes the queue: both keys live 120 s.
+  auto [queue, waiters] = fair("B", "60000");
+  EXPECT_GT(queue, 110'000);
+  EXPECT_GT(waiters, 110'000);
+  // C (10 s) joins: the keys live long enough; not shortened.
+  auto [queue2, waiters2] = fair("C", "10000");
+  EXPECT_LE(queue2, queue);
+  EXPECT_GT(queue2, 110'000);
+  EXPECT_GT(waiters2, 110'000);
+  // The keys run low (as if 100 s went by): D (presence 60 s) would
+  // outlive them, so both are extended to 120 s.
+  std::tie(queue, waiters) = fair("D", "60000", "20000");
+  EXPECT_GT(queue, 110'000);
+  EXPECT_GT(waiters, 110'000);
+  // A refresh of C (10 s) with the keys at 20 s: enough, untouched.
+  std::tie(queue, waiters) = fair("C", "10000", "20000");
+  EXPECT_LE(queue, 20'000);
+  EXPECT_GT(queue, 15'000);
+  EXPECT_LE(waiters, 20'000);
+  // ... and of B (60 s): extended to 120 s, never less than its deadline.
+  std::tie(queue, waiters) = fair("B", "60000");
+  EXPECT_GT(queue, 110'000);
+  EXPECT_GT(waiters, 110'000);
 }
 
 TEST_F(Lock, InspectReportsEverything) {

@@ -211,12 +211,14 @@ TEST_F(Spin, ACheckClaimsOnlyAGrantPendingToItsOwnWaiter) {
     EXPECT_EQ(r.elements[2].str, "o1");
     EXPECT_EQ(redis_->Execute({"HGET", key, "pending"}).str, "w:1");
   }
-  // The grantee claims it: its hold, its lease, nothing pending.
+  // The grantee claims it: its hold, its lease, nothing pending (count 1:
+  // the pending field left behind means nothing).
   r = check("o1", "w:1");
   ASSERT_EQ(r.elements[0].integer, 1);
   EXPECT_EQ(r.elements[1].integer, 7);
-  EXPECT_EQ(redis_->Execute({"HEXISTS", key, "pending"}).integer, 0);
   EXPECT_EQ(redis_->Execute({"HGET", key, "count"}).str, "1");
+  EXPECT_EQ(redis_->Execute({"HGET", key, "pending"}).str, "w:1");
+  EXPECT_EQ(SpinClient()->Inspect("s").pending_waiter, "");
   EXPECT_EQ(redis_->Execute({"HGET", key, "h:hold-1"}).str, "1");
   EXPECT_GT(redis_->Execute({"PTTL", key}).integer, 2000);
   // A second check (a retry whose first reply was lost) claims nothing
@@ -243,7 +245,7 @@ TEST_F(Spin, ARefusedAttemptReportsItsPlaceInTheQueue) {
         {"o-" + waiter, "5000", "h-" + waiter, waiter, "3000", enqueue});
   };
   Reply r = attempt("w:1", "1");
-  ASSERT_EQ(r.elements.size(), 6u);
+  ASSERT_EQ(r.elements.size(), 7u);
   EXPECT_EQ(r.elements[0].integer, 0);
   EXPECT_EQ(r.elements[3].integer, 1);
   EXPECT_EQ(r.elements[5].integer, held.lease.fence()) << "behind this grant";
@@ -251,6 +253,7 @@ TEST_F(Spin, ARefusedAttemptReportsItsPlaceInTheQueue) {
   // moment ago, well under a minute.
   EXPECT_GE(r.elements[4].integer, 0);
   EXPECT_LT(r.elements[4].integer, 60'000'000);
+  EXPECT_EQ(r.elements[6].integer, 0) << "a new grant, not a hand-off";
   r = attempt("w:2", "1");
   EXPECT_EQ(r.elements[3].integer, 2);
   r = attempt("w:1", "1");  // a refresh keeps its place
@@ -262,12 +265,21 @@ TEST_F(Spin, ARefusedAttemptReportsItsPlaceInTheQueue) {
   redis_->Execute({"HSET", lock, "fence", "99999999999999999"});
   r = attempt("w:1", "1");
   EXPECT_EQ(r.elements[4].integer, -1);
-  // A claimed hand-off: the hold's age counts from the claim ("at").
-  redis_->Execute({"HSET", lock, "at", "1"});  // (long ago: unknown)
+  // A claimed hand-off (count 1, the claimed pending field left behind):
+  // its age counts from its fence, as any grant's, and it says it is one
+  // (its hold began at the claim, later).
+  const Reply time = redis_->Execute({"TIME"});
+  const std::string now_us =
+      std::to_string(std::stoll(time.elements[0].str) * 1'000'000 +
+                     std::stoll(time.elements[1].str));
+  redis_->Execute({"HSET", lock, "fence", now_us, "pending", "w:9"});
   r = attempt("w:1", "1");
-  EXPECT_EQ(r.elements[4].integer, -1);
-  // A hand-off not claimed yet: -2 (the hold has not begun).
-  redis_->Execute({"HSET", lock, "pending", "w:9"});
+  EXPECT_GE(r.elements[4].integer, 0);
+  EXPECT_LT(r.elements[4].integer, 60'000'000);
+  EXPECT_EQ(r.elements[6].integer, 1);
+  // A hand-off not claimed yet (no hold: count 0): -2 (the hold has not
+  // begun).
+  redis_->Execute({"HSET", lock, "count", "0"});
   r = attempt("w:1", "1");
   EXPECT_EQ(r.elements[4].integer, -2);
 }
@@ -292,7 +304,7 @@ TEST_F(Spin, PlacesPast64AreUnknownAndTheQueueOutlivesEveryPresence) {
     Reply r = redis_->Eval(
         internal::AcquireFairScript(), keys,
         {"o-" + w, "5000", "h-" + w, w, std::to_string(presence_ms), "1"});
-    EXPECT_EQ(r.elements.size(), 6u);
+    EXPECT_EQ(r.elements.size(), 7u);
     EXPECT_EQ(r.elements[0].integer, 0);
     return r.elements[3].integer;
   };
