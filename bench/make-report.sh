@@ -126,7 +126,7 @@ for shape in "${shapes[@]}"; do
     run_cell "kafka-fair p=$p t=$t h=$h" --mode kafka --fair "${many[@]}" "${common[@]}"
     if [[ -n "$real_bootstrap" && $h == 1 ]]; then
       run_cell "kafka-real-fair p=$p t=$t h=$h" --mode kafka --fair \
-        --kafka "$real_bootstrap" --fetch-wait-ms 100 "${many[@]}" "${common[@]}"
+        --kafka "$real_bootstrap" "${many[@]}" "${common[@]}"
     fi
     run_cell "kafka-barging p=$p t=$t h=$h" --mode kafka --no-fair "${common[@]}"
     run_cell "local p=$p t=$t h=$h" --mode local "${common[@]}"
@@ -138,7 +138,7 @@ done
 run_cell "event-latency" --mode kafka --processes 2 --event-latency 2000
 if [[ -n "$real_bootstrap" ]]; then
   run_cell "event-latency-real" --mode kafka --processes 2 --event-latency 2000 \
-    --kafka "$real_bootstrap" --fetch-wait-ms 100
+    --kafka "$real_bootstrap"
 fi
 # Idle cost: 33 processes, the first to get the lock holds it for the whole
 # run, so 32 stay parked; the host's CPU over the window.

@@ -295,7 +295,7 @@ warm-up, and merges the wall-clock records of every critical section.
 ```sh
 lockfleet bench --processes 8 --hold-ms 1 --seconds 5            # table
 lockfleet bench --mode floor --processes 8 --repeat 3            # the floor
-lockfleet bench --kafka kafka-local --fetch-wait-ms 100 --processes 8 --repeat 3
+lockfleet bench --kafka kafka-local --processes 8 --repeat 3
 bench/make-report.sh                                             # this report, ~25 min
 ```
 
@@ -305,7 +305,8 @@ one round trip per hand-off, no lease, no owner, no fencing), **kafka** (the
 product: wake-ups through Kafka unlock events, fair by default) on the
 embedded broker and, as **kafka-real-fair**, on a real Apache Kafka broker
 (Kafka 2.1.1 from `../shared/kafka`, one broker for the whole report, fetch
-wait 100 ms: a real broker answers a fetch as soon as an event arrives),
+wait auto, the default: 500 ms on a real broker, which answers a fetch as
+soon as an event arrives),
 **kafka barging** (`--no-fair`), **local** (no Kafka: same-process wake-ups
 and bounded parks only), **poll** (a naive baseline: `TryAcquire` every 1 ms
 or 100 ms). Every contender loops acquire → hold H → release → acquire again
@@ -337,7 +338,7 @@ released. Gaps are in ms, with the number of hand-offs in parentheses.
 ## One-way event latency
 
 - embedded broker (fetch wait 1 ms): {lat}
-- real broker (kafka-local, fetch wait 100 ms): {lat_real}
+- real broker (kafka-local, fetch wait auto: 500 ms): {lat_real}
 
 ## Results, hold 1 ms
 
