@@ -24,8 +24,14 @@ namespace {
 using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
 
-constexpr int kConsumeTimeoutMs =
-    100;  // bounds stop latency, not wake-up latency
+// How long one consume may block. It bounds no wake-up (a message ends it
+// at once) and no stop (the destructor yields the consumer's queue): only
+// the consumer thread's own work between consumes. Short while that work
+// is due often (assign retries until the topic is assigned; targeted
+// fan-out's retargets), else long, so an idle process's consumer thread
+// wakes about once a second instead of ten times.
+constexpr int kConsumeTimeoutMs = 100;
+constexpr int kIdleConsumeTimeoutMs = 1000;
 constexpr milliseconds kAssignRetry{
     200};  // while the topic or broker is missing
 constexpr auto kMetadataRefresh =
@@ -145,7 +151,14 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
 
   ~Impl() override {
     stop.store(true);
+    // Ends a consume in progress (or the next one: a yield is kept until
+    // a poll takes it). Run sets the queue before it checks `stop`, and we
+    // set `stop` before we read the queue: one of us sees the other.
+    if (rd_kafka_queue_t* queue = consume_queue.load())
+      rd_kafka_queue_yield(queue);
     if (thread.joinable()) thread.join();
+    if (rd_kafka_queue_t* queue = consume_queue.load())
+      rd_kafka_queue_destroy(queue);
     consumer->close();
     producer->flush(1000);
   }
@@ -236,17 +249,21 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     while (!stop.load() && fetch_wait_ms.load() < 0) {
       if (!ChooseFetchWait()) producer->poll(kAssignRetry.count());
     }
+    // The consumer is final now (ChooseFetchWait may have replaced it).
+    consume_queue.store(rd_kafka_queue_get_consumer(consumer->c_ptr()));
+    bool assigned = false;
     while (!stop.load()) {
       if (Steady::now() >= next_assign) {
+        assigned = TryAssign();
         next_assign =
-            Steady::now() + (TryAssign() ? kMetadataRefresh : kAssignRetry);
+            Steady::now() + (assigned ? kMetadataRefresh : kAssignRetry);
       }
       if (targeted() && Steady::now() >= next_retarget) {
         next_retarget = Steady::now() + kRetargetEvery;
         Retarget();
       }
-      std::unique_ptr<RdKafka::Message> msg(
-          consumer->consume(kConsumeTimeoutMs));
+      std::unique_ptr<RdKafka::Message> msg(consumer->consume(
+          assigned && !targeted() ? kIdleConsumeTimeoutMs : kConsumeTimeoutMs));
       if (msg) Handle(*msg);
       producer->poll(0);
     }
@@ -590,6 +607,9 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
   // in targeted fan-out by waiting threads (Watch: only once target_count
   // is set, after the first assignment).
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  // The consumer's queue, once Run's consume loop starts (the destructor
+  // yields it to end a consume at once; destroyed after the thread ends).
+  std::atomic<rd_kafka_queue_t*> consume_queue{nullptr};
   // NotifierStats::fetch_wait_ms; -1 while ChooseFetchWait has to run.
   std::atomic<int64_t> fetch_wait_ms{-1};
   std::thread thread;
