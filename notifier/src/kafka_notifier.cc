@@ -28,8 +28,8 @@ using Steady = std::chrono::steady_clock;
 // at once) and no stop (the destructor yields the consumer's queue): only
 // the consumer thread's own work between consumes. Short while that work
 // is due often (assign retries until the topic is assigned; targeted
-// fan-out's retargets), else long, so an idle process's consumer thread
-// wakes about once a second instead of ten times.
+// fan-out's retargets; delivery reports to serve), else long, so an idle
+// process's consumer thread wakes about once a second instead of ten times.
 constexpr int kConsumeTimeoutMs = 100;
 constexpr int kIdleConsumeTimeoutMs = 1000;
 constexpr milliseconds kAssignRetry{
@@ -262,8 +262,12 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
         next_retarget = Steady::now() + kRetargetEvery;
         Retarget();
       }
-      std::unique_ptr<RdKafka::Message> msg(consumer->consume(
-          assigned && !targeted() ? kIdleConsumeTimeoutMs : kConsumeTimeoutMs));
+      // Events still waiting for their delivery reports (served by the
+      // poll below) keep the short timeout: their counters stay prompt,
+      // and a small queue.buffering.max.messages is not held full.
+      const bool idle = assigned && !targeted() && producer->outq_len() == 0;
+      std::unique_ptr<RdKafka::Message> msg(
+          consumer->consume(idle ? kIdleConsumeTimeoutMs : kConsumeTimeoutMs));
       if (msg) Handle(*msg);
       producer->poll(0);
     }
