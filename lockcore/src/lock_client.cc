@@ -300,11 +300,11 @@ LockCore::Attempt LockCore::TryOnce(
     if (!spin_check) contended_.fetch_add(1, std::memory_order_relaxed);
     out.ttl_ms = Element(r, 1, "acquire").integer;
     out.holder = Element(r, 2, "acquire").str;
-    if (r.elements.size() > 5) {
+    if (r.elements.size() > 6) {  // a fair refusal that queued
       out.place = static_cast<int>(r.elements[3].integer);
       out.age_us = r.elements[4].integer;
       out.place_fence = r.elements[5].integer;
-      out.handed_off = r.elements.size() > 6 && r.elements[6].integer == 1;
+      out.handed_off = r.elements[6].integer == 1;
     }
     return out;
   }

@@ -29,9 +29,6 @@ end
 local function now_ms()
   return math.floor(now_us() / 1000)
 end
--- The next fencing token of the slot's counter (K[2]): above the last one
--- issued, and never below the server's clock in microseconds, so a counter
--- rolled back by a failover or an empty restart does not issue a token again.
 -- fence_after(last, now_u): the token after `last` (a stored token, or nil):
 -- max(last + 1, server us). `now_u` (optional): the server's clock in us if
 -- the caller read it already (one TIME per script). Also a read-write lock's
@@ -42,16 +39,18 @@ local function fence_after(last, now_u)
   if fence < now then fence = now end
   return fence
 end
--- One command as a rule: the counter is set to the server's clock and its
--- old value read back in the same SET; only when that old value is not
--- below the clock (a second token in the same microsecond, or a counter
--- ahead of this server's clock) is it set again, to old value + 1.
+-- The next fencing token of the slot's counter (K[2]), fence_after the last
+-- one issued: above it, and never below the server's clock in microseconds,
+-- so a counter rolled back by a failover or an empty restart does not issue
+-- a token again. One command as a rule: the counter is set to the clock and
+-- its old value read back in the same SET; only when the token is not the
+-- clock (a second token in the same microsecond, or a counter ahead of this
+-- server's clock) is it set again.
 local function next_fence(now_u)
   local now = now_u or now_us()
-  local last = tonumber(redis.call('SET', K[2], string.format('%d', now), 'GET') or '0') or 0
-  if last < now then return now end
-  redis.call('SET', K[2], string.format('%d', last + 1))
-  return last + 1
+  local fence = fence_after(redis.call('SET', K[2], string.format('%d', now), 'GET'), now)
+  if fence ~= now then redis.call('SET', K[2], string.format('%d', fence)) end
+  return fence
 end
 -- The waiter a hand-off is pending to, from the lock hash's count and
 -- pending fields (as HMGET returns them): a hand-off is unclaimed while the
