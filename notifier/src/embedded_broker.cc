@@ -4,6 +4,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <mutex>
+#include <vector>
 
 #include "lockfleet/lockcore/error.h"
 #include "tcp_forwarder.h"
@@ -84,6 +85,16 @@ class EmbeddedBroker::Impl {
     rd_kafka_mock_broker_set_up(cluster_, -1);
   }
 
+  void FailRequests(int api_key, int count, int kafka_error) {
+    if (count <= 0) return;
+    std::vector<rd_kafka_resp_err_t> errors(
+        static_cast<size_t>(count),
+        static_cast<rd_kafka_resp_err_t>(kafka_error));
+    std::lock_guard lock(mu_);
+    rd_kafka_mock_push_request_errors_array(
+        cluster_, static_cast<int16_t>(api_key), errors.size(), errors.data());
+  }
+
   std::string bootstrap_;
 
  private:
@@ -105,5 +116,8 @@ void EmbeddedBroker::CreateTopic(const std::string& topic, int partitions) {
 }
 void EmbeddedBroker::SetDown() { impl_->SetDown(); }
 void EmbeddedBroker::SetUp() { impl_->SetUp(); }
+void EmbeddedBroker::FailRequests(int api_key, int count, int kafka_error) {
+  impl_->FailRequests(api_key, count, kafka_error);
+}
 
 }  // namespace lockfleet::notifier

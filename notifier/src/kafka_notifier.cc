@@ -341,30 +341,50 @@ class KafkaNotifier::Impl final : public RdKafka::DeliveryReportCb,
     return true;
   }
 
-  // Broadcast: assigns all `count` partitions at their current end.
+  // Broadcast: assigns partitions at their current end: all `count` at
+  // first (or if the topic shrank: deleted and made again), only the added
+  // ones when it grew (the others keep their positions). Returns false to
+  // retry soon.
   bool AssignAll(int count) {
-    // Fix each start offset now (rather than OFFSET_END, resolved later), so
-    // that "ready" really means: every event published from here on is seen.
-    // offsetsForTimes with timestamp -1 answers each partition's end offset.
+    // Fix each start offset now, so that "ready" really means: every event
+    // published from here on is seen. offsetsForTimes with timestamp -1
+    // answers each partition's end offset. When the broker cannot say, try
+    // again: OFFSET_END would be resolved later, by the fetcher, and an
+    // event published in between would never be seen by this process.
     // (query_watermark_offsets would do too, but librdkafka 2.0.2 retries it
     // past its timeout while a broker connection flaps, and this thread
     // must never hang: the destructor joins it.)
+    const int first = count > partitions.load() ? partitions.load() : 0;
     std::vector<RdKafka::TopicPartition*> parts;
-    for (int p = 0; p < count; ++p) {
+    for (int p = first; p < count; ++p) {
       parts.push_back(RdKafka::TopicPartition::create(options.topic, p, -1));
     }
-    if (consumer->offsetsForTimes(parts, 1000) != RdKafka::ERR_NO_ERROR) {
-      for (RdKafka::TopicPartition* tp : parts)
-        tp->set_offset(RdKafka::Topic::OFFSET_END);
+    struct Destroy {
+      std::vector<RdKafka::TopicPartition*>& parts;
+      ~Destroy() { RdKafka::TopicPartition::destroy(parts); }
+    } destroy{parts};
+    RdKafka::ErrorCode rc = consumer->offsetsForTimes(parts, 1000);
+    for (const RdKafka::TopicPartition* tp : parts) {
+      if (rc != RdKafka::ERR_NO_ERROR) break;
+      if (tp->err() != RdKafka::ERR_NO_ERROR)
+        rc = tp->err();
+      else if (tp->offset() < 0)
+        rc = RdKafka::ERR__BAD_MSG;
     }
-    for (RdKafka::TopicPartition* tp : parts) {
-      if (tp->err() != RdKafka::ERR_NO_ERROR || tp->offset() < 0) {
-        tp->set_offset(RdKafka::Topic::OFFSET_END);
-      }
-    }
-    const RdKafka::ErrorCode rc = consumer->assign(parts);
-    RdKafka::TopicPartition::destroy(parts);
     if (rc != RdKafka::ERR_NO_ERROR) {
+      WaitingForKafka("cannot look up the end offsets of '" + options.topic +
+                      "': " + RdKafka::err2str(rc) + " (retrying)");
+      return false;
+    }
+    if (first == 0) {
+      rc = consumer->assign(parts);
+    } else {
+      std::unique_ptr<RdKafka::Error> error(
+          consumer->incremental_assign(parts));
+      if (error) rc = error->code();
+    }
+    if (rc != RdKafka::ERR_NO_ERROR) {
+      consumer_errors.fetch_add(1, std::memory_order_relaxed);
       logs.Log("assign", LogLevel::kError,
                "assign failed: " + RdKafka::err2str(rc), log);
       return false;

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -87,6 +89,85 @@ TEST_P(Wakeups, ALatchOpenedInOneProcessWakesTheAwaitersOfTheOthers) {
     EXPECT_EQ(f.get(), AwaitStatus::kOpened);
   }
   EXPECT_EQ(opener.locks->stats().events_published, 1u);
+}
+
+// The names of the unlock events a notifier receives (its test hook).
+class ReceivedNames {
+ public:
+  explicit ReceivedNames(KafkaNotifier& notifier) : notifier_(notifier) {
+    notifier_.SetOnEventForTesting([this](const UnlockEvent& e) {
+      std::lock_guard lock(mu_);
+      names_.insert(e.lock);
+    });
+  }
+  // The hook runs under the notifier's lock, which this takes: no call of
+  // it is left running.
+  ~ReceivedNames() { notifier_.SetOnEventForTesting(nullptr); }
+  // Waits up to `timeout` for `want`; returns the names received.
+  std::set<std::string> WaitFor(const std::set<std::string>& want,
+                                milliseconds timeout) {
+    WaitUntil(
+        [&] {
+          std::lock_guard lock(mu_);
+          return std::includes(names_.begin(), names_.end(), want.begin(),
+                               want.end());
+        },
+        timeout);
+    std::lock_guard lock(mu_);
+    return names_;
+  }
+
+ private:
+  KafkaNotifier& notifier_;
+  std::mutex mu_;
+  std::set<std::string> names_;
+};
+
+// Publishes a plain release event of each lock in `names`.
+void PublishReleases(KafkaNotifier& notifier,
+                     const std::set<std::string>& names) {
+  for (const std::string& name : names) {
+    UnlockEvent e;
+    e.lock = name;
+    e.owner = "o";
+    e.client_id = "c";
+    e.fence = 1;
+    notifier.Publish(e);
+  }
+}
+
+// An operator adds partitions to the unlock topic: each notifier fetches
+// them too from its next metadata refresh (10 s), the ones it had keep their
+// positions (an incremental assignment), and events on every partition
+// arrive.
+TEST_P(Wakeups, PartitionsAddedToTheTopicAreFetchedToo) {
+  if (!real())
+    GTEST_SKIP() << "librdkafka's mock cluster cannot add partitions";
+  KafkaOptions k;
+  k.bootstrap = bootstrap();
+  k.topic = unlock_topic();
+  k.log = Quiet;
+  KafkaNotifier listener(k);
+  ReceivedNames received(listener);
+  ASSERT_TRUE(listener.WaitUntilReady(seconds(30)));
+  ASSERT_EQ(listener.stats().partitions, 3);
+  ASSERT_EQ(
+      lockfleet::testing::AddKafkaPartitions(bootstrap(), unlock_topic(), 6),
+      "");
+  ASSERT_TRUE(
+      WaitUntil([&] { return listener.stats().partitions == 6; }, seconds(30)));
+  EXPECT_EQ(listener.stats().fetched_partitions, 6);
+  KafkaNotifier publisher(k);  // starts with all six
+  ASSERT_TRUE(publisher.WaitUntilReady(seconds(30)));
+  ASSERT_EQ(publisher.stats().partitions, 6);
+  std::set<std::string> names;  // one per partition
+  std::set<int32_t> covered;
+  for (int i = 0; covered.size() < 6; ++i) {
+    const std::string name = "grown-" + std::to_string(i);
+    if (covered.insert(UnlockPartition(name, 6)).second) names.insert(name);
+  }
+  PublishReleases(publisher, names);
+  EXPECT_EQ(received.WaitFor(names, seconds(15)), names);
 }
 
 // An event is routed by its lock: one for a lock nobody waits on is decoded
@@ -426,8 +507,11 @@ TEST_P(Targeted, EveryPrimitivesWaitFetchesItsPartition) {
   // latch's is added.
   Process waiter(redis_->url(), bootstrap(),
                  Options(FanOut::kTargeted, seconds(600)));
-  const std::string sem = NameOn(2, "sem:");
-  const std::string latch = NameOn(3, "latch:");
+  // Names of each broker's own: one Redis serves the suite (the whole
+  // binary run at once runs both).
+  const std::string prefix = real() ? "real-" : "";
+  const std::string sem = NameOn(2, prefix + "sem:");
+  const std::string latch = NameOn(3, prefix + "latch:");
   ASSERT_TRUE(other.locks->Semaphore(sem).TrySetPermits(1));
   PermitResult taken = other.locks->Semaphore(sem).TryAcquire(1);
   ASSERT_TRUE(taken);
@@ -634,6 +718,27 @@ TEST_F(Notifier, AnIdleNotifierStopsWithoutWaitingOutItsConsume) {
   }
   EXPECT_LT(stopping, seconds(3))
       << std::chrono::duration_cast<milliseconds>(stopping).count() << " ms";
+}
+
+// "Ready" promises that every unlock event published from then on is seen:
+// the start offsets are fixed before it. When the broker fails the offset
+// lookup, the notifier tries again rather than starting at "the end,
+// resolved later" — an end the broker may find only after the next event,
+// which that process would then never see.
+TEST(NotifierReady, EveryEventAfterReadyIsSeenWhenOffsetLookupsFail) {
+  EmbeddedBroker broker;  // its own: the injected errors stay in this test
+  constexpr int kListOffsets = 2;
+  broker.FailRequests(kListOffsets, 4);
+  KafkaOptions k;
+  k.bootstrap = broker.bootstrap();
+  k.log = Quiet;
+  KafkaNotifier notifier(k);
+  ReceivedNames received(notifier);
+  ASSERT_TRUE(notifier.WaitUntilReady(seconds(30)));
+  const std::set<std::string> names{"first", "second"};
+  PublishReleases(notifier, names);
+  EXPECT_EQ(received.WaitFor(names, seconds(10)), names);
+  EXPECT_GT(notifier.stats().consumer_errors, 0u);  // the lookups failed
 }
 
 TEST_F(Notifier, FixedPortBootstrapThroughTheForwarder) {

@@ -44,6 +44,12 @@ class EmbeddedBroker {
   void SetDown();
   void SetUp();
 
+  // Fault injection (tests): the next `count` requests of Kafka API
+  // `api_key` (2: ListOffsets, 1: Fetch, 0: Produce, ...) are answered with
+  // the error `kafka_error` (a Kafka protocol error code; the default, 6, is
+  // NOT_LEADER_FOR_PARTITION). Requests already answered are not affected.
+  void FailRequests(int api_key, int count, int kafka_error = 6);
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

@@ -22,20 +22,23 @@
 // Receiving, FanOut::kBroadcast (the default): the consumer assign()s every
 // partition of the topic at its end offset, with no consumer-group
 // membership, so every process sees every unlock from the moment it
-// started. FanOut::kTargeted, for large fleets: the consumer fetches only
-// the partitions of the names its subscribed clients are waiting on right
-// now. A client's waiting call tells the notifier (UnlockInterest) before
-// its first park, after an attempt that did not get the lock; a partition
-// not fetched yet is assigned then, targeted_replay records before its end
-// (OFFSET_TAIL), so the events published between that attempt and the
-// broker resolving the start offset are read too (an event already read
-// wakes nobody: a hint, and the waiter asks Redis); a partition nobody
-// waits on any more stays assigned for targeted_linger, then is dropped.
-// Holders are not waiters: a force-unlock event for a lock held here reaches
-// the holder only if its partition is fetched (else its next renewal or release
-// tells it). Either way each event is decoded once and handed to every
-// subscribed LockClient, which wakes at most one of its waiters on that lock.
-// Malformed records are counted and dropped.
+// started. The end offsets are looked up before the assignment (tried again
+// until the broker answers them), so ready means that no later event is
+// missed. Partitions added to the topic are assigned the same way at the
+// next metadata refresh (every 10 s); the others keep their positions.
+// FanOut::kTargeted, for large fleets: the consumer fetches only the partitions
+// of the names its subscribed clients are waiting on right now. A client's
+// waiting call tells the notifier (UnlockInterest) before its first park, after
+// an attempt that did not get the lock; a partition not fetched yet is assigned
+// then, targeted_replay records before its end (OFFSET_TAIL), so the events
+// published between that attempt and the broker resolving the start offset are
+// read too (an event already read wakes nobody: a hint, and the waiter asks
+// Redis); a partition nobody waits on any more stays assigned for
+// targeted_linger, then is dropped. Holders are not waiters: a force-unlock
+// event for a lock held here reaches the holder only if its partition is
+// fetched (else its next renewal or release tells it). Either way each event is
+// decoded once and handed to every subscribed LockClient, which wakes at most
+// one of its waiters on that lock. Malformed records are counted and dropped.
 //
 // Authentication (optional): with event_keys set, every published event is
 // signed with HMAC-SHA256 under the first key, and a received event that is
