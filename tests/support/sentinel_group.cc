@@ -62,12 +62,12 @@ SentinelGroup::SentinelGroup(Options options) : options_(std::move(options)) {
   const bool ready = WaitUntil(
       [&] {
         for (auto& s : sentinels_) {
-          auto client = Client(s->url());
+          RedisClient& client = Poller(s->url());
           try {
             const Reply replicas =
-                client->Execute({"SENTINEL", "replicas", name});
+                client.Execute({"SENTINEL", "replicas", name});
             const Reply others =
-                client->Execute({"SENTINEL", "sentinels", name});
+                client.Execute({"SENTINEL", "sentinels", name});
             if (replicas.elements.size() != nodes_.size() - 1 ||
                 others.elements.size() != sentinels_.size() - 1) {
               return false;
@@ -116,10 +116,16 @@ std::unique_ptr<RedisClient> SentinelGroup::Client(
   return std::make_unique<RedisClient>(o);
 }
 
+RedisClient& SentinelGroup::Poller(const std::string& url) {
+  std::unique_ptr<RedisClient>& client = pollers_[url];
+  if (!client) client = Client(url);
+  return *client;
+}
+
 int SentinelGroup::MasterIndex() {
   for (auto& s : sentinels_) {
     try {
-      const Reply r = Client(s->url())->Execute(
+      const Reply r = Poller(s->url()).Execute(
           {"SENTINEL", "get-master-addr-by-name", options_.master_name});
       if (r.elements.size() == 2)
         return IndexOfPort(std::stoi(r.elements[1].str));
@@ -136,7 +142,7 @@ int SentinelGroup::WaitForNewMaster(int old_index) {
         int agreed = -1;
         for (auto& s : sentinels_) {
           try {
-            const Reply r = Client(s->url())->Execute(
+            const Reply r = Poller(s->url()).Execute(
                 {"SENTINEL", "get-master-addr-by-name", options_.master_name});
             if (r.elements.size() != 2) return false;
             const int index = IndexOfPort(std::stoi(r.elements[1].str));
@@ -149,7 +155,7 @@ int SentinelGroup::WaitForNewMaster(int old_index) {
         }
         if (agreed < 0) return false;
         try {
-          const Reply role = Client(nodes_[agreed]->url())->Execute({"ROLE"});
+          const Reply role = Poller(nodes_[agreed]->url()).Execute({"ROLE"});
           if (role.elements.empty() || role.elements[0].str != "master")
             return false;
         } catch (const Error&) {
@@ -169,8 +175,8 @@ int SentinelGroup::Failover() {
         // -NOGOODSLAVE until a replica looks healthy to this sentinel.
         try {
           const Reply r =
-              Client(sentinels_[0]->url())
-                  ->Execute({"SENTINEL", "FAILOVER", options_.master_name});
+              Poller(sentinels_[0]->url())
+                  .Execute({"SENTINEL", "FAILOVER", options_.master_name});
           return r.str == "OK";
         } catch (const Error&) {
           return false;
@@ -188,8 +194,8 @@ bool SentinelGroup::WaitForReplicas(size_t count) {
             nodes_.size() == 1 || sentinels_.empty() ? 0 : MasterIndex();
         if (master < 0) return false;
         try {
-          const std::string info = Client(nodes_[master]->url())
-                                       ->Execute({"INFO", "replication"})
+          const std::string info = Poller(nodes_[master]->url())
+                                       .Execute({"INFO", "replication"})
                                        .str;
           if (Field(info, "connected_slaves") != static_cast<long long>(count))
             return false;

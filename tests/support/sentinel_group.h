@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,12 +62,21 @@ class SentinelGroup {
   std::unique_ptr<RedisClient> Client(const std::string& url) const;
 
  private:
+  // The client the waits above poll `url` through: one per endpoint, kept
+  // (it reconnects on the next use after a failure). A new client per poll
+  // opened hundreds of connections a second, and each closed one stays in
+  // TIME_WAIT for 60 s: thousands of entries in /proc/net/tcp, which made
+  // every kafka-local start of the same ctest run (it reads that file in
+  // bash) take a minute instead of seconds.
+  RedisClient& Poller(const std::string& url);
+
   int IndexOfPort(int port) const;
   int Port(const RedisServer& server) const;
 
   Options options_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
+  std::map<std::string, std::unique_ptr<RedisClient>> pollers_;
 };
 
 }  // namespace lockfleet::testing
