@@ -3,7 +3,9 @@
 // products (one lock each, the default 30 s lease); one of them is SIGKILLed
 // and restarted on its state directory every 2 s for 20 s, as a
 // crash-looping pod would be. Run on the embedded broker and on a real
-// Apache Kafka broker (kafka-local).
+// Apache Kafka broker (kafka-local: the ctest run's shared one, on topics
+// and a group of this test's own, created with 8 partitions each as the
+// embedded broker makes them).
 //
 // Before the fix the fleet made no progress at all in that window: every
 // killed process stranded the product locks it held for a whole lease, and
@@ -32,6 +34,7 @@
 #include "lockfleet/notifier/job_topic.h"
 #include "lockfleet/worker/builtin_handlers.h"
 #include "lockfleet/worker/job.h"
+#include "support/kafka_admin.h"
 #include "support/real_kafka.h"
 #include "support/redis_server.h"
 #include "support/wait_until.h"
@@ -44,6 +47,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr int kProducts = 10;
+constexpr int kPartitions = 8;
 constexpr int kStable = 3;  // workers w0..w2; w3 crash-loops
 constexpr auto kUndisturbed = seconds(8);
 constexpr auto kKillWindow = seconds(20);
@@ -61,13 +65,23 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     if (real()) {
       LOCKFLEET_SKIP_UNLESS_REAL_KAFKA();
-      real_ = std::make_unique<RealKafka>(std::vector<std::string>{
-          "num.partitions=8", "offsets.topic.num.partitions=1"});
+      // The shared broker (a private one when run by hand): names of this
+      // test's own, so a group or topic of another test is never touched.
+      real_ = RealKafka::Shared();
       bootstrap_ = real_->bootstrap();
+      jobs_topic_ = RealKafka::UniqueName("churn.jobs");
+      unlock_topic_ = RealKafka::UniqueName("churn.unlock");
+      group_ = RealKafka::UniqueName("churn.workers");
+      for (const std::string& topic : {jobs_topic_, unlock_topic_}) {
+        const std::string error =
+            CreateKafkaTopic(bootstrap_, topic, kPartitions);
+        ASSERT_EQ(error, "") << topic;
+      }
     } else {
       embedded_ = std::make_unique<BrokerProcess>(
-          0, std::vector<std::string>{"--partitions", "8", "--topic",
-                                      "lockfleet.jobs"});
+          0,
+          std::vector<std::string>{"--partitions", std::to_string(kPartitions),
+                                   "--topic", jobs_topic_});
       bootstrap_ = embedded_->bootstrap();
     }
     redis_ = std::make_shared<RedisClient>(RedisOptions{.url = server_.url()});
@@ -86,13 +100,17 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
                                        "    session.timeout.ms: 3000\n"
                                        "    heartbeat.interval.ms: 500\n";
     const std::string path = dir_.File("w" + std::to_string(worker) + ".yaml");
-    WriteFile(path, "redis:\n  url: " + server_.url() +
-                        "\nkafka:\n  bootstrap: " + bootstrap_ + "\n" + kafka +
-                        "worker:\n  threads: 4\n  state_dir: " +
-                        dir_.File("state-" + std::to_string(worker)) +
-                        "\n  sources:\n    kafka_jobs: {enabled: true}\n"
-                        "metrics:\n  listen: 127.0.0.1:0\n"
-                        "logging:\n  level: warning\n");
+    WriteFile(
+        path,
+        "redis:\n  url: " + server_.url() + "\nkafka:\n  bootstrap: " +
+            bootstrap_ + "\n  jobs_topic: " + jobs_topic_ +
+            "\n  unlock_topic: " + unlock_topic_ + "\n" + kafka +
+            "worker:\n  threads: 4\n  state_dir: " +
+            dir_.File("state-" + std::to_string(worker)) +
+            "\n  sources:\n    kafka_jobs: {enabled: true, group: " + group_ +
+            "}\n"
+            "metrics:\n  listen: 127.0.0.1:0\n"
+            "logging:\n  level: warning\n");
     return path;
   }
 
@@ -132,7 +150,7 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
   // partitions would otherwise stop the feeding and starve the others.
   void FeedUntil(const std::atomic<bool>& stop, int backlog) {
     notifier::JobProducer producer(
-        {.bootstrap = bootstrap_, .topic = "lockfleet.jobs"});
+        {.bootstrap = bootstrap_, .topic = jobs_topic_});
     while (!stop.load()) {
       // A Redis call that fails (a timeout on a loaded machine) skips a
       // round: an exception must not escape this thread.
@@ -159,6 +177,10 @@ class ChurnChaos : public ::testing::TestWithParam<bool> {
   std::unique_ptr<RealKafka> real_;
   std::unique_ptr<BrokerProcess> embedded_;
   std::string bootstrap_;
+  // The embedded broker's are the defaults; the real one's are unique.
+  std::string jobs_topic_ = "lockfleet.jobs";
+  std::string unlock_topic_ = "lockfleet.unlock";
+  std::string group_ = "lockfleet-workers";
   std::shared_ptr<RedisClient> redis_;
   std::vector<std::unique_ptr<CliProcess>> workers_;
   int produced_ = 0;  // by the feeder thread; read after it ended
@@ -236,8 +258,9 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
             << " jobs/s undisturbed, " << during << " jobs/s during the kills ("
             << static_cast<int>(ratio * 100) << "%), longest stall "
             << Seconds(longest_stall) << " s; partitions with them at"
-            << " the end of the window: " << partitions << " of 8; "
-            << produced_ << " jobs, none lost, none run twice, 0 oversold\n";
+            << " the end of the window: " << partitions << " of " << kPartitions
+            << "; " << produced_
+            << " jobs, none lost, none run twice, 0 oversold\n";
   RecordProperty("undisturbed_jobs_per_s", std::to_string(undisturbed));
   RecordProperty("during_kills_jobs_per_s", std::to_string(during));
   RecordProperty("partitions_at_end", std::to_string(partitions));
@@ -260,7 +283,7 @@ TEST_P(ChurnChaos, ACrashLoopingWorkerDoesNotFreezeTheFleet) {
   }
   // The crash-looping worker stayed out of the group: the others own every
   // partition (without the join delay they had 4 or 5 of 8 by then).
-  EXPECT_EQ(partitions, 8);
+  EXPECT_EQ(partitions, kPartitions);
 
   for (auto& worker : workers_) worker->Signal(SIGTERM);
   for (auto& worker : workers_) worker->Wait(seconds(60));
