@@ -8,3 +8,5 @@ lockfleet_add_test(NAME lockfleet_load_chaos_test
   LABELS chaos
   TIMEOUT 300)
 add_dependencies(lockfleet_load_chaos_test lockfleet_cli)
+lockfleet_test_cost(lockfleet_load_chaos_test 100
+  LoadChaosTest.SustainedLoadKeepsExclusionMemoryAndDescriptors)

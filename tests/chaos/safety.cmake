@@ -12,6 +12,8 @@ lockfleet_add_test(NAME lockfleet_safety_chaos_test
   TIMEOUT 120)
 target_include_directories(lockfleet_safety_chaos_test
   PRIVATE ${PROJECT_SOURCE_DIR}/lockcore/src)
+lockfleet_test_cost(lockfleet_safety_chaos_test 30
+  SafetyChaos.TwoHundredThousandLockNamesKeepMemoryBounded)
 
 # 8e. The master killed under contention behind three real sentinels
 # (redis+sentinel://, min_replicas 1): no double holder, no fence going

@@ -45,12 +45,12 @@ target_link_libraries(lockfleet_churn_chaos_test PRIVATE PkgConfig::rdkafka)
 gtest_discover_tests(lockfleet_churn_chaos_test
   TEST_PREFIX churn_chaos.
   TEST_FILTER "-*RealKafka*"
-  PROPERTIES LABELS chaos TIMEOUT 300
+  PROPERTIES LABELS chaos TIMEOUT 300 COST 100
   DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(lockfleet_churn_chaos_test
   TEST_PREFIX churn_chaos.
   TEST_FILTER "*RealKafka*"
-  PROPERTIES LABELS chaos TIMEOUT 300
+  PROPERTIES LABELS chaos TIMEOUT 300 COST 150
              FIXTURES_REQUIRED real_kafka
              ENVIRONMENT "LOCKFLEET_SHARED_KAFKA=${LOCKFLEET_SHARED_KAFKA_DIR}"
   DISCOVERY_TIMEOUT 60)
