@@ -301,6 +301,7 @@ LockCore::Attempt LockCore::TryOnce(
     out.ttl_ms = Element(r, 1, "acquire").integer;
     out.holder = Element(r, 2, "acquire").str;
     if (r.elements.size() > 6) {  // a fair refusal that queued
+      out.queued = true;
       out.place = static_cast<int>(r.elements[3].integer);
       out.age_us = r.elements[4].integer;
       out.place_fence = r.elements[5].integer;
@@ -584,6 +585,9 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     WaitTable::Slot* slot;
     const AcquireResult& result;
     ~Leave() {
+      // First: no refresh of our entry starts after this (one in flight
+      // cannot make it again: PresenceScript never adds an entry).
+      if (!slot->waiter_id.empty()) core->DropPresence(slot->waiter_id);
       bool acquired = result.status == AcquireStatus::kAcquired;
       // A fair waiter that gives up must leave the queue (and pass on a
       // grant that may have reached it since its last attempt). Its abandon
@@ -614,6 +618,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   for (;;) {
     Attempt a;
     bool failed = false;
+    const Clock::TimePoint attempt_sent = options_.clock->Now();
     try {
       a = TryOnce(name, owner, lease, renew, options, waiter_id, hold_id, fresh,
                   true, deadline, &may_hold);
@@ -653,10 +658,22 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       result.status = AcquireStatus::kTimedOut;
       return result;
     }
+    // Queued: from now on the watchdog refreshes our queue entry and checks
+    // for us (PresenceScript), for all parked waiters of this client in one
+    // pipelined round trip, and wakes us (kChecked) when we must try:
+    // handed the lock (its event lost or late), dropped from the queue, or
+    // the lock free with us first. Our park keeps its bound (below), but
+    // when it ends we park on without a round trip of our own if the
+    // watchdog's check is recent (see the loop around ParkSpinning).
+    const bool kept = fair && !failed && a.queued &&
+                      KeepPresence(name, owner, waiter_id, attempt_sent);
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
     // surely expired on the server), and the configured cap.
     Clock::Duration bound =
         std::min<Clock::Duration>(deadline - now, options_.park_cap);
+    const Clock::TimePoint ttl_at =
+        a.ttl_ms >= 0 ? attempt_sent + milliseconds(a.ttl_ms + 1)
+                      : Clock::TimePoint::max();
     if (failed) {
       // Back off through the outage: 50 ms doubling to 1 s, and never past
       // the end of the grace period (then one more try decides).
@@ -666,7 +683,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     } else if (a.ttl_ms >= 0) {
       bound = std::min<Clock::Duration>(bound, milliseconds(a.ttl_ms + 1));
     }
-    // A queued waiter must refresh its presence before it lapses.
+    // A queued waiter's place must be refreshed before it lapses (by the
+    // watchdog, or by our next attempt).
     if (fair)
       bound = std::min<Clock::Duration>(bound, options_.presence_window / 3);
     DirectGrant grant;
@@ -677,14 +695,36 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       plan = PlanAfterRefusal(name, a);
     }
     watching.Begin();
-    const WakeCause last_wake = ParkSpinning(
-        name, &slot, bound, options.stop, &grant, plan, owner,
-        [&] {
-          return TryOnce(name, owner, lease, renew, options, waiter_id, hold_id,
-                         fresh, false, deadline, &may_hold,
-                         /*spin_check=*/true);
-        },
-        &won);
+    WakeCause last_wake;
+    uint64_t confirmed = 0;  // the watchdog's confirmed checks, before a park
+    if (kept) confirmed = PresenceChecked(waiter_id, now).second;
+    for (;;) {
+      last_wake = ParkSpinning(
+          name, &slot, bound, options.stop, &grant, plan, owner,
+          [&] {
+            return TryOnce(name, owner, lease, renew, options, waiter_id,
+                           hold_id, fresh, false, deadline, &may_hold,
+                           /*spin_check=*/true);
+          },
+          &won);
+      if (last_wake != WakeCause::kBound || !kept) break;
+      // Park on, without a round trip, while the watchdog keeps checking
+      // for us: a check it made during this park, and one within the last
+      // interval — so our place is checked at least every interval, by it
+      // or by our own attempt, as before. A watchdog that fell behind (or a
+      // clock that stands still) confirms none: we try. Not past the
+      // deadline (the last attempt decides) or the holder's TTL.
+      const Clock::TimePoint at = options_.clock->Now();
+      const auto [checked, count] = PresenceChecked(waiter_id, at);
+      const Clock::TimePoint next = checked + PresenceInterval();
+      if (at >= deadline || at >= ttl_at || count == confirmed || next <= at)
+        break;
+      confirmed = count;
+      bound = std::min<Clock::Duration>(
+          {deadline - at, next - at,
+           ttl_at == Clock::TimePoint::max() ? next - at : ttl_at - at});
+      plan = {};  // the refusal that planned a spin is old news
+    }
     if (won.granted) {
       wake_spin_.fetch_add(1, std::memory_order_relaxed);
       if (observer()) observer()->OnWakeup(name, lockfleet::WakeCause::kSpin);
@@ -1232,6 +1272,8 @@ LockStats LockCore::Stats() const {
   s.wakeups_bound = get(wake_bound_);
   s.spins = get(spins_);
   s.wakeups_spin = get(wake_spin_);
+  s.presence_refreshes = get(presence_refreshes_);
+  s.presence_wakes = get(presence_wakes_);
   s.renewals = get(renewals_);
   s.renewal_failures = get(renewal_failures_);
   s.replica_shortfalls = get(replica_shortfalls_);

@@ -279,6 +279,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     int64_t age_us = -1;
     int64_t place_fence = 0;
     bool handed_off = false;  // the grant is a claimed hand-off
+    bool queued = false;      // a fair refusal that queued (or refreshed) us
   };
   // One acquire script, each try bounded by `deadline` (see EvalRetryOnce).
   // `waiter_id` empty: barging; else fair, queueing up when refused if
@@ -523,7 +524,42 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::thread renewer_;
   std::condition_variable renewer_cv_;
   std::deque<std::vector<std::shared_ptr<HeldLock>>> renew_queue_;  // mu_
-  LostCalls deferred_calls_;                                        // mu_
+
+  // Presence: the fair waiters of this client parked in a lock's queue, by
+  // waiter id. The watchdog refreshes their queue entries (PresenceScript)
+  // every 3/4 PresenceInterval(), all that are due in one pipelined batch,
+  // and wakes (kChecked) the one that must try again; a waiter whose park
+  // ends finds the watchdog's check recent and parks on without a round
+  // trip of its own. mu_.
+  struct Parked {
+    std::string name;
+    std::string owner;
+    Clock::TimePoint due;      // its next refresh
+    Clock::TimePoint checked;  // sent: the last check Redis answered (the
+                               // watchdog's confirmed, or the waiter's own)
+    uint64_t confirmed = 0;    // the watchdog's checks Redis confirmed
+    Clock::TimePoint seen;     // the waiter's thread was last alive then
+    bool refreshing = false;   // in a batch now
+  };
+  std::map<std::string, Parked> parked_;                           // mu_
+  std::set<std::pair<Clock::TimePoint, std::string>> parked_due_;  // mu_
+  std::deque<std::vector<std::string>> presence_queue_;  // waiter ids; mu_
+  // A queued fair waiter's longest park between checks: min(park_cap,
+  // presence_window / 3).
+  Clock::Duration PresenceInterval() const;
+  // A refused attempt sent at `sent` queued `waiter_id`: from now on the
+  // watchdog keeps its entry. False if it will not (stopping).
+  bool KeepPresence(const std::string& name, const std::string& owner,
+                    const std::string& waiter_id, Clock::TimePoint sent);
+  void DropPresence(const std::string& waiter_id);
+  // The waiter's thread, alive at `now`, asks when its entry was last
+  // checked and how many of the watchdog's checks were confirmed.
+  std::pair<Clock::TimePoint, uint64_t> PresenceChecked(
+      const std::string& waiter_id, Clock::TimePoint now);
+  void ParkedDueLocked(const std::string& waiter_id, Parked& parked,
+                       Clock::TimePoint due);  // REQUIRES: mu_
+  void RefreshPresence(const std::vector<std::string>& waiter_ids);
+  LostCalls deferred_calls_;  // mu_
   // Holds whose release threw, or whose acquisition call ended without the
   // lock after a try may have run (Redis down, timed out) and could not give
   // them back: the lock may still carry them. If the
@@ -562,7 +598,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
       latch_parks_{0}, latches_opened_{0}, sem_acquisitions_{0},
       sem_releases_{0}, rw_acquisitions_{0}, rw_releases_{0}, sem_parks_{0},
       force_unlocks_{0}, forced_checks_{0}, outage_waits_{0},
-      replica_shortfalls_{0}, direct_grants_{0}, spins_{0}, wake_spin_{0};
+      replica_shortfalls_{0}, direct_grants_{0}, spins_{0}, wake_spin_{0},
+      presence_refreshes_{0}, presence_wakes_{0};
   // Set by the first script reply: a waiting acquisition rides out Redis
   // failures only once the client has reached Redis (a wrong address is
   // reported at once, not waited on).

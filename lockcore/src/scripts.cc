@@ -510,6 +510,29 @@ return {0, -1, cur[1]}  -- still held (its time to live: not needed, not read)
   return script;
 }
 
+const Script& PresenceScript() {
+  static const Script script(Source(kMayGrow, R"lua(
+local wid, presence = ARGV[1], tonumber(ARGV[3])
+-- Never makes an entry: a waiter taken off the queue (handed the lock, or
+-- dropped as lapsed) is not put back without its place; its own attempt
+-- decides.
+if redis.call('HEXISTS', KEYS[4], wid) == 0 then return {0} end
+local now = now_ms()
+-- Free, and nobody to hand it to before us (its holder's lease ran out):
+-- the waiter takes it with its own attempt, which refreshes its place too
+-- (not refreshed here: a waiter whose thread is stuck must still lapse).
+if redis.call('EXISTS', KEYS[1]) == 0 and live_head(now) == wid then return {0} end
+redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. ARGV[2])
+-- As AcquireFairScript's refresh: both keys outlive our deadline.
+if redis.call('PTTL', KEYS[3]) < presence * 1.5 then
+  expire_at_least(KEYS[3], presence * 2)
+  expire_at_least(KEYS[4], presence * 2)
+end
+return {1}
+)lua"));
+  return script;
+}
+
 const Script& ReleaseScript() {
   static const Script script(Source(kShrinks, R"lua(
 local hold = 'h:' .. ARGV[3]

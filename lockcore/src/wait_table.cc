@@ -23,8 +23,9 @@ bool WaitTable::Unregister(const std::string& name, Slot* slot,
   const bool granted = slot->woken && slot->cause == WakeCause::kGranted;
   // An unconsumed wake is passed on even by a waiter that acquired: it may
   // announce a later free (a force-unlock of the grant just taken). At worst
-  // the next waiter makes one needless attempt.
-  bool pass_on = slot->woken;
+  // the next waiter makes one needless attempt. Not the watchdog's kChecked:
+  // that was about this waiter's own place.
+  bool pass_on = slot->woken && slot->cause != WakeCause::kChecked;
   // A grant is this waiter's alone: the next one is only told to try.
   WakeCause cause =
       slot->cause == WakeCause::kGranted ? WakeCause::kLocal : slot->cause;
@@ -119,6 +120,20 @@ bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
     }
   }
   return found;
+}
+
+bool WaitTable::WakeWaiter(const std::string& name,
+                           const std::string& waiter_id, WakeCause cause) {
+  std::lock_guard lock(mu_);
+  auto it = slots_.find(name);
+  if (it == slots_.end()) return false;
+  for (Slot* slot : it->second) {
+    if (slot->waiter_id != waiter_id) continue;
+    if (slot->woken) return false;  // it will try anyway: keep its cause
+    WakeSlotLocked(slot, cause, {});
+    return true;
+  }
+  return false;
 }
 
 std::vector<WaitTable::LocalWaiter> WaitTable::LocalWaiters(

@@ -29,7 +29,9 @@
 namespace lockfleet::internal {
 
 // kPromoted: not a wake to try again, only the news that the waiter has
-// become the head of the lock's queue (see HandedOff).
+// become the head of the lock's queue (see HandedOff). kChecked: the
+// watchdog's presence check found that the waiter must make an attempt
+// (LockCore's parked waiters): the safety net a bounded park is otherwise.
 enum class WakeCause {
   kNone,
   kLocal,
@@ -37,7 +39,8 @@ enum class WakeCause {
   kBound,
   kCancelled,
   kGranted,
-  kPromoted
+  kPromoted,
+  kChecked
 };
 
 // What a direct grant gives its waiter (see HandedOff).
@@ -117,6 +120,12 @@ class WaitTable {
   bool HandedOff(const std::string& name, const std::string& waiter_id,
                  WakeCause cause, const DirectGrant& grant = {},
                  int64_t fence = 0, bool promote = true);
+
+  // Wakes the slot of the fair waiter `waiter_id` on `name` with `cause`,
+  // and no other, unless it is woken already (it tries anyway). Returns
+  // whether it was woken here.
+  bool WakeWaiter(const std::string& name, const std::string& waiter_id,
+                  WakeCause cause);
 
   // The fair waiters parked on `name`, longest-waiting first, at most `max`.
   std::vector<LocalWaiter> LocalWaiters(const std::string& name,

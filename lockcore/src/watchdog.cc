@@ -2,6 +2,7 @@
 // watchdog-mode lock at lease/3, in pipelined batches, and notices leases
 // that ran out.
 #include <algorithm>
+#include <unordered_map>
 
 #include "lock_core.h"
 #include "lockfleet/lockcore/error.h"
@@ -160,6 +161,25 @@ void LockCore::WatchdogLoop() {
       renew_queue_.push_back(std::move(renew));
       renewer_cv_.notify_one();
     }
+    // Parked waiters whose presence is due, and all due within the next
+    // refresh period with them (early is harmless: presence is 3 intervals
+    // long): one pipelined round trip for all, and from then on in step.
+    if (!parked_due_.empty() && parked_due_.begin()->first <= now) {
+      const Clock::TimePoint until = now + PresenceInterval() * 3 / 4;
+      std::vector<std::string> refresh;
+      while (!parked_due_.empty() && parked_due_.begin()->first <= until) {
+        std::string id = parked_due_.begin()->second;
+        parked_due_.erase(parked_due_.begin());
+        auto it = parked_.find(id);
+        if (it == parked_.end()) continue;
+        it->second.refreshing = true;
+        refresh.push_back(std::move(id));
+      }
+      if (!refresh.empty()) {
+        presence_queue_.push_back(std::move(refresh));
+        renewer_cv_.notify_one();
+      }
+    }
     LostCalls calls = std::move(deferred_calls_);
     deferred_calls_.clear();
     for (const auto& held : expired) {
@@ -175,6 +195,7 @@ void LockCore::WatchdogLoop() {
     const Clock::TimePoint after = options_.clock->Now();
     Clock::TimePoint next = after + kIdle;
     if (!schedule_.empty()) next = std::min(next, schedule_.begin()->first);
+    if (!parked_due_.empty()) next = std::min(next, parked_due_.begin()->first);
     watchdog_wakes_at_ = next;
     watchdog_cv_.wait_for(lock, next - after);
     watchdog_wakes_at_ = Clock::TimePoint::min();
@@ -184,16 +205,35 @@ void LockCore::WatchdogLoop() {
 void LockCore::RenewerLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    renewer_cv_.wait(lock, [&] { return stopping_ || !renew_queue_.empty(); });
+    renewer_cv_.wait(lock, [&] {
+      return stopping_ || !renew_queue_.empty() || !presence_queue_.empty();
+    });
     if (stopping_) return;
-    std::vector<std::shared_ptr<HeldLock>> batch =
-        std::move(renew_queue_.front());
-    renew_queue_.pop_front();
-    lock.unlock();
-    for (size_t i = 0; i < batch.size(); i += kBatch) {
-      size_t end = std::min(batch.size(), i + kBatch);
-      RenewDue(std::vector<std::shared_ptr<HeldLock>>(batch.begin() + i,
-                                                      batch.begin() + end));
+    if (!renew_queue_.empty()) {  // renewals first: leases are at stake
+      std::vector<std::shared_ptr<HeldLock>> batch =
+          std::move(renew_queue_.front());
+      renew_queue_.pop_front();
+      lock.unlock();
+      for (size_t i = 0; i < batch.size(); i += kBatch) {
+        size_t end = std::min(batch.size(), i + kBatch);
+        RenewDue(std::vector<std::shared_ptr<HeldLock>>(batch.begin() + i,
+                                                        batch.begin() + end));
+      }
+    } else {
+      // One pipelined chunk at a time; the rest waits behind any renewals
+      // that came meanwhile.
+      std::vector<std::string>& front = presence_queue_.front();
+      std::vector<std::string> chunk;
+      if (front.size() <= kBatch) {
+        chunk = std::move(front);
+        presence_queue_.pop_front();
+      } else {
+        chunk.assign(std::make_move_iterator(front.end() - kBatch),
+                     std::make_move_iterator(front.end()));
+        front.resize(front.size() - kBatch);
+      }
+      lock.unlock();
+      RefreshPresence(chunk);
     }
     lock.lock();
     watchdog_cv_.notify_one();
@@ -281,6 +321,135 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
   }
   if (renewed > 0 && observer()) observer()->OnRenewal(renewed, false);
   DeferCallbacks(std::move(lost_calls));  // they run on the watchdog thread
+}
+
+Clock::Duration LockCore::PresenceInterval() const {
+  return std::min<Clock::Duration>(options_.park_cap,
+                                   options_.presence_window / 3);
+}
+
+void LockCore::ParkedDueLocked(const std::string& waiter_id, Parked& parked,
+                               Clock::TimePoint due) {
+  if (!parked.refreshing) {
+    parked_due_.erase({parked.due, waiter_id});
+    parked_due_.emplace(due, waiter_id);
+    // Wake a sleeping watchdog that would sleep past it (as Schedule).
+    if (watchdog_wakes_at_ != Clock::TimePoint::min() &&
+        (due < watchdog_wakes_at_ ||
+         watchdog_wakes_at_ <= options_.clock->Now())) {
+      watchdog_cv_.notify_one();
+    }
+  }
+  parked.due = due;
+}
+
+bool LockCore::KeepPresence(const std::string& name, const std::string& owner,
+                            const std::string& waiter_id,
+                            Clock::TimePoint sent) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return false;
+  Parked& parked = parked_[waiter_id];
+  parked.name = name;
+  parked.owner = owner;
+  parked.checked = std::max(parked.checked, sent);  // the attempt checked
+  parked.seen = std::max(parked.seen, sent);
+  ParkedDueLocked(waiter_id, parked, sent + PresenceInterval() * 3 / 4);
+  return true;
+}
+
+void LockCore::DropPresence(const std::string& waiter_id) {
+  std::lock_guard lock(mu_);
+  auto it = parked_.find(waiter_id);
+  if (it == parked_.end()) return;
+  if (!it->second.refreshing) parked_due_.erase({it->second.due, waiter_id});
+  parked_.erase(it);
+}
+
+std::pair<Clock::TimePoint, uint64_t> LockCore::PresenceChecked(
+    const std::string& waiter_id, Clock::TimePoint now) {
+  std::lock_guard lock(mu_);
+  auto it = parked_.find(waiter_id);
+  if (it == parked_.end()) return {Clock::TimePoint::min(), 0};
+  it->second.seen = std::max(it->second.seen, now);
+  return {it->second.checked, it->second.confirmed};
+}
+
+void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
+  const Clock::Duration interval = PresenceInterval();
+  std::vector<RedisClient::EvalCall> calls;
+  std::vector<std::string> ids;  // of calls, in order
+  const std::string presence = std::to_string(options_.presence_window.count());
+  {
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = options_.clock->Now();
+    for (const std::string& id : waiter_ids) {
+      auto it = parked_.find(id);
+      if (it == parked_.end()) continue;  // left meanwhile
+      // A waiter's thread wakes at least every interval; one not seen for
+      // two is stuck (in user code, say): its place is no longer kept, so
+      // that it lapses as a hung waiter's always did.
+      if (now - it->second.seen > interval * 2) continue;
+      calls.push_back({&PresenceScript(),
+                       Keys(it->second.name),
+                       {id, it->second.owner, presence}});
+      ids.push_back(id);
+    }
+  }
+  const Clock::TimePoint sent = options_.clock->Now();
+  std::vector<Reply> replies;
+  bool failed = false;
+  if (!calls.empty()) {
+    try {
+      // Short: renewals may be waiting behind this batch.
+      const Clock::Duration timeout = std::clamp<Clock::Duration>(
+          interval, milliseconds(100), milliseconds(1000));
+      replies = redis_->EvalPipeline(
+          calls, std::chrono::duration_cast<milliseconds>(timeout));
+      presence_refreshes_.fetch_add(calls.size(), std::memory_order_relaxed);
+    } catch (const Error& e) {
+      failed = true;  // each waiter's own bound is the net; retried soon
+      if (observer()) observer()->OnError(e.code());
+    }
+  }
+  std::unordered_map<std::string, size_t> index;  // waiter id -> its call
+  for (size_t i = 0; i < ids.size(); ++i) index.emplace(ids[i], i);
+  std::vector<std::pair<std::string, std::string>> wake;  // name, waiter id
+  {
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = options_.clock->Now();
+    for (const std::string& id : waiter_ids) {
+      auto it = parked_.find(id);
+      if (it == parked_.end() || !it->second.refreshing) continue;
+      Parked& parked = it->second;
+      parked.refreshing = false;
+      const auto at = index.find(id);
+      if (at == index.end()) {  // not sent (not seen lately): as usual
+        ParkedDueLocked(id, parked, now + interval * 3 / 4);
+        continue;
+      }
+      const Reply* reply = failed || at->second >= replies.size()
+                               ? nullptr
+                               : &replies[at->second];
+      if (reply == nullptr || reply->type != Reply::Type::kArray ||
+          reply->elements.empty()) {  // Redis did not answer: again soon
+        ParkedDueLocked(
+            id, parked,
+            now + std::min<Clock::Duration>(interval, milliseconds(200)));
+        continue;
+      }
+      if (reply->elements[0].integer == 1) {
+        parked.checked = std::max(parked.checked, sent);
+        ++parked.confirmed;
+      } else {
+        wake.emplace_back(parked.name, id);
+      }
+      ParkedDueLocked(id, parked, sent + interval * 3 / 4);
+    }
+  }
+  for (const auto& [name, id] : wake) {
+    if (waits_.WakeWaiter(name, id, WakeCause::kChecked))
+      presence_wakes_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace lockfleet::internal

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "lock_fixture.h"
 #include "support/wait_until.h"
@@ -181,6 +182,112 @@ TEST_F(Fair, LostGrantEventIsRecoveredAtTheNextBoundedPark) {
   ASSERT_TRUE(fut.get());
   EXPECT_LT(Steady::now() - start, seconds(10));  // not the 30 s lease
   EXPECT_GE(waiter->stats().wakeups_bound, 1u);
+}
+
+// A parked fair waiter's presence is refreshed by its client's watchdog,
+// for all of the client's parked waiters in one pipelined round trip per
+// interval (min(park_cap, presence / 3)): the waiters themselves make no
+// attempt while they wait, and the watchdog's check is what wakes each one
+// whose grant's event never comes (none here: no bus).
+TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
+  auto holder = NewClient();
+  auto redis = NewRedis();
+  auto waiter = std::make_unique<LockClient>(
+      redis, LockClientOptions{.presence_window = milliseconds(1500),
+                               .claim_window = milliseconds(1000)});
+  constexpr int kWaiters = 8;
+  std::vector<AcquireResult> held;
+  std::vector<std::future<AcquireResult>> waits;
+  for (int i = 0; i < kWaiters; ++i) {
+    const std::string name = "kept:" + std::to_string(i);
+    held.push_back(holder->TryAcquire(name));  // 30 s lease, renewed
+    ASSERT_TRUE(held.back());
+    waits.push_back(std::async(std::launch::async, [&waiter, name] {
+      return waiter->AcquireFor(name, seconds(60));
+    }));
+  }
+  ASSERT_TRUE(WaitUntil(
+      [&] { return waiter->stats().contended_attempts >= kWaiters; }));
+  const LockStats before = waiter->stats();
+  const uint64_t trips_before = redis->round_trips();
+  // 4 s: 8 intervals of 500 ms, past 2 presence windows. Each waiter's
+  // own refresh would be 8 attempts (64 in all, one round trip each).
+  std::this_thread::sleep_for(seconds(4));
+  const LockStats after = waiter->stats();
+  const uint64_t trips = redis->round_trips() - trips_before;
+  for (int i = 0; i < kWaiters; ++i) {
+    const LockInfo info = holder->Inspect("kept:" + std::to_string(i));
+    ASSERT_EQ(info.queue.size(), 1u) << i;
+    EXPECT_GT(info.queue[0].presence_left, milliseconds(0)) << i;
+  }
+  // A waiter's own backstop attempt happens only if the watchdog fell
+  // behind (a loaded machine): a few at most.
+  EXPECT_LE(after.attempts - before.attempts, uint64_t{kWaiters});
+  EXPECT_GE(after.presence_refreshes - before.presence_refreshes,
+            uint64_t{kWaiters * 4});
+  EXPECT_LE(trips, 24u) << "one pipelined round trip per interval for all";
+  for (AcquireResult& h : held)
+    ASSERT_EQ(h.lease.Release(), ReleaseStatus::kReleased);
+  for (auto& w : waits) {
+    AcquireResult got = w.get();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  }
+  // Each hand-off took the waiter off the queue; the watchdog's next check
+  // found that and woke it (no event: no bus).
+  EXPECT_GE(waiter->stats().presence_wakes, uint64_t{kWaiters});
+  EXPECT_EQ(waiter->stats().wakeups_event, 0u);
+}
+
+// The watchdog keeps only the places of waiters whose threads are alive: a
+// waiter stuck in its own thread (here in a test hook after its second
+// attempt; in real life in user code, an observer) is no longer refreshed
+// after two intervals, so its place lapses as a hung waiter's always did,
+// and the hand-off skips it.
+TEST_F(Fair, AWaiterStuckInItsOwnThreadStillLapses) {
+  const LockClientOptions o{.presence_window = milliseconds(600),
+                            .claim_window = milliseconds(400)};
+  auto holder = NewClient(o);
+  auto stuck = NewClient(o);
+  auto other = NewClient(o);
+  AcquireResult held = holder->TryAcquire("stuck");
+  ASSERT_TRUE(held);
+  std::atomic<int> failed{0};
+  stuck->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
+    if (failed.fetch_add(1) == 1) std::this_thread::sleep_for(seconds(5));
+  });
+  auto first = std::async(std::launch::async, [&] {
+    return stuck->AcquireFor("stuck", seconds(30), {.owner = "stuck-owner"});
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("stuck").queue.size() == 1; }));
+  auto second = std::async(std::launch::async, [&] {
+    return other->AcquireFor("stuck", seconds(30), {.owner = "other-owner"});
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("stuck").queue.size() == 2; }));
+  // Wake the first waiter (an event for the lock): its attempt is refused,
+  // and its thread stays in the hook.
+  UnlockEvent e;
+  e.lock = "stuck";
+  e.owner = "someone";
+  e.client_id = "elsewhere";
+  e.fence = 1;
+  stuck->DeliverUnlockEvent(e);
+  ASSERT_TRUE(WaitUntil([&] { return failed.load() >= 2; }));
+  // Two intervals (400 ms) unseen, then at most a presence window (600 ms).
+  std::this_thread::sleep_for(milliseconds(1500));
+  const LockInfo before = holder->Inspect("stuck");
+  ASSERT_EQ(before.queue.size(), 2u);
+  EXPECT_EQ(before.queue[0].owner, "stuck-owner");
+  EXPECT_LE(before.queue[0].presence_left, milliseconds(0));
+  EXPECT_GT(before.queue[1].presence_left, milliseconds(0));
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_EQ(holder->Inspect("stuck").owner, "other-owner");
+  AcquireResult got = second.get();
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_TRUE(first.get());  // back from the hook, it queues again
 }
 
 TEST_F(Fair, CancelledWaiterIsNeverLeftHoldingTheLock) {

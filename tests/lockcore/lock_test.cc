@@ -351,6 +351,10 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
                         {who, "30000", who + std::to_string(call),
                          "w" + who + std::to_string(call)});
   };
+  auto presence = [&](const std::string& who, int call) {
+    return redis_->Eval(internal::PresenceScript(), keys,
+                        {"w" + who + std::to_string(call), who, "30000"});
+  };
   // The commands `step` runs (all but the test's own INFO and CONFIG), and
   // what they were (for a failure's message).
   std::string last_counted;
@@ -381,6 +385,7 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   ASSERT_EQ(fair("A", 0).elements[0].integer, 1);
   ASSERT_EQ(fair("B", 0).elements[0].integer, 0);
   ASSERT_EQ(spin("B", 0).elements[0].integer, 0);
+  ASSERT_EQ(presence("B", 0).elements[0].integer, 1);
   ASSERT_EQ(release("A", 0).elements[0].integer, 3);
   ASSERT_EQ(spin("B", 0).elements[0].integer, 1);
   ASSERT_EQ(release("B", 0).elements[0].integer, 1);
@@ -395,6 +400,9 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   // B refreshes its presence (already queued).
   EXPECT_EQ(cost([&] { return fair("B", 1); }, 0, "refresh"), 7)
       << last_counted;
+  // The watchdog refreshes B's presence instead (its client's batch).
+  EXPECT_EQ(cost([&] { return presence("B", 1); }, 1, "presence"), 6)
+      << last_counted;
   // A spin check that finds the lock still held.
   EXPECT_EQ(cost([&] { return spin("B", 1); }, 0, "spin miss"), 2)
       << last_counted;
@@ -408,6 +416,91 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   ASSERT_EQ(release("B", 1).elements[0].integer, 3);  // handed to C
   EXPECT_EQ(cost([&] { return spin("C", 1); }, 1, "spin claim"), 4)
       << last_counted;
+}
+
+// The watchdog's presence refresh (PresenceScript) keeps a queued waiter's
+// entry and nothing else: it never puts back a waiter the queue no longer
+// has (handed the lock, or dropped as lapsed) — that waiter would look
+// queued while it is not, and no hand-off would ever reach it — and it
+// tells the waiter to try when the lock is free with it first.
+TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
+  const std::string lock = LockKey("kept");
+  const std::string queue = "lockfleet:{kept}:queue";
+  const std::string waiters = "lockfleet:{kept}:waiters";
+  const std::vector<std::string> keys{
+      lock, internal::FenceCounterKey("lockfleet", lock), queue, waiters};
+  auto fair = [&](const std::string& who) {
+    return redis_
+        ->Eval(internal::AcquireFairScript(), keys,
+               {who, "30000", who, "w" + who, "3000", "1"})
+        .elements[0]
+        .integer;
+  };
+  auto presence = [&](const std::string& who) {
+    return redis_
+        ->Eval(internal::PresenceScript(), keys, {"w" + who, who, "3000"})
+        .elements[0]
+        .integer;
+  };
+  auto deadline = [&](const std::string& who) {
+    const Reply r = redis_->Execute({"HGET", waiters, "w" + who});
+    return r.type == Reply::Type::kString
+               ? std::stoll(r.str.substr(0, r.str.find('|')))
+               : -1;
+  };
+  ASSERT_EQ(fair("A"), 1);
+  ASSERT_EQ(fair("B"), 0);  // queued
+  const long long first = deadline("B");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(presence("B"), 1);
+  EXPECT_GT(deadline("B"), first);  // refreshed
+  EXPECT_EQ(redis_->Execute({"HGET", waiters, "wB"})
+                .str.substr(
+                    redis_->Execute({"HGET", waiters, "wB"}).str.find('|') + 1),
+            "B");
+  // A releases: handed to B, who is off the queue.
+  std::vector<std::string> k = keys;
+  k.push_back("lockfleet:{kept}:latch:A");
+  ASSERT_EQ(
+      redis_
+          ->Eval(internal::ReleaseScript(), k, {"A", "", "A", "2000", "10000"})
+          .elements[0]
+          .integer,
+      3);
+  EXPECT_EQ(presence("B"), 0);  // try: the hand-off is yours
+  EXPECT_EQ(deadline("B"), -1);
+  EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 0);
+  EXPECT_EQ(fair("B"), 1);  // B's attempt claims it
+  // A lapsed waiter first, the lock free: C, second, is told to try, and
+  // the lapsed one is dropped on the way.
+  redis_->Execute({"DEL", lock});
+  redis_->Execute({"RPUSH", queue, "wghost"});
+  redis_->Execute({"HSET", waiters, "wghost", "1|ghost"});
+  redis_->Execute({"HSET", lock, "owner", "D", "count", "1", "fence", "1"});
+  ASSERT_EQ(fair("C"), 0);         // queued behind the ghost
+  EXPECT_EQ(presence("C"), 1);     // held: nothing to do
+  redis_->Execute({"DEL", lock});  // its lease ran out
+  EXPECT_EQ(presence("C"), 0);
+  EXPECT_EQ(redis_->Execute({"LINDEX", queue, "0"}).str, "wC");
+  const long long kept = deadline("C");
+  EXPECT_EQ(fair("C"), 1);  // its own attempt takes it
+  EXPECT_GT(kept, 1);
+  // A waiter dropped as lapsed (not handed the lock) is told to try and is
+  // not put back either.
+  ASSERT_EQ(fair("D"), 0);
+  ASSERT_EQ(fair("E"), 0);
+  redis_->Execute({"HSET", waiters, "wD", "1|D"});  // its presence lapsed
+  std::vector<std::string> kc = keys;
+  kc.push_back("lockfleet:{kept}:latch:C");
+  ASSERT_EQ(
+      redis_
+          ->Eval(internal::ReleaseScript(), kc, {"C", "", "C", "2000", "10000"})
+          .elements[0]
+          .integer,
+      3);  // handed to E, D dropped on the way
+  EXPECT_EQ(presence("D"), 0);
+  EXPECT_EQ(deadline("D"), -1);
+  EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 0);
 }
 
 // Locks whose keys share a hash slot share its fence counter: a multi-lock

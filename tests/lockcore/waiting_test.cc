@@ -222,13 +222,20 @@ TEST_F(Waiting, LostEventCostsLatencyBoundedByTheHoldersTtl) {
   EXPECT_GE(waiter->stats().wakeups_bound, 1u);
 }
 
+// A barging waiter wakes at the cap and tries again, repeatedly. A queued
+// fair waiter is checked for at the cap instead: its client's watchdog
+// refreshes its place and looks for a grant (lockcore.md, "Presence").
 TEST_F(Waiting, ParkCapBoundsEveryPark) {
   auto holder = NewClient();
-  auto waiter = NewClient({.park_cap = milliseconds(20)});
+  auto barging = NewClient({.park_cap = milliseconds(20), .fair = false});
+  auto fair = NewClient({.park_cap = milliseconds(20)});
   AcquireResult held = holder->TryAcquire("capped");  // 30 s lease
-  AcquireResult r = waiter->AcquireFor("capped", milliseconds(300));
+  AcquireResult r = barging->AcquireFor("capped", milliseconds(300));
   EXPECT_FALSE(r);
   EXPECT_GE(r.attempts, 3);  // woke at the cap and retried, repeatedly
+  r = fair->AcquireFor("capped", milliseconds(300));
+  EXPECT_FALSE(r);
+  EXPECT_GE(fair->stats().presence_refreshes, 3u);
 }
 
 // Listen-first: a release that lands between the failed attempt and the

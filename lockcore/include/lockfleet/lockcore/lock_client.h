@@ -35,8 +35,17 @@
 // its thread wakes, in whatever process it is: no herd, no barging. The
 // grantee claims the grant with one script call that sets its own lease. A
 // waiter that times out or is cancelled leaves the queue, passing on a grant
-// that reached it meanwhile. A lost event costs at most presence_window / 3:
-// fair waiters never park longer, because they must refresh their place.
+// that reached it meanwhile. Presence: while a waiter is queued, the
+// client's watchdog refreshes its place about every 3/4 of min(park_cap,
+// presence_window / 3), for all of the client's queued waiters in one
+// pipelined round trip, and in the same script looks for what the waiter
+// must act on — a grant handed to it, a place it lost, the lock free with
+// it first — and wakes it then. The waiter's parks keep their bound, but
+// while the watchdog's checks keep coming it parks on without a round trip
+// of its own; when they stop (the watchdog fell behind), it tries itself.
+// So a lost event costs at most min(park_cap, presence_window / 3), as
+// before, and a queued waiter's place costs one pipelined refresh instead
+// of one attempt per waiter.
 // Barging (fair = false, per client or per call) ignores the queue.
 //
 // Spinning. The head of the queue — the waiter the next release will grant
@@ -110,9 +119,9 @@ struct LockClientOptions {
   // Fair mode (the default): waiters queue in Redis in arrival order and a
   // release hands the lock straight to the first live one (see "Fairness").
   bool fair = true;
-  // A queued waiter refreshes its place at least every presence_window / 3;
-  // one that stops (died, hung) is skipped once this much time has passed.
-  // >= 30ms.
+  // A queued waiter's place is refreshed (by the client's watchdog) at
+  // least every presence_window / 3; one that stops (died, hung) is skipped
+  // once this much time has passed. >= 30ms.
   std::chrono::milliseconds presence_window{3000};
   // A handed-off lock the grantee has not claimed within this passes on.
   // Must exceed presence_window / 3 (the longest fair park) and not exceed
@@ -247,10 +256,16 @@ struct LockStats {
   // Waiters granted the lock by a release in this process directly (no
   // claim round trip); counted in wakeups_local and acquisitions too.
   uint64_t direct_grants = 0;
-  uint64_t wakeups_event = 0;     // woken by DeliverUnlockEvent
-  uint64_t wakeups_bound = 0;     // park bound expired
-  uint64_t spins = 0;             // spin checks sent by queue heads
-  uint64_t wakeups_spin = 0;      // ... that found and claimed the grant
+  uint64_t wakeups_event = 0;  // woken by DeliverUnlockEvent
+  uint64_t wakeups_bound = 0;  // park bound expired
+  uint64_t spins = 0;          // spin checks sent by queue heads
+  uint64_t wakeups_spin = 0;   // ... that found and claimed the grant
+  // Parked fair waiters' presence, refreshed by the watchdog for all of
+  // them in one pipelined round trip (lockcore.md, "Presence"): refreshes
+  // sent, and the waiters they woke because they had to try again (handed
+  // the lock, dropped, or the lock free; counted in wakeups_bound too).
+  uint64_t presence_refreshes = 0;
+  uint64_t presence_wakes = 0;
   uint64_t renewals = 0;          // successful lease renewals
   uint64_t renewal_failures = 0;  // renewals that threw or lacked replicas
   uint64_t leases_lost = 0;
