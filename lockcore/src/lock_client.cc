@@ -721,7 +721,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         break;
       confirmed = count;
       bound = std::min<Clock::Duration>(
-          {deadline - at, next - at,
+          {deadline - at, next - at, PresenceInterval(),
            ttl_at == Clock::TimePoint::max() ? next - at : ttl_at - at});
       plan = {};  // the refusal that planned a spin is old news
     }

@@ -513,14 +513,18 @@ return {0, -1, cur[1]}  -- still held (its time to live: not needed, not read)
 const Script& PresenceScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local wid, presence = ARGV[1], tonumber(ARGV[3])
--- Never makes an entry: a waiter taken off the queue (handed the lock, or
--- dropped as lapsed) is not put back without its place; its own attempt
--- decides.
-if redis.call('HEXISTS', KEYS[4], wid) == 0 then return {0} end
 local now = now_ms()
+-- Only a live entry is kept. None: the waiter was taken off the queue
+-- (handed the lock, or dropped as lapsed) and is never put back without its
+-- place. A lapsed one (the waiter came back late): left as it is, for the
+-- waiter's own attempt to decide (refreshed here, it could be dropped from
+-- the list by live_head below and then put back in the hash alone: a
+-- phantom the waiter's attempts would never queue again).
+if not alive(redis.call('HGET', KEYS[4], wid), now) then return {0} end
 -- Free, and nobody to hand it to before us (its holder's lease ran out):
 -- the waiter takes it with its own attempt, which refreshes its place too
 -- (not refreshed here: a waiter whose thread is stuck must still lapse).
+-- live_head drops only lapsed entries, never ours (alive at `now`).
 if redis.call('EXISTS', KEYS[1]) == 0 and live_head(now) == wid then return {0} end
 redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. ARGV[2])
 -- As AcquireFairScript's refresh: both keys outlive our deadline.

@@ -97,11 +97,12 @@ const Script& SpinClaimScript();
 
 // A parked fair waiter's presence, refreshed by its client's watchdog
 // (lockcore.md, "Presence"). KEYS 1-4. ARGV: waiter id, owner, presence ms.
-// Refreshes the waiter's entry only if it is still queued (never makes one).
+// Refreshes the waiter's entry only if it is there and live (never makes
+// one, never revives a lapsed one).
 // -> {1} refreshed, nothing for the waiter to do | {0} the waiter must make an
 //    attempt: it is not queued any more (a release handed it the lock — its
-//    event may be lost — or it was dropped as lapsed), or the lock is free
-//    and it is the first live waiter.
+//    event may be lost — or it was dropped as lapsed), its entry lapsed, or
+//    the lock is free and it is the first live waiter.
 const Script& PresenceScript();
 
 // KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold

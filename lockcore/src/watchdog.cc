@@ -163,9 +163,11 @@ void LockCore::WatchdogLoop() {
     }
     // Parked waiters whose presence is due, and all due within the next
     // refresh period with them (early is harmless: presence is 3 intervals
-    // long): one pipelined round trip for all, and from then on in step.
+    // long): one pipelined round trip for all, and from then on in step,
+    // twice an interval (a waiter parks on only while a check came within
+    // the last interval: half an interval of slack).
     if (!parked_due_.empty() && parked_due_.begin()->first <= now) {
-      const Clock::TimePoint until = now + PresenceInterval() * 3 / 4;
+      const Clock::TimePoint until = now + PresenceInterval() / 2;
       std::vector<std::string> refresh;
       while (!parked_due_.empty() && parked_due_.begin()->first <= until) {
         std::string id = parked_due_.begin()->second;
@@ -353,7 +355,7 @@ bool LockCore::KeepPresence(const std::string& name, const std::string& owner,
   parked.owner = owner;
   parked.checked = std::max(parked.checked, sent);  // the attempt checked
   parked.seen = std::max(parked.seen, sent);
-  ParkedDueLocked(waiter_id, parked, sent + PresenceInterval() * 3 / 4);
+  ParkedDueLocked(waiter_id, parked, sent + PresenceInterval() / 2);
   return true;
 }
 
@@ -386,9 +388,11 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
       auto it = parked_.find(id);
       if (it == parked_.end()) continue;  // left meanwhile
       // A waiter's thread wakes at least every interval; one not seen for
-      // two is stuck (in user code, say): its place is no longer kept, so
-      // that it lapses as a hung waiter's always did.
-      if (now - it->second.seen > interval * 2) continue;
+      // one and a half is stuck (in user code, say): its place is no longer
+      // kept, so that it lapses as a hung waiter's does (a presence window
+      // after that). One that was only late finds no check confirmed when
+      // it wakes, and makes its own attempt.
+      if (now - it->second.seen > interval * 3 / 2) continue;
       calls.push_back({&PresenceScript(),
                        Keys(it->second.name),
                        {id, it->second.owner, presence}});
@@ -400,9 +404,10 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
   bool failed = false;
   if (!calls.empty()) {
     try {
-      // Short: renewals may be waiting behind this batch.
+      // Short: renewals may be waiting behind this batch (a waiter's own
+      // attempt is the net for a refresh that did not make it).
       const Clock::Duration timeout = std::clamp<Clock::Duration>(
-          interval, milliseconds(100), milliseconds(1000));
+          interval / 2, milliseconds(50), milliseconds(250));
       replies = redis_->EvalPipeline(
           calls, std::chrono::duration_cast<milliseconds>(timeout));
       presence_refreshes_.fetch_add(calls.size(), std::memory_order_relaxed);
@@ -424,7 +429,7 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
       parked.refreshing = false;
       const auto at = index.find(id);
       if (at == index.end()) {  // not sent (not seen lately): as usual
-        ParkedDueLocked(id, parked, now + interval * 3 / 4);
+        ParkedDueLocked(id, parked, now + interval / 2);
         continue;
       }
       const Reply* reply = failed || at->second >= replies.size()
@@ -443,7 +448,7 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
       } else {
         wake.emplace_back(parked.name, id);
       }
-      ParkedDueLocked(id, parked, sent + interval * 3 / 4);
+      ParkedDueLocked(id, parked, sent + interval / 2);
     }
   }
   for (const auto& [name, id] : wake) {

@@ -211,7 +211,8 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
   const LockStats before = waiter->stats();
   const uint64_t trips_before = redis->round_trips();
   // 4 s: 8 intervals of 500 ms, past 2 presence windows. Each waiter's
-  // own refresh would be 8 attempts (64 in all, one round trip each).
+  // own refresh would be 8 attempts (64 in all, one round trip each); the
+  // watchdog's, 16 batches.
   std::this_thread::sleep_for(seconds(4));
   const LockStats after = waiter->stats();
   const uint64_t trips = redis->round_trips() - trips_before;
@@ -220,12 +221,14 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
     ASSERT_EQ(info.queue.size(), 1u) << i;
     EXPECT_GT(info.queue[0].presence_left, milliseconds(0)) << i;
   }
-  // A waiter's own backstop attempt happens only if the watchdog fell
-  // behind (a loaded machine): a few at most.
-  EXPECT_LE(after.attempts - before.attempts, uint64_t{kWaiters});
+  // A waiter makes its own attempt only when the watchdog's check came
+  // late (a loaded machine): a few rounds at most, where each waiter would
+  // otherwise have made 8.
+  EXPECT_LE(after.attempts - before.attempts, uint64_t{3 * kWaiters});
   EXPECT_GE(after.presence_refreshes - before.presence_refreshes,
             uint64_t{kWaiters * 4});
-  EXPECT_LE(trips, 24u) << "one pipelined round trip per interval for all";
+  // Two pipelined round trips per interval for all (16), against 64.
+  EXPECT_LE(trips, 40u);
   for (AcquireResult& h : held)
     ASSERT_EQ(h.lease.Release(), ReleaseStatus::kReleased);
   for (auto& w : waits) {
@@ -234,8 +237,9 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
     EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
   }
   // Each hand-off took the waiter off the queue; the watchdog's next check
-  // found that and woke it (no event: no bus).
-  EXPECT_GE(waiter->stats().presence_wakes, uint64_t{kWaiters});
+  // found that and woke it (no event: no bus), unless the waiter's own
+  // attempt, after a late check, came first.
+  EXPECT_GE(waiter->stats().presence_wakes, 1u);
   EXPECT_EQ(waiter->stats().wakeups_event, 0u);
 }
 
@@ -275,7 +279,8 @@ TEST_F(Fair, AWaiterStuckInItsOwnThreadStillLapses) {
   e.fence = 1;
   stuck->DeliverUnlockEvent(e);
   ASSERT_TRUE(WaitUntil([&] { return failed.load() >= 2; }));
-  // Two intervals (400 ms) unseen, then at most a presence window (600 ms).
+  // 1.5 intervals (300 ms) unseen, the next batch (100 ms), then a presence
+  // window (600 ms).
   std::this_thread::sleep_for(milliseconds(1500));
   const LockInfo before = holder->Inspect("stuck");
   ASSERT_EQ(before.queue.size(), 2u);

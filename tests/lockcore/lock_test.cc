@@ -501,6 +501,27 @@ TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
   EXPECT_EQ(presence("D"), 0);
   EXPECT_EQ(deadline("D"), -1);
   EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 0);
+  // A waiter whose own entry lapsed (its thread came back late), first in
+  // line, the lock free, a live waiter behind it: told to try, and its entry
+  // left as it was — refreshed, it would be dropped from the list by the
+  // pruning of lapsed heads and then kept in the hash alone, a phantom no
+  // attempt of its would queue again.
+  redis_->Execute({"DEL", lock});
+  ASSERT_EQ(fair("F"), 1);  // F holds
+  ASSERT_EQ(fair("G"), 0);
+  ASSERT_EQ(fair("H"), 0);
+  redis_->Execute({"HSET", waiters, "wG", "1|G"});  // G's presence lapsed
+  redis_->Execute({"DEL", lock});                   // F's lease ran out
+  EXPECT_EQ(presence("G"), 0);
+  EXPECT_EQ(deadline("G"), 1);  // untouched
+  EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 2);
+  EXPECT_EQ(presence("H"), 0);  // H is first once G is dropped
+  EXPECT_EQ(deadline("G"), -1);
+  EXPECT_EQ(redis_->Execute({"LRANGE", queue, "0", "-1"}).elements.size(), 1u);
+  EXPECT_EQ(presence("G"), 0);  // and G is not put back
+  EXPECT_EQ(deadline("G"), -1);
+  EXPECT_EQ(fair("G"), 0);  // G's own attempt queues it again, behind H
+  EXPECT_EQ(redis_->Execute({"LINDEX", queue, "1"}).str, "wG");
 }
 
 // Locks whose keys share a hash slot share its fence counter: a multi-lock

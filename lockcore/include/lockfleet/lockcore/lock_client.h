@@ -36,7 +36,7 @@
 // grantee claims the grant with one script call that sets its own lease. A
 // waiter that times out or is cancelled leaves the queue, passing on a grant
 // that reached it meanwhile. Presence: while a waiter is queued, the
-// client's watchdog refreshes its place about every 3/4 of min(park_cap,
+// client's watchdog refreshes its place twice per min(park_cap,
 // presence_window / 3), for all of the client's queued waiters in one
 // pipelined round trip, and in the same script looks for what the waiter
 // must act on — a grant handed to it, a place it lost, the lock free with
@@ -124,7 +124,8 @@ struct LockClientOptions {
   // once this much time has passed. >= 30ms.
   std::chrono::milliseconds presence_window{3000};
   // A handed-off lock the grantee has not claimed within this passes on.
-  // Must exceed presence_window / 3 (the longest fair park) and not exceed
+  // Must exceed presence_window / 3 (the longest a queued waiter's place goes
+  // unchecked, by its watchdog or its own attempt) and not exceed
   // presence_window (so a dead waiter costs at most one presence window).
   // The releaser's claim window applies to its hand-off, and the waiter's
   // presence window to its place: use the same windows in every process.
