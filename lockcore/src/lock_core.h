@@ -527,7 +527,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   // Presence: the fair waiters of this client parked in a lock's queue, by
   // waiter id. The watchdog refreshes their queue entries (PresenceScript)
-  // every 3/4 PresenceInterval(), all that are due in one pipelined batch,
+  // twice per PresenceInterval(), all that are due in one pipelined batch,
   // and wakes (kChecked) the one that must try again; a waiter whose park
   // ends finds the watchdog's check recent and parks on without a round
   // trip of its own. mu_.

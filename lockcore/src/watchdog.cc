@@ -354,7 +354,8 @@ bool LockCore::KeepPresence(const std::string& name, const std::string& owner,
   parked.name = name;
   parked.owner = owner;
   parked.checked = std::max(parked.checked, sent);  // the attempt checked
-  parked.seen = std::max(parked.seen, sent);
+  // Alive now, after the attempt (a slow one must not look stuck).
+  parked.seen = std::max(parked.seen, options_.clock->Now());
   ParkedDueLocked(waiter_id, parked, sent + PresenceInterval() / 2);
   return true;
 }
@@ -439,7 +440,7 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
           reply->elements.empty()) {  // Redis did not answer: again soon
         ParkedDueLocked(
             id, parked,
-            now + std::min<Clock::Duration>(interval, milliseconds(200)));
+            now + std::min<Clock::Duration>(interval / 2, milliseconds(200)));
         continue;
       }
       if (reply->elements[0].integer == 1) {

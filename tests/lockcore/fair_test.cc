@@ -246,7 +246,7 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
 // The watchdog keeps only the places of waiters whose threads are alive: a
 // waiter stuck in its own thread (here in a test hook after its second
 // attempt; in real life in user code, an observer) is no longer refreshed
-// after two intervals, so its place lapses as a hung waiter's always did,
+// after 1.5 intervals, so its place lapses as a hung waiter's always did,
 // and the hand-off skips it.
 TEST_F(Fair, AWaiterStuckInItsOwnThreadStillLapses) {
   const LockClientOptions o{.presence_window = milliseconds(600),
