@@ -330,7 +330,8 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
                                     milliseconds lease, bool renew,
                                     const AcquireOptions& options,
                                     const std::string& hold_id, int64_t fence,
-                                    Clock::TimePoint sent) {
+                                    Clock::TimePoint sent,
+                                    std::optional<milliseconds> valid_for) {
   Attempt out;
   std::shared_ptr<HeldLock> held;
   LostCalls lost_calls;
@@ -374,12 +375,21 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
       held->local_holds = 1;
       held_[{name, owner}] = held;
     }
-    int64_t valid = ValidUntilNs(sent, lease);
+    int64_t valid = ValidUntilNs(sent, valid_for.value_or(lease));
     if (valid > held->valid_until_ns.load()) held->valid_until_ns.store(valid);
     if (held->local_holds == 1) {  // a new grant: its mode is this call's
       held->renew = renew;
       held->lease = lease;
       if (renew) held->next_check = sent + lease / 3;
+      if (renew && valid_for) {
+        // A hand-off in full: its first renewal extends the claim window to
+        // the lease, a third of the way into the validity left (a short
+        // hold is released before it is due).
+        const Clock::TimePoint now = options_.clock->Now();
+        held->next_check = now + std::max<Clock::Duration>(FromNs(valid) - now,
+                                                           Clock::Duration{}) /
+                                     3;
+      }
     } else if (!held->renew) {
       // Re-entry keeps an explicit lease explicit (never silently renewed);
       // the acquire script extended the key to `lease` if it was shorter.
@@ -399,6 +409,60 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
                    options_.clock->Now() + kGiveUpBudget);
   }
   return out;
+}
+
+LockCore::Attempt LockCore::ConfirmHandOff(const std::string& name,
+                                           const std::string& owner,
+                                           milliseconds lease, bool renew,
+                                           const AcquireOptions& options,
+                                           const std::string& hold_id,
+                                           Clock::TimePoint checked) {
+  // Read-only: a retry is harmless, and a failure is the caller's outage.
+  const Reply r = redis_->Execute(
+      {"HMGET", LockKey(name), "owner", "fence", "h:" + hold_id, "claim"});
+  if (r.type == Reply::Type::kError)
+    throw Error(ErrorReplyCode(r.str, ErrorCode::kRedisProtocol),
+                "HMGET of lock '" + name + "': " + r.str);
+  const auto field = [&](size_t i) -> const Reply* {
+    if (r.type != Reply::Type::kArray || i >= r.elements.size() ||
+        r.elements[i].type == Reply::Type::kNil)
+      return nullptr;
+    return &r.elements[i];
+  };
+  Attempt out;
+  const Reply* holder = field(0);
+  if (holder == nullptr) return out;  // free: a full attempt takes it
+  out.holder = holder->str;
+  out.ttl_ms = -1;  // not read (as a spin check's)
+  if (out.holder != owner || field(2) == nullptr || field(1) == nullptr)
+    return out;
+  // Ours, with our hold: a hand-off in full, made after `checked` with the
+  // claim window (its field) as its lease. (A late try of ours that added
+  // the hold set our lease, and ran after `checked` too.)
+  milliseconds window = lease;
+  if (const Reply* claim = field(3)) {
+    long long ms = 0;
+    try {
+      ms = std::stoll(claim->str);
+    } catch (const std::exception&) {
+      ms = 0;
+    }
+    window = std::min(window, milliseconds(std::max(0LL, ms)));
+  }
+  long long fence = 0;
+  try {
+    fence = std::stoll(field(1)->str);
+  } catch (const std::exception&) {
+    return out;  // not a token: the full attempt decides
+  }
+  // Too little of it left to be worth holding (a waiter that woke late):
+  // the full attempt re-enters it with our own lease instead.
+  const Clock::TimePoint now = options_.clock->Now();
+  if (window <= milliseconds(0) ||
+      FromNs(ValidUntilNs(checked, window)) - now < window / 4)
+    return out;
+  return Granted(name, owner, lease, renew, options, hold_id, fence, checked,
+                 window);
 }
 
 void LockCore::RememberOrphan(const std::string& name, const std::string& owner,
@@ -499,11 +563,19 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     wait = false;
   }
   // Fair mode queues under a wait id unique to this call; a try-only attempt
-  // never queues.
-  const std::string waiter_id = fair ? "w:" + NextRequestId() : std::string();
-  // One hold id for every try of this call (see TryOnce); true once a try
-  // may have granted it unseen.
-  const std::string hold_id = NextRequestId();
+  // never queues. One hold id for every try of this call (see TryOnce).
+  // A call whose watchdog renews its lease, with no replica acknowledgement
+  // to wait for, is handed the lock in full: its waiter id "g:<hold id>"
+  // tells the releasing script which hold to grant (scripts.h,
+  // ReleaseScript), and a read confirms it (ConfirmHandOff). Any other
+  // queues as "w:<id>" and claims its hand-off.
+  const bool in_full = fair && renew && options_.min_replicas == 0;
+  const std::string request_id = NextRequestId();
+  const std::string hold_id = in_full ? request_id : NextRequestId();
+  const std::string waiter_id = !fair     ? std::string()
+                                : in_full ? "g:" + request_id
+                                          : "w:" + request_id;
+  // True once a try may have granted hold_id unseen.
   bool may_hold = false;
   // The calling thread's own token (no AcquireOptions::owner) is this
   // client's alone: when the client holds none of the lock under it, a grant
@@ -615,6 +687,16 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   bool in_outage = false;
   Clock::TimePoint outage_since;
   milliseconds backoff(0);
+  // The latest send time of our own refused attempt that queued us; with
+  // the watchdog's confirmed presence checks, what a hand-off in full
+  // came after (ConfirmHandOff).
+  Clock::TimePoint queued_at = Clock::TimePoint::min();
+  auto confirm = [&] {
+    Clock::TimePoint checked = queued_at;
+    if (queued_at != Clock::TimePoint::min())
+      checked = std::max(checked, PresenceChecked(waiter_id, queued_at).first);
+    return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked);
+  };
   for (;;) {
     Attempt a;
     bool failed = false;
@@ -665,6 +747,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // the lock free with us first. Our park keeps its bound (below), but
     // when it ends we park on without a round trip of our own if the
     // watchdog's check is recent (see the loop around ParkSpinning).
+    if (!failed && a.queued) queued_at = attempt_sent;
     const bool kept = fair && !failed && a.queued &&
                       KeepPresence(name, owner, waiter_id, attempt_sent);
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
@@ -702,9 +785,13 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       last_wake = ParkSpinning(
           name, &slot, bound, options.stop, &grant, plan, owner,
           [&] {
-            return TryOnce(name, owner, lease, renew, options, waiter_id,
-                           hold_id, fresh, false, deadline, &may_hold,
-                           /*spin_check=*/true);
+            if (!in_full || queued_at == Clock::TimePoint::min())
+              return TryOnce(name, owner, lease, renew, options, waiter_id,
+                             hold_id, fresh, false, deadline, &may_hold,
+                             /*spin_check=*/true);
+            spins_.fetch_add(1, std::memory_order_relaxed);
+            if (observer()) observer()->OnSpin(name);
+            return confirm();
           },
           &won);
       if (last_wake != WakeCause::kBound || !kept) break;
@@ -745,6 +832,40 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A spin check gave way to a full attempt (the lock free or ours, Redis
     // out): no wake-up to count.
     if (last_wake == WakeCause::kNone) continue;
+    if (in_full && queued_at != Clock::TimePoint::min() &&
+        (last_wake == WakeCause::kChecked ||
+         (grant.handed && (last_wake == WakeCause::kLocal ||
+                           last_wake == WakeCause::kEvent)))) {
+      // The wake named us as a hand-off's grantee, or the watchdog found us
+      // off the queue (handed the lock, its event lost or late — or dropped
+      // as lapsed): a read confirms the grant (a full attempt follows if it
+      // does not: free, a hand-off to claim from an older client, or a hint
+      // that was wrong).
+      Attempt handed;
+      bool confirmed = false;
+      try {
+        handed = confirm();
+        attempts_.fetch_add(1, std::memory_order_relaxed);
+        confirmed = handed.granted;
+      } catch (const Error& e) {
+        if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+          throw;
+      }
+      if (confirmed) {
+        (last_wake == WakeCause::kLocal   ? wake_local_
+         : last_wake == WakeCause::kEvent ? wake_event_
+                                          : wake_bound_)
+            .fetch_add(1, std::memory_order_relaxed);
+        if (observer())
+          observer()->OnWakeup(name, last_wake == WakeCause::kLocal
+                                         ? lockfleet::WakeCause::kLocal
+                                     : last_wake == WakeCause::kEvent
+                                         ? lockfleet::WakeCause::kEvent
+                                         : lockfleet::WakeCause::kBound);
+        finish(handed);
+        return result;
+      }
+    }
     if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
       unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {

@@ -289,7 +289,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // `*may_hold` tells whether a try may have granted `hold_id` unseen.
   // `fresh`: the acquire scripts' flag (scripts.h), decided once per call.
   // `spin_check` (fair only): the queue head's spin check instead, which
-  // only claims a grant pending to `waiter_id` (SpinClaimScript).
+  // only claims a grant pending to `waiter_id` (SpinClaimScript; for a "g:"
+  // waiter the caller uses ConfirmHandOff).
   Attempt TryOnce(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& waiter_id,
@@ -302,10 +303,26 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // the Lease. Not granted (ttl 0: try again at once) if another call that
   // shares the owner token holds a newer grant, which this one then is part
   // of no longer.
+  // `valid_for` (a hand-off in full): the grant is valid for this long
+  // from `sent` (not `lease`); the watchdog renews it well before.
   Attempt Granted(const std::string& name, const std::string& owner,
                   std::chrono::milliseconds lease, bool renew,
                   const AcquireOptions& options, const std::string& hold_id,
-                  int64_t fence, Clock::TimePoint sent);
+                  int64_t fence, Clock::TimePoint sent,
+                  std::optional<std::chrono::milliseconds> valid_for = {});
+  // A fair waiter handed the lock in full ("g:" waiter ids, see
+  // ReleaseScript in scripts.h) confirms the grant with one HMGET: granted
+  // if the lock is under `owner` and carries `hold_id`. `checked`: the
+  // latest send time of a command that found this waiter still queued (its
+  // refused attempt, or a presence check that answered {1}); the grant came
+  // after it, with the claim window as its lease, so it is valid at least
+  // until checked + min(claim window, lease). Not granted: holder "" (free)
+  // or `owner` (ours but not so: a hand-off to claim, or too little
+  // validity left) — the caller's full attempt decides — or another holder.
+  Attempt ConfirmHandOff(const std::string& name, const std::string& owner,
+                         std::chrono::milliseconds lease, bool renew,
+                         const AcquireOptions& options,
+                         const std::string& hold_id, Clock::TimePoint checked);
   // Spinning (spin_advisor.h): the plan of a waiter whose fair attempt was
   // refused with `refused` (none unless it is the head, behind another
   // process's grant).

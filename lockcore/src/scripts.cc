@@ -6,10 +6,12 @@ namespace lockfleet::internal {
 namespace {
 
 // The lock hash holds: owner (token), fence (token of this grant), count
-// (holds), one field "h:<hold id>" per hold, and pending (fair hand-off: the
-// waiter id the lock was granted to). A hand-off is unclaimed while count is
-// 0 (no hold yet); its claim sets count 1 and leaves the pending field as it
-// is, which then means nothing (see pending_of). Hold
+// (holds), one field "h:<hold id>" per hold, pending (fair hand-off: the
+// waiter id the lock was granted to) and claim (a hand-off in full: the
+// claim window it was granted with, see hand_off). A hand-off is unclaimed
+// while count is 0 (no hold yet); its claim sets count 1 and leaves the
+// pending field as it is, which then means only "handed off" (see
+// pending_of), as it does for a hand-off in full. Hold
 // ids are globally unique ("<client id>:<n>"), so adding or deleting a hold's
 // own field makes a retried acquire or release idempotent by construction, even
 // for holds that share an owner token.
@@ -126,11 +128,17 @@ local function local_waiters(first)
   return t
 end
 -- The lock is free (hash deleted): grant it to the first live waiter, with a
--- new fencing token and the claim window as its lease: {3, ...}; the
--- grantee claims it. If the first live waiter is one of `locals` (the
--- releaser's own, optional), the grant is direct instead: in full, with the
--- waiter's hold and lease and nothing pending, {4, ..., hold id}; the
--- releasing client hands it to its waiter in memory. Returns the reply.
+-- new fencing token and the claim window as its lease: {3, ...}. A waiter
+-- id "g:<hold id>" (a call whose watchdog renews its lease) is granted in
+-- full: that hold, count 1, and `claim` = the claim window, for the
+-- grantee's validity (it confirms with a plain read, and its watchdog then
+-- extends the lease). Any other waiter ("w:...": an explicit lease, or
+-- replica acknowledgement, or an older client) gets a hand-off to claim:
+-- count 0, no hold. Either way `pending` names the grantee (with count 1
+-- it means only "handed off", see pending_of). If the first live waiter is
+-- one of `locals` (the releaser's own, optional), the grant is direct
+-- instead: in full, with the waiter's hold and lease, {4, ..., hold id};
+-- the releasing client hands it to its waiter in memory. Returns the reply.
 local function hand_off(claim_ms, locals)
   local now_u = now_us()
   local head, info = pop_live_head(math.floor(now_u / 1000))
@@ -141,10 +149,15 @@ local function hand_off(claim_ms, locals)
     local fence = new_grant(next_owner, 'h:' .. direct[1], direct[2], now_u)
     return {4, head, next_owner, fence, direct[1]}
   end
-  local fence = next_fence(now_u)
-  redis.call('HSET', K[1], 'owner', next_owner, 'count', 0, 'fence', string.format('%d', fence), 'pending', head)
+  local fence = string.format('%d', next_fence(now_u))
+  if string.sub(head, 1, 2) == 'g:' then
+    redis.call('HSET', K[1], 'owner', next_owner, 'count', 1, 'fence', fence, 'pending', head,
+               'h:' .. string.sub(head, 3), 1, 'claim', claim_ms)
+  else
+    redis.call('HSET', K[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head)
+  end
   redis.call('PEXPIRE', K[1], claim_ms)
-  return {3, head, next_owner, fence}
+  return {3, head, next_owner, tonumber(fence)}
 end
 -- Remembers `reply` under this request's latch key (K[5]) for latch_ms,
 -- so that a retry of the same request returns it instead of acting again.

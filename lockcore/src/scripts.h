@@ -86,7 +86,9 @@ const Script& MultiAcquireScript();
 // ARGV as AcquireFairScript's first four (owner, lease ms, hold id, waiter
 // id).
 // Claims a hand-off pending to this waiter, and does nothing else: never
-// takes a free lock, never queues, never refreshes presence.
+// takes a free lock, never queues, never refreshes presence. Only for a
+// waiter that is not handed the lock in full ("w:" ids, see ReleaseScript);
+// a "g:" waiter's check is a plain HMGET (LockCore::ConfirmHandOff).
 // -> {1, fence, 1} claimed | {0, -1, holder} still held (no PTTL: a
 //    spinning head parks within its own bound) | {0, 0, ""} free (the
 //    caller makes a full attempt).
@@ -111,7 +113,10 @@ const Script& PresenceScript();
 // -> {1} freed | {2, holds left} decremented | {0} not held |
 //    {-1, holder} someone else's grant (untouched) |
 //    {3, waiter id, owner, fence} freed and handed to the first live waiter
-//    (pending: it claims the grant) |
+//    (a waiter id "g:<hold id>" in full: that hold, the claim window as the
+//    lease and in the field "claim", and the grantee confirms it with one
+//    HMGET, see LockCore::ConfirmHandOff; any other: pending, count 0, and
+//    it claims the grant) |
 //    {4, waiter id, owner, fence, hold id} freed and granted in full to the
 //    first live waiter, one of the releaser's own (a direct grant: its hold,
 //    its lease, nothing pending).

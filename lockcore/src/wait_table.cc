@@ -11,6 +11,7 @@ void WaitTable::Register(const std::string& name, Slot* slot) {
   slot->place = 0;
   slot->place_fence = 0;
   slot->promoted = false;
+  slot->handed = false;
   slots_[name].push_back(slot);
 }
 
@@ -53,7 +54,11 @@ WakeCause WaitTable::Park(Slot* slot, std::chrono::nanoseconds timeout,
     slot->promoted = false;
     if (promoted_only) return WakeCause::kPromoted;
     slot->woken = false;
-    if (slot->cause == WakeCause::kGranted && grant) *grant = slot->grant;
+    if (grant) {
+      if (slot->cause == WakeCause::kGranted) *grant = slot->grant;
+      grant->handed = slot->handed;
+    }
+    slot->handed = false;
     return slot->cause;
   }
   return stop.stop_requested() ? WakeCause::kCancelled : WakeCause::kBound;
@@ -106,6 +111,7 @@ bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
   for (Slot* slot : it->second) {
     if (slot->waiter_id == waiter_id) {  // the grantee (ids are unique)
       found = true;
+      if (cause != WakeCause::kGranted) slot->handed = true;
       WakeSlotLocked(slot, cause, grant);
       continue;
     }

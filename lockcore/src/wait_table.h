@@ -47,6 +47,9 @@ enum class WakeCause {
 struct DirectGrant {
   int64_t fence = 0;
   std::chrono::steady_clock::time_point sent;  // the release script's send
+  // Any wake (Park): it came from a hand-off that named this waiter as its
+  // grantee (HandedOff), not from a plain "try" — a hint, as the wake is.
+  bool handed = false;
 };
 
 class WaitTable {
@@ -68,6 +71,7 @@ class WaitTable {
     // with a token no larger is already counted (or older). mu_.
     int64_t place_fence = 0;
     bool promoted = false;  // became the head since its last Park; mu_
+    bool handed = false;    // woken as a hand-off's grantee; mu_
   };
 
   // A fair waiter parked on a lock, as a release script needs it.

@@ -1,6 +1,8 @@
 // The lease watchdog: one thread per LockClient renews every held
 // watchdog-mode lock at lease/3, in pipelined batches, and notices leases
 // that ran out.
+#include <pthread.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -28,6 +30,10 @@ Clock::Duration RetryDelay(milliseconds lease) {
                                      milliseconds(1000));
 }
 
+// Names the calling thread as `top -H`, ps and gdb show it (at most 15
+// characters). Best effort.
+void NameThread(const char* name) { pthread_setname_np(pthread_self(), name); }
+
 void RunCallbacks(const LockCore::LostCalls& calls) {
   for (const auto& held : calls) {
     // First the token (stop_callbacks registered on it run here), then the
@@ -48,9 +54,14 @@ void LockCore::StartWatchdog() {
   // Each thread keeps the core alive while it runs: a lost-callback may
   // destroy the LockClient and the last Lease, and the thread must not come
   // back to freed memory.
-  watchdog_ =
-      std::thread([self = shared_from_this()] { self->WatchdogLoop(); });
-  renewer_ = std::thread([self = shared_from_this()] { self->RenewerLoop(); });
+  watchdog_ = std::thread([self = shared_from_this()] {
+    NameThread("lf-watchdog");
+    self->WatchdogLoop();
+  });
+  renewer_ = std::thread([self = shared_from_this()] {
+    NameThread("lf-renewer");
+    self->RenewerLoop();
+  });
 }
 
 void LockCore::StopWatchdog() {

@@ -184,6 +184,130 @@ TEST_F(Fair, LostGrantEventIsRecoveredAtTheNextBoundedPark) {
   EXPECT_GE(waiter->stats().wakeups_bound, 1u);
 }
 
+// A waiter whose watchdog renews its lease is handed the lock in full: the
+// release grants its hold with the claim window as the lease, the waiter
+// confirms with a read, and its validity runs from the last moment Redis
+// still had it queued — never past the key's time to live — until its
+// watchdog's first renewal extends the key to the lease.
+TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
+  auto holder = NewClient();
+  auto waiter = NewClient();  // not on any bus: the watchdog's check wakes it
+  AcquireResult held = holder->TryAcquire("in-full");
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("in-full", seconds(60));
+  });
+  ASSERT_TRUE(
+      WaitUntil([&] { return holder->Inspect("in-full").queue.size() == 1; }));
+  ASSERT_EQ(holder->Inspect("in-full").queue[0].waiter_id.rfind("g:", 0), 0u);
+  const uint64_t attempts = waiter->stats().attempts;
+  (void)held.lease.Release();
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got) << got.last_error;
+  const int64_t pttl = redis_->Execute({"PTTL", LockKey("in-full")}).integer;
+  const Steady::time_point read = Steady::now();
+  // Confirmed, not re-entered: the key still has the claim window (2 s),
+  // not the 30 s lease a full attempt would have set.
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, 2000);
+  EXPECT_LE(got.lease.valid_until(), read + milliseconds(pttl))
+      << "validity past the key's time to live";
+  EXPECT_EQ(waiter->stats().attempts, attempts + 1) << "one read";
+  LockInfo info = holder->Inspect("in-full");
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(info.fence, got.lease.fence());
+  // The watchdog extends it to the lease well before the window ends.
+  EXPECT_TRUE(WaitUntil([&] {
+    return redis_->Execute({"PTTL", LockKey("in-full")}).integer > 10000;
+  }));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return got.lease.valid_until() > Steady::now() + seconds(10); }));
+  EXPECT_FALSE(got.lease.lost());
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(holder->Inspect("in-full").locked);
+}
+
+// Rolling upgrade: a release by an older client hands the lock to claim
+// (count 0, pending) even to a "g:" waiter. Its read finds the grant without
+// its hold, and its full attempt claims it, with its own lease.
+TEST_F(Fair, AHandOffToClaimFromAnOlderReleaserIsClaimedByAnInFullWaiter) {
+  auto holder = NewClient();
+  auto waiter = NewClient();
+  AcquireResult held = holder->TryAcquire("older");
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("older", seconds(60));
+  });
+  QueuedWaiter queued;
+  ASSERT_TRUE(WaitUntil([&] {
+    LockInfo info = holder->Inspect("older");
+    if (info.queue.size() != 1) return false;
+    queued = info.queue[0];
+    return true;
+  }));
+  // What an older release script does: free the lock, hand it to the head.
+  const std::string lock = LockKey("older");
+  const std::string fence = std::to_string(held.lease.fence() + 1000);
+  redis_->Pipeline({{"DEL", lock},
+                    {"LPOP", "lockfleet:{older}:queue"},
+                    {"HDEL", "lockfleet:{older}:waiters", queued.waiter_id},
+                    {"HSET", lock, "owner", queued.owner, "count", "0", "fence",
+                     fence, "pending", queued.waiter_id},
+                    {"PEXPIRE", lock, "2000"}});
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_EQ(std::to_string(got.lease.fence()), fence);
+  LockInfo info = holder->Inspect("older");
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_GT(info.ttl, seconds(10)) << "claimed with its own lease";
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
+// An event naming a waiter as a hand-off's grantee is a hint: forged, or
+// about another grant, it makes the waiter read the lock and go back to
+// waiting — never hold it.
+TEST_F(Fair, AForgedHandOffEventWakesTheNamedWaiterButGrantsNothing) {
+  auto holder = NewClient();
+  auto waiter = NewClient();
+  AcquireResult held = holder->TryAcquire("forged-handoff");
+  ASSERT_TRUE(held);
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("forged-handoff", seconds(60));
+  });
+  QueuedWaiter queued;
+  ASSERT_TRUE(WaitUntil([&] {
+    LockInfo info = holder->Inspect("forged-handoff");
+    if (info.queue.size() != 1) return false;
+    queued = info.queue[0];
+    return true;
+  }));
+  const uint64_t attempts = waiter->stats().attempts;
+  const int64_t fence = held.lease.fence();
+  for (int i = 0; i < 3; ++i) {
+    UnlockEvent forged;
+    forged.lock = "forged-handoff";
+    forged.client_id = "someone-else";
+    forged.fence = fence;
+    forged.next_waiter = queued.waiter_id;
+    forged.next_owner = queued.owner;
+    forged.next_fence = fence + 1 + i;
+    waiter->DeliverUnlockEvent(forged);
+    EXPECT_TRUE(WaitUntil([&] {
+      return waiter->stats().attempts >= attempts + 2 * (i + 1);
+    })) << "a read, then a full attempt that queues it again";
+  }
+  EXPECT_EQ(fut.wait_for(milliseconds(300)), std::future_status::timeout);
+  LockInfo info = holder->Inspect("forged-handoff");
+  EXPECT_EQ(info.owner, held.lease.owner());
+  ASSERT_EQ(info.queue.size(), 1u);
+  EXPECT_EQ(info.queue[0].waiter_id, queued.waiter_id);
+  (void)held.lease.Release();
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got);
+  EXPECT_GT(got.lease.fence(), fence);
+}
+
 // A parked fair waiter's presence is refreshed by its client's watchdog,
 // for all of the client's parked waiters in one pipelined round trip per
 // interval (min(park_cap, presence / 3)): the waiters themselves make no
@@ -347,7 +471,8 @@ TEST_F(Fair, TimedOutWaiterPassesOnAGrantThatReachedItTooLate) {
         WaitUntil([&] { return a->Inspect("late").queue.size() == 2; }));
     std::this_thread::sleep_for(milliseconds(20));  // past a's deadline
     (void)held.lease.Release();
-    EXPECT_FALSE(a->Inspect("late").pending_waiter.empty());  // handed to a
+    // Handed to a (in full: a's hold, under a's owner token).
+    EXPECT_EQ(a->Inspect("late").owner.rfind(a->client_id(), 0), 0u);
   });
   AcquireResult ra = a->AcquireFor("late", milliseconds(5));
   a->SetAfterFailedAttemptHookForTesting(nullptr);

@@ -416,6 +416,49 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   ASSERT_EQ(release("B", 1).elements[0].integer, 3);  // handed to C
   EXPECT_EQ(cost([&] { return spin("C", 1); }, 1, "spin claim"), 4)
       << last_counted;
+  // Those were waiters handed a lock to claim ("w:" ids: explicit leases,
+  // replica acknowledgement). A call whose watchdog renews its lease queues
+  // as "g:<hold id>" and is handed the lock in full; it confirms the grant
+  // with one HMGET (LockCore::ConfirmHandOff: these fields), as does its
+  // spin check.
+  auto queue_in_full = [&](const std::string& who) {
+    return redis_->Eval(internal::AcquireFairScript(), keys,
+                        {who, "30000", who, "g:" + who, "30000", "1"});
+  };
+  auto confirm = [&](const std::string& who) {
+    const Reply r =
+        redis_->Execute({"HMGET", lock, "owner", "fence", "h:" + who, "claim"});
+    Reply out;
+    out.type = Reply::Type::kArray;
+    out.elements.resize(1);
+    out.elements[0].type = Reply::Type::kInteger;
+    out.elements[0].integer = r.elements.size() == 4 &&
+                              r.elements[0].str == who &&
+                              r.elements[2].type != Reply::Type::kNil;
+    return out;
+  };
+  const int64_t queue_full =
+      cost([&] { return queue_in_full("D"); }, 0, "queue (in full)");
+  EXPECT_EQ(queue_full, 8) << last_counted;
+  EXPECT_EQ(cost([&] { return confirm("D"); }, 0, "spin miss (in full)"), 1)
+      << last_counted;
+  const int64_t hand_off_full =
+      cost([&] { return release("C", 1); }, 3, "release (in full)");
+  EXPECT_EQ(hand_off_full, 11) << last_counted;
+  // The grant: D's hold, count 1, the claim window as its lease.
+  const Reply state =
+      redis_->Execute({"HMGET", lock, "owner", "count", "h:D", "claim"});
+  EXPECT_EQ(state.elements[0].str, "D");
+  EXPECT_EQ(state.elements[1].str, "1");
+  EXPECT_EQ(state.elements[2].str, "1");
+  EXPECT_EQ(state.elements[3].str, "2000");
+  const int64_t pttl = redis_->Execute({"PTTL", lock}).integer;
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, 2000);
+  const int64_t confirmed =
+      cost([&] { return confirm("D"); }, 1, "confirm (in full)");
+  EXPECT_EQ(confirmed, 1) << last_counted;
+  EXPECT_EQ(queue_full + confirmed + hand_off_full, 20);
 }
 
 // The watchdog's presence refresh (PresenceScript) keeps a queued waiter's

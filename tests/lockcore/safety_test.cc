@@ -631,9 +631,11 @@ TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
       "full-fair", {.lease = seconds(60), .owner = "full:holder"});
   ASSERT_TRUE(held);
   const int64_t holder_fence = held.lease.fence();
+  // An explicit lease: a hand-off to claim (a watchdog lease is handed in
+  // full: the next test).
   auto waiting = std::async(std::launch::async, [&] {
     return waiter->AcquireFor("full-fair", seconds(60),
-                              {.owner = "full:waiter"});
+                              {.lease = seconds(60), .owner = "full:waiter"});
   });
   std::string waiter_id;
   ASSERT_TRUE(WaitUntil([&] {
@@ -671,6 +673,56 @@ TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
   EXPECT_TRUE(info.queue.empty());
 
   // Room again: the waiter claims the grant it was handed.
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+  AcquireResult got = waiting.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_EQ(got.lease.fence(), info.fence);
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("full-fair").locked);
+}
+
+// The same for a waiter whose watchdog renews its lease: handed the lock in
+// full (its hold, count 1, nothing pending), which it then confirms.
+TEST_F(Safety, FullRedisStillHandsAFairLockInFullToAWatchdogWaiter) {
+  const LockClientOptions windows{.presence_window = seconds(60),
+                                  .claim_window = seconds(30)};
+  auto holder = NewClient(windows);
+  auto waiter = NewClient(windows);
+  auto inspector = NewClient();
+  AcquireResult held = holder->TryAcquire(
+      "full-fair", {.lease = seconds(60), .owner = "full:holder"});
+  ASSERT_TRUE(held);
+  auto waiting = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("full-fair", seconds(60),
+                              {.owner = "full:waiter"});
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return inspector->Inspect("full-fair").queue.size() == 1; }));
+  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});
+  struct Unfill {
+    RedisClient& redis;
+    ~Unfill() {
+      try {
+        redis.Execute({"CONFIG", "SET", "maxmemory", "0"});
+      } catch (...) {
+      }
+    }
+  } unfill{*redis_};
+  EXPECT_THROW(inspector->TryAcquire("probe"), Error);
+
+  const int64_t holder_fence = held.lease.fence();
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  LockInfo info = inspector->Inspect("full-fair");
+  EXPECT_EQ(info.owner, "full:waiter");
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_GT(info.fence, holder_fence);
+  EXPECT_EQ(info.fence, info.last_fence);
+  EXPECT_GT(info.ttl, milliseconds(0));
+  EXPECT_LE(info.ttl, seconds(30));  // the claim window, not the lease
+  EXPECT_TRUE(info.queue.empty());
+
   redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
   AcquireResult got = waiting.get();
   ASSERT_TRUE(got) << got.last_error;
