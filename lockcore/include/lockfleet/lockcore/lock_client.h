@@ -32,8 +32,11 @@
 // ":waiters"). A release that frees the lock grants it, in the same script,
 // to the first waiter whose presence has not lapsed — new fencing token, the
 // claim window as its lease — and the unlock event names that waiter, so only
-// its thread wakes, in whatever process it is: no herd, no barging. The
-// grantee claims the grant with one script call that sets its own lease. A
+// its thread wakes, in whatever process it is: no herd, no barging. A call
+// whose lease the watchdog renews is granted in full (its hold) and
+// confirms the grant with one read, its watchdog extending the lease soon
+// after; one with an explicit lease (or min_replicas) claims the grant with
+// one script call that sets its own lease. A
 // waiter that times out or is cancelled leaves the queue, passing on a grant
 // that reached it meanwhile. Presence: while a waiter is queued, the
 // client's watchdog refreshes its place twice per min(park_cap,
@@ -53,8 +56,9 @@
 // wait for the event when the lock is held briefly: where this process's
 // own holds of the lock last at most spin_max_hold, it parks only until
 // about when the holder should release (the hold's start comes from Redis)
-// and then checks for its grant with one script call that claims it if it
-// is there (at most 3 checks, then it parks for the event as everybody
+// and then checks for its grant with one read (or, for a grant to claim,
+// one script call that claims it) if it is there (at most 3 checks, then
+// it parks for the event as everybody
 // else). The check claims only a grant the release already made to this
 // waiter, so spinning changes how fast the grantee learns of its grant,
 // never who gets it. The timing adapts per lock to whether checks came too
