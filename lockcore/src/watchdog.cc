@@ -326,7 +326,13 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
         } else {
           // A forced check of an explicit lease that failed on the
           // connection needs nothing more: its validity tells when it ends.
-          if (held->renew) held->next_check = now + RetryDelay(held->lease);
+          // Again well before the validity ends (a hand-off in full is
+          // valid for the claim window only until its first renewal).
+          if (held->renew)
+            held->next_check =
+                now + std::min<Clock::Duration>(
+                          RetryDelay(held->lease),
+                          (FromNs(held->valid_until_ns.load()) - now) / 3);
           Schedule(held);
         }
       }

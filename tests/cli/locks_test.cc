@@ -134,7 +134,7 @@ TEST_F(LocksToolsTest, InspectShowsOneLockInFull) {
                     " (1 hold), fence " + std::to_string(held.lease.fence())),
       std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("queue: 1 waiter\n  1. w:"), std::string::npos)
+  EXPECT_NE(text.out.find("queue: 1 waiter\n  1. g:"), std::string::npos)
       << text.out;
   const json one = json::parse(Run({"inspect", "--json", "orders/7"}).out);
   EXPECT_TRUE(one["locked"].get<bool>());

@@ -227,6 +227,64 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
   EXPECT_FALSE(holder->Inspect("in-full").locked);
 }
 
+// The claim field tells the grantee the window its releaser granted with:
+// a releaser with a shorter claim window than the grantee's own still
+// gives it no validity past the key's time to live.
+TEST_F(Fair, AHandOffInFullIsValidForTheReleasersClaimWindowNotTheGrantees) {
+  auto holder = Connected({.presence_window = milliseconds(2400),
+                           .claim_window = milliseconds(1000)});
+  auto waiter = Connected({.spin_max_hold = milliseconds(0)});  // 30 s claim
+  AcquireResult held = holder->TryAcquire("short-claim");
+  ASSERT_TRUE(held);
+  auto fut = Queue(*waiter, *holder, "short-claim", 1);
+  (void)held.lease.Release();  // its event wakes the waiter at once
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got) << got.last_error;
+  const int64_t pttl =
+      redis_->Execute({"PTTL", LockKey("short-claim")}).integer;
+  const Steady::time_point read = Steady::now();
+  EXPECT_LE(pttl, 1000) << "confirmed, not re-entered with the lease";
+  EXPECT_LE(got.lease.valid_until(), read + milliseconds(pttl))
+      << "validity past the key's time to live";
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
+// A caller-given owner token may be shared by several calls, which would
+// re-enter a grant in full before its grantee confirmed it (and keep the
+// lock for a whole lease should that grantee be dead): such calls queue as
+// "w:" and are handed the lock to claim; only the thread's own token is
+// handed it in full.
+TEST_F(Fair, OnlyTheThreadsOwnOwnerTokenIsHandedALockInFull) {
+  auto holder = NewClient();
+  auto waiter = NewClient();
+  AcquireResult held = holder->TryAcquire("tokens");
+  ASSERT_TRUE(held);
+  auto shared = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("tokens", seconds(60), {.owner = "shared"});
+  });
+  auto own = std::async(std::launch::async, [&] {
+    return waiter->AcquireFor("tokens", seconds(60));
+  });
+  LockInfo info;
+  ASSERT_TRUE(WaitUntil([&] {
+    info = holder->Inspect("tokens");
+    return info.queue.size() == 2;
+  }));
+  for (const QueuedWaiter& w : info.queue) {
+    EXPECT_EQ(w.waiter_id.substr(0, 2), w.owner == "shared" ? "w:" : "g:")
+        << w.waiter_id << " " << w.owner;
+  }
+  (void)held.lease.Release();
+  AcquireResult first =
+      info.queue[0].owner == "shared" ? shared.get() : own.get();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult second =
+      info.queue[0].owner == "shared" ? own.get() : shared.get();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second.lease.Release(), ReleaseStatus::kReleased);
+}
+
 // Rolling upgrade: a release by an older client hands the lock to claim
 // (count 0, pending) even to a "g:" waiter. Its read finds the grant without
 // its hold, and its full attempt claims it, with its own lease.

@@ -91,7 +91,9 @@ class RetrySafety : public LockTest {
   }
 
   void ForceUnlockWhoseReplyWasLost(bool expect_grant);
-  void AbandonWhoseReplyWasLost(bool handed_off);
+  // `in_full`: W's lease is the watchdog's, so the lock is handed to it in
+  // full (its hold), else W has an explicit lease and a hand-off to claim.
+  void AbandonWhoseReplyWasLost(bool handed_off, bool in_full = false);
 
   std::unique_ptr<ReplyDropProxy> proxy_;
 };
@@ -137,6 +139,39 @@ TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
 }
 
+// A grantee handed the lock in full loses its read's reply: the call rides
+// it out with a full attempt, which re-enters the grant with the same hold
+// id — one hold, so one release frees the lock.
+TEST_F(RetrySafety, ConfirmWhoseReplyWasLostIsOneHold) {
+  LoopbackBus bus;
+  auto bus_ptr =
+      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
+  auto a = NewClient({.publisher = bus_ptr});
+  auto b = NewProxiedClient(
+      LongWindows({.spin_max_hold = std::chrono::milliseconds(0)}));
+  auto inspector = NewClient();
+  const Subscription subscription = Subscribe(bus, b.get());
+
+  AcquireResult held = a->TryAcquire("confirm", {.owner = "retry:a"});
+  ASSERT_TRUE(held);
+  auto waiter = std::async(std::launch::async, [&] {
+    return b->AcquireFor("confirm", seconds(60));  // its own token: in full
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return inspector->Inspect("confirm").queue.size() == 1; }));
+  proxy_->DropNextReply("HMGET");  // B's read of its grant
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got = waiter.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_EQ(proxy_->dropped(), 1);
+  LockInfo info = inspector->Inspect("confirm");
+  EXPECT_EQ(info.owner, got.lease.owner());
+  EXPECT_EQ(info.hold_count, 1);
+  EXPECT_EQ(info.fence, got.lease.fence());
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(inspector->Inspect("confirm").locked);
+}
+
 // The grantee's claim runs and its reply is lost. The retry finds nothing
 // pending any more and re-enters the grant with the same hold id: one hold,
 // so one release frees the lock (a second hold would keep it for a whole
@@ -147,7 +182,8 @@ TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
       std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   auto a = NewClient({.publisher = bus_ptr});
   // B claims with the fair acquire (no spinning: its checks would claim
-  // through another script, covered in spin_test).
+  // through another script, covered in spin_test). An explicit lease: a
+  // hand-off to claim (a watchdog lease is handed in full: the next test).
   auto b = NewProxiedClient(
       LongWindows({.spin_max_hold = std::chrono::milliseconds(0)}));
   auto inspector = NewClient();
@@ -156,7 +192,8 @@ TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
   AcquireResult held = a->TryAcquire("claim", {.owner = "retry:a"});
   ASSERT_TRUE(held);
   auto waiter = std::async(std::launch::async, [&] {
-    return b->AcquireFor("claim", seconds(60), {.owner = "retry:b"});
+    return b->AcquireFor("claim", seconds(60),
+                         {.lease = seconds(60), .owner = "retry:b"});
   });
   ASSERT_TRUE(
       WaitUntil([&] { return inspector->Inspect("claim").queue.size() == 1; }));
@@ -555,7 +592,7 @@ TEST_F(RetrySafety, ExpectingForceUnlockWhoseReplyWasLostReportsTheFirstTry) {
 // when a grant was passed on, W still announces it once — the latched reply
 // is the only record of that hand-off the retry can return (without the
 // latch it answered "nothing pending", and C was neither woken nor told).
-void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off) {
+void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off, bool in_full) {
   auto a = NewClient(LongWindows());
   auto c = NewClient(LongWindows());
   auto inspector = NewClient();
@@ -575,7 +612,7 @@ void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off) {
       a->TryAcquire("abandon", {.lease = seconds(60), .owner = "abandon:a"});
   ASSERT_TRUE(held);
   const int64_t a_fence = held.lease.fence();
-  std::string w_wid, c_wid;
+  std::string w_wid, c_wid, w_owner;
   std::future<AcquireResult> waiter_c;
   bool hooked = false;
   w->SetAfterFailedAttemptHookForTesting([&](std::string_view) {
@@ -591,16 +628,28 @@ void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off) {
     }));
     w_wid = queued.queue[0].waiter_id;
     c_wid = queued.queue[1].waiter_id;
-    ASSERT_EQ(queued.queue[0].owner, "abandon:w");
+    w_owner = queued.queue[0].owner;
+    if (!in_full) {
+      ASSERT_EQ(w_owner, "abandon:w");
+    }
     if (handed_off) {
       EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
-      EXPECT_EQ(inspector->Inspect("abandon").pending_waiter, w_wid);
+      const LockInfo handed = inspector->Inspect("abandon");
+      EXPECT_EQ(handed.owner, w_owner);
+      EXPECT_EQ(handed.pending_waiter, in_full ? "" : w_wid);
+      EXPECT_EQ(handed.hold_count, in_full ? 1 : 0);
     }
     proxy_->DropNextReply(sha);
     clock->Advance(seconds(120));  // past W's deadline
   });
-  AcquireResult r =
-      w->AcquireFor("abandon", seconds(60), {.owner = "abandon:w"});
+  // In full only under the thread's own owner token, and with a watchdog
+  // lease; else a caller-given token and an explicit lease.
+  AcquireOptions wopt;
+  if (!in_full) {
+    wopt.owner = "abandon:w";
+    wopt.lease = seconds(60);
+  }
+  AcquireResult r = w->AcquireFor("abandon", seconds(60), wopt);
   w->SetAfterFailedAttemptHookForTesting(nullptr);
   ASSERT_TRUE(waiter_c.valid());
   EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
@@ -654,6 +703,12 @@ void RetrySafety::AbandonWhoseReplyWasLost(bool handed_off) {
 
 TEST_F(RetrySafety, AbandonWhoseReplyWasLostPassesTheGrantOnOnce) {
   AbandonWhoseReplyWasLost(true);
+}
+
+// The same with the lock handed to W in full: the abandon gives W's hold
+// back, which frees the lock and hands it to C, once.
+TEST_F(RetrySafety, AbandonWhoseReplyWasLostPassesAGrantInFullOnOnce) {
+  AbandonWhoseReplyWasLost(true, /*in_full=*/true);
 }
 
 TEST_F(RetrySafety, AbandonOfAQueuedWaiterWhoseReplyWasLostLeavesTheQueue) {

@@ -33,7 +33,8 @@
 // to the first waiter whose presence has not lapsed — new fencing token, the
 // claim window as its lease — and the unlock event names that waiter, so only
 // its thread wakes, in whatever process it is: no herd, no barging. A call
-// whose lease the watchdog renews is granted in full (its hold) and
+// whose lease the watchdog renews, under the calling thread's own owner
+// token (no AcquireOptions::owner), is granted in full (its hold) and
 // confirms the grant with one read, its watchdog extending the lease soon
 // after; one with an explicit lease (or min_replicas) claims the grant with
 // one script call that sets its own lease. A
@@ -248,7 +249,8 @@ struct ForceUnlockResult {
 
 // Counters since construction. Monotonic except `waiting`.
 struct LockStats {
-  uint64_t attempts = 0;            // acquire scripts run
+  // Acquire scripts run, and reads confirming a hand-off in full.
+  uint64_t attempts = 0;
   uint64_t contended_attempts = 0;  // ... that found another holder
   uint64_t acquisitions = 0;        // grants, reentrant ones included
   uint64_t timeouts = 0;
