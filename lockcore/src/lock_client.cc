@@ -418,8 +418,8 @@ LockCore::Attempt LockCore::ConfirmHandOff(const std::string& name,
                                            const std::string& hold_id,
                                            Clock::TimePoint checked) {
   // Read-only: a retry is harmless, and a failure is the caller's outage.
-  const Reply r = redis_->Execute(
-      {"HMGET", LockKey(name), "owner", "fence", "h:" + hold_id, "claim"});
+  const Reply r =
+      redis_->Execute(HandOffConfirmCommand(LockKey(name), hold_id));
   if (r.type == Reply::Type::kError)
     throw Error(ErrorReplyCode(r.str, ErrorCode::kRedisProtocol),
                 "HMGET of lock '" + name + "': " + r.str);

@@ -523,6 +523,11 @@ return {0, -1, cur[1]}  -- still held (its time to live: not needed, not read)
   return script;
 }
 
+Command HandOffConfirmCommand(const std::string& lock_key,
+                              const std::string& hold_id) {
+  return {"HMGET", lock_key, "owner", "fence", "h:" + hold_id, "claim"};
+}
+
 const Script& PresenceScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local wid, presence = ARGV[1], tonumber(ARGV[3])

@@ -97,6 +97,12 @@ const Script& MultiAcquireScript();
 // attempt then re-enters the grant with the same hold id.
 const Script& SpinClaimScript();
 
+// The read a "g:" waiter confirms a hand-off in full with (and its spin
+// check), one command: HMGET of the lock hash's owner, fence, the waiter's
+// hold field and claim (see ReleaseScript), in that order.
+Command HandOffConfirmCommand(const std::string& lock_key,
+                              const std::string& hold_id);
+
 // A parked fair waiter's presence, refreshed by its client's watchdog
 // (lockcore.md, "Presence"). KEYS 1-4. ARGV: waiter id, owner, presence ms.
 // Refreshes the waiter's entry only if it is there and live (never makes

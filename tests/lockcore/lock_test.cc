@@ -419,15 +419,14 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   // Those were waiters handed a lock to claim ("w:" ids: explicit leases,
   // replica acknowledgement). A call whose watchdog renews its lease queues
   // as "g:<hold id>" and is handed the lock in full; it confirms the grant
-  // with one HMGET (LockCore::ConfirmHandOff: these fields), as does its
-  // spin check.
+  // with one HMGET (HandOffConfirmCommand, LockCore::ConfirmHandOff's), as
+  // does its spin check.
   auto queue_in_full = [&](const std::string& who) {
     return redis_->Eval(internal::AcquireFairScript(), keys,
                         {who, "30000", who, "g:" + who, "30000", "1"});
   };
   auto confirm = [&](const std::string& who) {
-    const Reply r =
-        redis_->Execute({"HMGET", lock, "owner", "fence", "h:" + who, "claim"});
+    const Reply r = redis_->Execute(internal::HandOffConfirmCommand(lock, who));
     Reply out;
     out.type = Reply::Type::kArray;
     out.elements.resize(1);
