@@ -63,12 +63,26 @@ local function pending_of(count, pending)
 end
 -- A new grant of the lock (K[1], absent or just deleted) to `owner` with
 -- the one hold `hold`, a new fencing token and `ttl_ms` to live (`now_u` as
--- in fence_after). Returns the token.
+-- in fence_after). Returns the token. Every grant's `exp` field is when its
+-- key expires as granted (server ms): a refused waiter's hint without a
+-- PTTL (ttl_hint); renewals and re-entries, which only extend the key,
+-- leave it behind, and a claim, which may shorten it, sets it to 0.
 local function new_grant(owner, hold, ttl_ms, now_u)
-  local fence = next_fence(now_u)
-  redis.call('HSET', K[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1)
+  local now = now_u or now_us()
+  local fence = next_fence(now)
+  redis.call('HSET', K[1], 'owner', owner, 'count', 1, 'fence', string.format('%d', fence), hold, 1,
+             'exp', string.format('%d', math.floor(now / 1000) + ttl_ms))
   redis.call('PEXPIRE', K[1], ttl_ms)
   return fence
+end
+-- The lock's time to live in ms for a refused waiter, `exp` its grant's
+-- field (see new_grant) and `now` the server's ms: from the field while it
+-- lies ahead (at most the key's real time to live: a hint, the waiter's
+-- park is bounded anyway), else PTTL.
+local function ttl_hint(exp, now)
+  local ttl = tonumber(exp or '')
+  if ttl and ttl > now then return ttl - now end
+  return redis.call('PTTL', K[1])
 end
 -- The lock is held under `owner`, the caller's token. With `fresh` ('1':
 -- the caller holds nothing of the lock, and the token is its alone) and the
@@ -150,11 +164,13 @@ local function hand_off(claim_ms, locals)
     return {4, head, next_owner, fence, direct[1]}
   end
   local fence = string.format('%d', next_fence(now_u))
+  local exp = string.format('%d', math.floor(now_u / 1000) + claim_ms)
   if string.sub(head, 1, 2) == 'g:' then
     redis.call('HSET', K[1], 'owner', next_owner, 'count', 1, 'fence', fence, 'pending', head,
-               'h:' .. string.sub(head, 3), 1, 'claim', claim_ms)
+               'h:' .. string.sub(head, 3), 1, 'claim', claim_ms, 'exp', exp)
   else
-    redis.call('HSET', K[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head)
+    redis.call('HSET', K[1], 'owner', next_owner, 'count', 0, 'fence', fence, 'pending', head,
+               'exp', exp)
   end
   redis.call('PEXPIRE', K[1], claim_ms)
   return {3, head, next_owner, tonumber(fence)}
@@ -353,7 +369,7 @@ return {0, redis.call('PTTL', KEYS[1]), cur[1]}
 const Script& AcquireFairScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local owner, lease, hold, wid = ARGV[1], tonumber(ARGV[2]), 'h:' .. ARGV[3], ARGV[4]
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending')
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'fence', 'pending', 'exp')
 local pending = pending_of(cur[2], cur[4])
 if cur[1] == owner and (not pending or pending == wid) then
   -- Ours: a reentrant hold, a retry, or the claim of our hand-off.
@@ -363,7 +379,7 @@ if cur[1] == owner and (not pending or pending == wid) then
     -- lease. Count 1 ends the hand-off (pending_of). A retry of it finds
     -- nothing pending and re-enters below.
     count = 1
-    redis.call('HSET', KEYS[1], hold, 1, 'count', 1)
+    redis.call('HSET', KEYS[1], hold, 1, 'count', 1, 'exp', 0)
     redis.call('PEXPIRE', KEYS[1], lease)
     -- The hand-off took us off the queue already.
     return {1, tonumber(cur[3]), count}
@@ -442,7 +458,7 @@ if ARGV[6] == '1' then
     if age < 0 or age > 3600000000 then age = -1 end
     if cur[4] then handed = 1 end
   end
-  return {0, redis.call('PTTL', KEYS[1]), cur[1] or '', pos and pos + 1 or 0,
+  return {0, ttl_hint(cur[5], now), cur[1] or '', pos and pos + 1 or 0,
           age, tonumber(cur[3] or '0'), handed}
 end
 return {0, redis.call('PTTL', KEYS[1]), cur[1] or ''}
@@ -513,7 +529,7 @@ local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'count', 'pending')
 if cur[3] == '0' and cur[4] == ARGV[4] and cur[1] == ARGV[1] then
   -- Handed to us and not claimed yet (count 0, the prelude's pending_of):
   -- claim it, as the fair acquire does.
-  redis.call('HSET', KEYS[1], 'h:' .. ARGV[3], 1, 'count', 1)
+  redis.call('HSET', KEYS[1], 'h:' .. ARGV[3], 1, 'count', 1, 'exp', 0)
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
   return {1, tonumber(cur[2]), 1}
 end

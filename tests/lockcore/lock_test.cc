@@ -391,14 +391,15 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   ASSERT_EQ(release("B", 0).elements[0].integer, 1);
 
   ASSERT_EQ(fair("A", 1).elements[0].integer, 1);  // A holds
-  // B queues: a new queue (both keys' times to live set).
+  // B queues: a new queue (both keys' times to live set). The lock's time
+  // to live comes from the grant's `exp` field, read with the rest: no PTTL.
   const int64_t queue = cost([&] { return fair("B", 1); }, 0, "queue");
-  EXPECT_EQ(queue, 8) << last_counted;
+  EXPECT_EQ(queue, 7) << last_counted;
   // C queues behind B: the keys live long enough, neither is written.
-  EXPECT_EQ(cost([&] { return fair("C", 1); }, 0, "queue behind"), 7)
+  EXPECT_EQ(cost([&] { return fair("C", 1); }, 0, "queue behind"), 6)
       << last_counted;
   // B refreshes its presence (already queued).
-  EXPECT_EQ(cost([&] { return fair("B", 1); }, 0, "refresh"), 7)
+  EXPECT_EQ(cost([&] { return fair("B", 1); }, 0, "refresh"), 6)
       << last_counted;
   // The watchdog refreshes B's presence instead (its client's batch).
   EXPECT_EQ(cost([&] { return presence("B", 1); }, 1, "presence"), 6)
@@ -412,7 +413,7 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   // B claims (after its event, or by a spin check: the same writes).
   const int64_t claim = cost([&] { return fair("B", 1); }, 1, "claim");
   EXPECT_EQ(claim, 4) << last_counted;
-  EXPECT_EQ(queue + claim + hand_off, 23);
+  EXPECT_EQ(queue + claim + hand_off, 22);
   ASSERT_EQ(release("B", 1).elements[0].integer, 3);  // handed to C
   EXPECT_EQ(cost([&] { return spin("C", 1); }, 1, "spin claim"), 4)
       << last_counted;
@@ -436,9 +437,10 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
                               r.elements[2].type != Reply::Type::kNil;
     return out;
   };
-  const int64_t queue_full =
-      cost([&] { return queue_in_full("D"); }, 0, "queue (in full)");
-  EXPECT_EQ(queue_full, 8) << last_counted;
+  // Behind a claimed grant (whose claim may have shortened the key: its
+  // `exp` is 0), the refusal reads the time to live with PTTL.
+  EXPECT_EQ(cost([&] { return queue_in_full("D"); }, 0, "queue (claimed)"), 8)
+      << last_counted;
   EXPECT_EQ(cost([&] { return confirm("D"); }, 0, "spin miss (in full)"), 1)
       << last_counted;
   const int64_t hand_off_full =
@@ -457,7 +459,22 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   const int64_t confirmed =
       cost([&] { return confirm("D"); }, 1, "confirm (in full)");
   EXPECT_EQ(confirmed, 1) << last_counted;
-  EXPECT_EQ(queue_full + confirmed + hand_off_full, 20);
+  // The chain in full: E queues behind D's grant in full (its `exp`), D
+  // hands E the lock in full, E confirms.
+  const int64_t queue_full =
+      cost([&] { return queue_in_full("E"); }, 0, "queue (in full)");
+  EXPECT_EQ(queue_full, 7) << last_counted;
+  std::vector<std::string> latch_d = keys;
+  latch_d.push_back("lockfleet:{cost}:latch:D");
+  ASSERT_EQ(redis_
+                ->Eval(internal::ReleaseScript(), latch_d,
+                       {"D", "", "D", "2000", "10000"})
+                .elements[0]
+                .integer,
+            3);  // D's hold is "D" (its waiter id "g:D")
+  EXPECT_EQ(cost([&] { return confirm("E"); }, 1, "confirm E"), 1)
+      << last_counted;
+  EXPECT_EQ(queue_full + hand_off_full + confirmed, 19);
 }
 
 // The watchdog's presence refresh (PresenceScript) keeps a queued waiter's
