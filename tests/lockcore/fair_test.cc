@@ -19,6 +19,25 @@ using Steady = std::chrono::steady_clock;
 
 class Fair : public ConnectedLockTest {
  protected:
+  // `holder` takes `name` (*held) and one waiting call of `waiter` (*fut)
+  // queues behind it; returns its queue entry.
+  QueuedWaiter HeldWithOneWaiter(LockClient& holder, LockClient& waiter,
+                                 const std::string& name, AcquireResult* held,
+                                 std::future<AcquireResult>* fut) {
+    *held = holder.TryAcquire(name);
+    EXPECT_TRUE(*held);
+    *fut = std::async(std::launch::async, [&waiter, name] {
+      return waiter.AcquireFor(name, seconds(60));
+    });
+    QueuedWaiter queued;
+    EXPECT_TRUE(WaitUntil([&] {
+      LockInfo info = holder.Inspect(name);
+      if (info.queue.size() != 1) return false;
+      queued = info.queue[0];
+      return true;
+    }));
+    return queued;
+  }
   int64_t ServerMs() {
     Reply t = redis_->Execute({"TIME"});
     return std::stoll(t.elements[0].str) * 1000 +
@@ -291,18 +310,11 @@ TEST_F(Fair, OnlyTheThreadsOwnOwnerTokenIsHandedALockInFull) {
 TEST_F(Fair, AHandOffToClaimFromAnOlderReleaserIsClaimedByAnInFullWaiter) {
   auto holder = NewClient();
   auto waiter = NewClient();
-  AcquireResult held = holder->TryAcquire("older");
-  ASSERT_TRUE(held);
-  auto fut = std::async(std::launch::async, [&] {
-    return waiter->AcquireFor("older", seconds(60));
-  });
-  QueuedWaiter queued;
-  ASSERT_TRUE(WaitUntil([&] {
-    LockInfo info = holder->Inspect("older");
-    if (info.queue.size() != 1) return false;
-    queued = info.queue[0];
-    return true;
-  }));
+  AcquireResult held;
+  std::future<AcquireResult> fut;
+  const QueuedWaiter queued =
+      HeldWithOneWaiter(*holder, *waiter, "older", &held, &fut);
+  ASSERT_FALSE(queued.waiter_id.empty());
   // What an older release script does: free the lock, hand it to the head.
   const std::string lock = LockKey("older");
   const std::string fence = std::to_string(held.lease.fence() + 1000);
@@ -328,18 +340,11 @@ TEST_F(Fair, AHandOffToClaimFromAnOlderReleaserIsClaimedByAnInFullWaiter) {
 TEST_F(Fair, AForgedHandOffEventWakesTheNamedWaiterButGrantsNothing) {
   auto holder = NewClient();
   auto waiter = NewClient();
-  AcquireResult held = holder->TryAcquire("forged-handoff");
-  ASSERT_TRUE(held);
-  auto fut = std::async(std::launch::async, [&] {
-    return waiter->AcquireFor("forged-handoff", seconds(60));
-  });
-  QueuedWaiter queued;
-  ASSERT_TRUE(WaitUntil([&] {
-    LockInfo info = holder->Inspect("forged-handoff");
-    if (info.queue.size() != 1) return false;
-    queued = info.queue[0];
-    return true;
-  }));
+  AcquireResult held;
+  std::future<AcquireResult> fut;
+  const QueuedWaiter queued =
+      HeldWithOneWaiter(*holder, *waiter, "forged-handoff", &held, &fut);
+  ASSERT_FALSE(queued.waiter_id.empty());
   const uint64_t attempts = waiter->stats().attempts;
   const int64_t fence = held.lease.fence();
   for (int i = 0; i < 3; ++i) {
