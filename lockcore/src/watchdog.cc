@@ -332,7 +332,9 @@ void LockCore::RenewDue(std::vector<std::shared_ptr<HeldLock>> due) {
             held->next_check =
                 now + std::min<Clock::Duration>(
                           RetryDelay(held->lease),
-                          (FromNs(held->valid_until_ns.load()) - now) / 3);
+                          std::max<Clock::Duration>(
+                              (FromNs(held->valid_until_ns.load()) - now) / 3,
+                              milliseconds(10)));
           Schedule(held);
         }
       }

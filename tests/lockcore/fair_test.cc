@@ -220,16 +220,19 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
       WaitUntil([&] { return holder->Inspect("in-full").queue.size() == 1; }));
   ASSERT_EQ(holder->Inspect("in-full").queue[0].waiter_id.rfind("g:", 0), 0u);
   const uint64_t attempts = waiter->stats().attempts;
+  const uint64_t renewals = waiter->stats().renewals;
   (void)held.lease.Release();
   AcquireResult got = fut.get();
   ASSERT_TRUE(got) << got.last_error;
+  const Steady::time_point valid = got.lease.valid_until();
   const int64_t pttl = redis_->Execute({"PTTL", LockKey("in-full")}).integer;
   const Steady::time_point read = Steady::now();
   // Confirmed, not re-entered: the key still has the claim window (2 s),
-  // not the 30 s lease a full attempt would have set.
+  // not the 30 s lease a full attempt would have set — unless the
+  // watchdog's first renewal came first (a loaded machine).
   EXPECT_GT(pttl, 0);
-  EXPECT_LE(pttl, 2000);
-  EXPECT_LE(got.lease.valid_until(), read + milliseconds(pttl))
+  EXPECT_TRUE(pttl <= 2000 || waiter->stats().renewals > renewals) << pttl;
+  EXPECT_LE(valid, read + milliseconds(pttl))
       << "validity past the key's time to live";
   EXPECT_EQ(waiter->stats().attempts, attempts + 1) << "one read";
   LockInfo info = holder->Inspect("in-full");
@@ -256,14 +259,19 @@ TEST_F(Fair, AHandOffInFullIsValidForTheReleasersClaimWindowNotTheGrantees) {
   AcquireResult held = holder->TryAcquire("short-claim");
   ASSERT_TRUE(held);
   auto fut = Queue(*waiter, *holder, "short-claim", 1);
+  const uint64_t renewals = waiter->stats().renewals;
   (void)held.lease.Release();  // its event wakes the waiter at once
   AcquireResult got = fut.get();
   ASSERT_TRUE(got) << got.last_error;
+  // Read first: the watchdog's first renewal (a third of the way into
+  // the validity) moves it on.
+  const Steady::time_point valid = got.lease.valid_until();
   const int64_t pttl =
       redis_->Execute({"PTTL", LockKey("short-claim")}).integer;
   const Steady::time_point read = Steady::now();
-  EXPECT_LE(pttl, 1000) << "confirmed, not re-entered with the lease";
-  EXPECT_LE(got.lease.valid_until(), read + milliseconds(pttl))
+  EXPECT_TRUE(pttl <= 1000 || waiter->stats().renewals > renewals)
+      << "confirmed, not re-entered with the lease: " << pttl;
+  EXPECT_LE(valid, read + milliseconds(pttl))
       << "validity past the key's time to live";
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
 }

@@ -199,7 +199,9 @@ struct AcquireResult {
   AcquireStatus status = AcquireStatus::kTimedOut;
   Lease lease;  // held() iff status == kAcquired
   // When not acquired: the holder and its remaining TTL seen by the last
-  // attempt (holder may be empty if the lock freed at the very end).
+  // attempt (holder may be empty if the lock freed at the very end). After
+  // a queued fair attempt the TTL is the grant's own record (scripts'
+  // `exp`), which lags a renewal: then shorter than the real one.
   std::string holder;
   std::chrono::milliseconds holder_ttl{0};
   int attempts = 0;  // acquire scripts run
