@@ -1,9 +1,10 @@
 /*
  * fair_lock.pml: a Promela model of lockfleet's FAIR lock protocol
  * (lockcore/src/scripts.cc: AcquireFairScript, ReleaseScript, AbandonScript,
- * RenewScript, ForceUnlockScript; client side: lockcore/src/lock_client.cc,
- * lockcore/src/watchdog.cc). model/README.md describes the model, what it
- * abstracts, the properties and how to run it (scripts/model-check.sh).
+ * RenewScript, ForceUnlockScript, PresenceScript; client side:
+ * lockcore/src/lock_client.cc, lockcore/src/watchdog.cc). model/README.md
+ * describes the model, what it abstracts, the properties and how to run it
+ * (scripts/model-check.sh).
  *
  * Every Redis script is one d_step (Lua scripts are atomic on the server).
  * A client step that sends a script either gets its reply, or loses it and
@@ -73,6 +74,25 @@
  *                               key's TTL to the caller's lease instead of
  *                               max(PTTL, lease); with LATE_TRY and
  *                               DISTINCT_OWNERS, (a) fails
+ *   NO_PRESENCE                 no watchdog presence refresh (PresenceScript):
+ *                               the model before 40f62d6, each waiter
+ *                               attempting at every park bound
+ *   MUT_PRESENCE_HEXISTS        40f62d6 put back: PresenceScript refreshes an
+ *                               entry that merely exists (HEXISTS), lapsed or
+ *                               not: a lapsed head dropped by its live_head is
+ *                               written back into the hash alone, a phantom
+ *                               entry (the no-phantom invariant fails)
+ *   MUT_PRESENCE_FREE           a mutation: PresenceScript refreshes and
+ *                               answers {1} also when the lock is free and
+ *                               the waiter is the first live one (no {0}):
+ *                               with LIVENESS and HOLDER_CRASH, (d) fails
+ *   LAPSE_ONCE                  (with LIVENESS) the queue entry of one
+ *                               waiting call may lapse, once per run (its
+ *                               thread paused past its presence deadline)
+ *   HOLDER_CRASH                (with LIVENESS) a client may crash once
+ *                               while holding: its hold stays
+ *                               until the key expires, which leaves the lock
+ *                               free with waiters queued
  *
  * "fresh" (AcquireFairScript ARGV[7]): a client sends 1 when the call uses
  * the thread's own owner token and the client holds nothing of the lock.
@@ -172,6 +192,33 @@ byte late_wid[NC];
 #ifdef LIVENESS
 bool cs_done[NC];      /* ghost: the call's work was done while holding  */
 #endif
+#ifndef NO_PRESENCE
+#define WATCHDOG_PRESENCE
+#endif
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+byte cl_park[NC];      /* client c's park (AcquireUntil's loop around
+                          ParkSpinning, kept = the attempt queued): 0 no
+                          check of the watchdog confirmed during this park;
+                          1 one was ({1}): at the bound it parks on
+                          without an attempt; 2 woken by a {0} (kChecked):
+                          it attempts. 0 while not parked.               */
+byte cl_ttl[NC];       /* the park-on's other limit, ttl_at (the holder's
+                          PTTL its last attempt saw, + 1 ms): 0 none (the
+                          lock was free: PTTL -2) or not known to have
+                          passed; 1 that key still there; 2 that key expired
+                          (its TTL only grows: max(PTTL, lease), and a
+                          claim's lease exceeds the claim window), so
+                          ttl_at has passed: the bound leads to an attempt.
+                          A key deleted (DEL) before its TTL ran out: 0.  */
+#define TTL_DEL(k) if :: cl_ttl[k] == 1 -> cl_ttl[k] = 0 :: else -> skip fi
+#define TTL_END(k) if :: cl_ttl[k] == 1 -> cl_ttl[k] = 2 :: else -> skip fi
+#endif
+#if defined(LIVENESS) && defined(HOLDER_CRASH)
+bool h_crashed;        /* a holder crashed (once per run)                 */
+#endif
+#if defined(LIVENESS) && defined(LAPSE_ONCE)
+bool w_paused;         /* a waiting call's entry lapsed (once per run)    */
+#endif
 
 /* -------------------------------------------------------------- operator */
 byte op_owner;         /* the grant the operator means to force-unlock    */
@@ -188,6 +235,7 @@ byte op_fence;         /* (ghost after the force: its holders are excused
 HIDDEN byte i_, j_, v_, h_, n_, o_, f_, g_res, g_fence, u_;
 HIDDEN byte hk_;   /* acquire_fair(NC, ..): the client whose finished
                       call's hold id the held-up try carries */
+HIDDEN byte phantom_;  /* gc: waiters-hash entries not in the queue */
 HIDDEN byte map_[WMAX + 1], t_owner[WMAX + 1], t_lapsed[WMAX + 1],
             t_client[WMAX + 1];
 
@@ -267,6 +315,15 @@ inline add_hold(c) {
 inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
   r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_orph = 0;
   r_stale = 0; r_kept = 0;
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+  TTL_DEL(0);
+#if NC > 1
+  TTL_DEL(1);
+#endif
+#if NC > 2
+  TTL_DEL(2);
+#endif
+#endif
 #ifdef BUG_HOLD_PER_TRY
   r_leak = 0;
 #endif
@@ -405,6 +462,7 @@ inline gc() {
   :: v_ <= WMAX -> t_owner[v_] = 0; t_lapsed[v_] = 0; t_client[v_] = 0; v_++
   :: else -> break
   od;
+  phantom_ = 0;
   v_ = 1;
   do
   :: v_ <= WMAX ->
@@ -412,12 +470,20 @@ inline gc() {
      :: map_[v_] != 0 ->
         t_owner[map_[v_]] = w_owner[v_];
         t_lapsed[map_[v_]] = w_lapsed[v_];
-        t_client[map_[v_]] = w_client[v_]
-     :: else -> assert(w_owner[v_] == 0)   /* waiters hash == queue */
+        t_client[map_[v_]] = w_client[v_];
+        if :: w_owner[v_] != 0 -> phantom_++ :: else -> skip fi
+     :: else -> assert(w_owner[v_] == 0)   /* no entry of a waiter id nothing
+                                              refers to (a phantom too) */
      fi;
      v_++
   :: else -> break
   od;
+  /* (n) No phantom: every waiters-hash entry is queued (a waiter id in the
+     hash but not in the list is never queued again: AcquireFair RPUSHes
+     only when its HSET adds the field). With the queue's entries all in
+     the hash (asserted above), the hash equals the queue. */
+  phantom_ = phantom_ - qlen;
+  assert(phantom_ == 0);
   v_ = 1;
   do
   :: v_ <= WMAX ->
@@ -683,6 +749,62 @@ inline force_script() {
   fi
 }
 
+/* ---------------------------------------------------- PresenceScript */
+/* The watchdog's refresh of the place of client c's parked fair waiter w
+   (ARGV: waiter id, owner o, presence ms), one script of the client's
+   pipelined batch (LockCore::RefreshPresence). TIME; HGET KEYS[4] wid: a
+   missing or lapsed entry (alive(), deadline < now) answers {0} and
+   changes nothing — it never makes an entry and never revives a lapsed one
+   (the waiter's own attempt decides). EXISTS KEYS[1]: free, and
+   live_head(now) (which pops lapsed heads first, never our live entry) is
+   w: {0} without refreshing (the waiter takes the lock with its own
+   attempt). Else HSET wid "now+presence|o" — the same owner, a later
+   deadline, which the untimed model does not represent: the entry was
+   live and stays so — and the queue's and hash's TTLs (expire_at_least;
+   not modelled) extended: {1}. Result: g_res (1 refreshed). */
+inline presence_script(c, w, o) {
+  g_res = 0;
+#ifdef MUT_PRESENCE_HEXISTS
+  if                                   /* 40f62d6: HEXISTS KEYS[4] wid */
+  :: w_owner[w] != 0 ->
+#else
+  if
+  :: w_owner[w] != 0 && !w_lapsed[w] ->   /* alive(HGET KEYS[4] wid, now) */
+#endif
+     h_ = 0;
+     n_ = qlen;
+     if :: r_owner == 0 -> live_head(h_) :: else -> skip fi;
+     if                                /* it dropped lapsed heads */
+     :: qlen < n_ ->
+        REACHED(19);
+        printf("c%d: watchdog: Presence(waiter of c%d): live_head drops %d lapsed head(s)\n", c, w_client[w], n_ - qlen)
+     :: else -> skip
+     fi;
+     if
+#ifndef MUT_PRESENCE_FREE
+     :: r_owner == 0 && h_ == w ->     /* free, we are first: {0} */
+        REACHED(18);
+        printf("c%d: watchdog: Presence(waiter of c%d): the lock is free and it is first: {0}, it attempts\n", c, w_client[w])
+#endif
+     :: else ->
+        u_ = 0;                        /* (for the trace: still listed?) */
+        i_ = 0;
+        do
+        :: i_ < qlen -> u_ = u_ || q[i_] == w; i_++
+        :: else -> break
+        od;
+        printf("c%d: watchdog: Presence(waiter of c%d): HSET, refreshed (lock free: %d, the entry was in the hash: %d, lapsed: %d, it is listed: %d): {1}\n",
+               c, w_client[w], r_owner == 0, w_owner[w] != 0, w_lapsed[w], u_);
+        w_owner[w] = o;                /* HSET KEYS[4] wid "deadline|owner" */
+        w_lapsed[w] = false;
+        g_res = 1
+     fi
+  :: else ->                           /* missing or lapsed: {0}, untouched */
+     if :: w_owner[w] != 0 -> REACHED(20) :: else -> skip fi;
+     printf("c%d: watchdog: Presence(waiter of c%d): no live entry: {0}, it attempts\n", c, w_client[w])
+  fi
+}
+
 /* ------------------------------------------------------- client side */
 #define EXCUSED(k) (op_fence != 0 && cl_fence[k] == op_fence)
 
@@ -764,10 +886,16 @@ inline take_reply(c, got) {
      printf("c%d: reply: granted, fence %d, holds it: %d\n", c, g_fence, cl_bel[c]);
      if :: cl_bel[c] -> check_mutex(c) :: else -> skip fi;
      release_orphans(c);
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+     cl_ttl[c] = 0;
+#endif
      got = 1
   :: else ->
      cl_fence[c] = 0;
      cl_valid[c] = false;
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+     cl_ttl[c] = (r_owner != 0);          /* the refusal's PTTL: >= 0 */
+#endif
      got = 0
   fi;
   gc()
@@ -897,6 +1025,9 @@ inline new_call(c, o) {
 
 inline end_call(c) {                     /* the call returns: not granted */
   check_giveback(c);
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+  cl_ttl[c] = 0;
+#endif
 #ifdef LATE_TRY
   late_over(c, 2);
 #endif
@@ -1026,6 +1157,37 @@ Refused:
      release, an unlock event: lost, late, duplicated or forged alike) or
      the park bound only leads to the next attempt, which the model allows
      at any time anyway. */
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+  /* Queued (kept): the watchdog checks for us (PresenceScript), and every
+     unlock event may be lost. At the bound we park on without an attempt
+     if a check was confirmed ({1}) during this park; a {0} wakes us
+     (kChecked): we attempt. The watchdog's refresh is this client's step
+     here (it refreshes only parked waiters; one in flight when the waiter
+     moves on changes at most what live_head drops, and its answer is about
+     a state the waiter's own attempt has seen since). A missing entry
+     answers {0} and changes nothing: then the bound's attempt (nothing
+     confirmed) is the same step. One check per park: the bound comes
+     between two confirmed checks (as in time it does), or a process could
+     take refresh steps for ever instead of its bound under weak fairness;
+     a {0} that comes later than it could changes nothing for (d). The
+     bound leads to an attempt past ttl_at (cl_ttl: the key the last
+     attempt saw has expired). */
+  if
+  :: d_step { cl_park[c] != 1 || cl_ttl[c] == 2;  /* woken, or the bound */
+              cl_park[c] = 0 };                   /* with nothing confirmed */
+     goto Attempt                                 /* or past ttl_at */
+  :: d_step { cl_park[c] == 1 && cl_ttl[c] != 2;  /* the bound: parks on */
+              cl_park[c] = 0;
+              printf("c%d: park bound: the watchdog confirmed a check: parks on\n", c) };
+     goto Refused
+  :: d_step { cl_park[c] == 0 && w_owner[cl_wid[c]] != 0;
+              presence_script(c, cl_wid[c], cl_owner[c]);
+              if :: g_res -> cl_park[c] = 1 :: else -> cl_park[c] = 2 fi;
+              gc() };
+     goto Refused
+  :: d_step { c != 0; cl_park[c] = 0 }; goto GiveUp   /* client 0 never gives up */
+  fi;
+#else
   if
   :: goto Attempt
 #ifdef LIVENESS
@@ -1035,6 +1197,7 @@ Refused:
                                             outage outlasted outage_grace */
 #endif
   fi;
+#endif
 
 GiveUp:
   /* AcquireUntil's Leave (destructor), the call returns without the lock:
@@ -1083,6 +1246,17 @@ Hold:
   :: d_step { cl_bel[c]; cs_done[c] = true };   /* the work is done */
      goto Release
   :: !cl_bel[c] -> goto Lost                     /* lost(): work abandoned */
+#ifdef HOLDER_CRASH
+  :: d_step {                                    /* once per run (c0 too): */
+       cl_bel[c] && !h_crashed;                  /* the process crashes, */
+       h_crashed = true;                         /* its hold stays until */
+       printf("c%d: crashes while holding (hold stays)\n", c);  /* the key expires */
+       r_holds = r_holds & (255 - (1 << c));
+       r_stale = 1;
+       end_hold(c)
+     };
+     goto Idle
+#endif
   fi;
 #else
   if
@@ -1173,8 +1347,19 @@ Release:
 #ifdef LIVENESS
 /* Liveness: time only removes what nobody will refresh: an unclaimed
    grant to, or the queue entry of, a waiter whose call has returned. */
+#ifdef HOLDER_CRASH
+/* ... or the grant of a crashed holder (its hold only) */
+#define EXPIRY_OK ((r_pending != 0 && cl_wid[w_client[r_pending]] != r_pending) || \
+                   (r_pending == 0 && r_holds == 0 && r_orph == 0 && r_stale != 0))
+#else
 #define EXPIRY_OK (r_pending != 0 && cl_wid[w_client[r_pending]] != r_pending)
+#endif
+#ifdef LAPSE_ONCE
+#define LAPSE_OK(w) (cl_wid[w_client[w]] != w || !w_paused)
+#define LAPSE_NOTE(w) if :: cl_wid[w_client[w]] == w -> w_paused = true :: else -> skip fi
+#else
 #define LAPSE_OK(w) (cl_wid[w_client[w]] != w)
+#endif
 #else
 #define EXPIRY_OK (true)
 #define LAPSE_OK(w) (true)
@@ -1211,8 +1396,36 @@ inline late_run(k) {
   :: d_step { late_st[k] >= 1 && late_st[k] <= 3 -> late_run(k) }
 #endif
 
+#if defined(WATCHDOG_PRESENCE) && !defined(LIVENESS)
+/* The watchdog's refresh of client k's queued waiter (PresenceScript), at
+   any moment while the call goes on (it is kept from its first queueing
+   attempt to its Leave; one sent before the Leave may run after it, when
+   the entry is gone: {0}, nothing). Its answer only decides when the
+   waiter attempts, which the safety runs leave free anyway. Enabled only
+   where the script changes something (PRESENCE_ACTS): with the lock free
+   and a lapsed head, live_head drops it (the script as in scripts.cc:
+   only while the waiter's own entry is live; 40f62d6's: while it exists,
+   and its own lapsed entry is revived). Elsewhere it is an HSET of a live
+   entry with the same owner and a later deadline, nothing in the untimed
+   model, or a {0} that changes nothing: left out (they only add
+   transitions back to the same state), except in the probe build, where
+   the {0} branches are probes 18 and 20. */
+#if defined(MUT_PRESENCE_HEXISTS) || defined(COVER)
+#define PRESENCE_ACTS(w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w]))
+#else
+#define PRESENCE_ACTS(w) (w_owner[w] != 0 && !w_lapsed[w] && r_owner == 0 && w_lapsed[q[0]])
+#endif
+#define PRESENCE(k) \
+  :: d_step { cl_wid[k] != 0 && PRESENCE_ACTS(cl_wid[k]) -> \
+              presence_script(k, cl_wid[k], cl_owner[k]); gc() }
+#endif
+
+#ifndef LAPSE_NOTE
+#define LAPSE_NOTE(w) skip
+#endif
 #define LAPSE(k) \
   :: d_step { qlen > k && !w_lapsed[q[k]] && LAPSE_OK(q[k]) -> w_lapsed[q[k]] = true; \
+              LAPSE_NOTE(q[k]); \
               printf("redis: presence of a waiter of c%d lapses\n", w_client[q[k]]) }
 
 active proctype Env() {
@@ -1224,6 +1437,15 @@ active proctype Env() {
        printf("redis: key of owner %d, fence %d expires\n", r_owner, r_fence);
        if :: r_holds != 0 -> REACHED(7) :: else -> skip fi;    /* held */
        if :: r_pending != 0 -> REACHED(11) :: else -> skip fi; /* unclaimed */
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+       TTL_END(0);                     /* ttl_at passed for whoever saw it */
+#if NC > 1
+       TTL_END(1);
+#endif
+#if NC > 2
+       TTL_END(2);
+#endif
+#endif
        del_lock();
        gc()
      }
@@ -1246,6 +1468,15 @@ active proctype Env() {
 #endif
 #if QMAX > 7
   LAPSE(7)
+#endif
+#if defined(WATCHDOG_PRESENCE) && !defined(LIVENESS)
+  PRESENCE(0)
+#if NC > 1
+  PRESENCE(1)
+#endif
+#if NC > 2
+  PRESENCE(2)
+#endif
 #endif
 #ifdef LATE_TRY
   LATE(0)

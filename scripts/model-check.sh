@@ -63,8 +63,8 @@ CHECKS=(
   "nofalse|pass|-DCHECK_NOFALSE|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
   "giveback|pass|-DCHECK_GIVEBACK|$SAFE_CC|-m400000|(g) a call that returns without the lock leaves no hold of its own; 2 clients"
   "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1|-O2 -DSAFETY -DMEMLIM=2048|-m2000000|(a)(b)(c)(e)(g) together; 3 clients, one owner token each, client 0's tries may go unanswered"
-  "live2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness); 2 clients"
-  "live3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above; 3 clients"
+  "live2|pass|-DLIVENESS -DATTACKER -DHOLDER_CRASH -DLAPSE_ONCE|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness; parks on while the watchdog confirms, unlock events lost; a holder may crash and a waiting entry lapse, once); 2 clients"
+  "live3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above (parks on while the watchdog confirms, unlock events lost); 3 clients"
   "work2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N work0|(f) a call that does not give up gets its work done, whatever force events arrive; 2 clients"
   "work3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N work0|(f) as above; 3 clients"
   "bug1|fail:assertion violated +!\(\(\(\(r_owner!=0\)|-DBUG_FORCE_EVENT_REVOKES -DCHECK_NOFALSE $BUG_SPIN|$BUG_CC||bug 1 put back (a force event marks the hold lost): (e) must fail"
@@ -79,6 +79,8 @@ CHECKS=(
   "mut-fence|fail:assertion violated .*g_fence>|-DMUT_FENCE_RESET -DCHECK_FENCE $BUG_SPIN|$BUG_CC||mutation: fence counter deleted with the lock: (b) must fail"
   "mut-unacked|fail:assertion violated .*r_holds|-DBUG_UNACKED_KEPT -DMUT_ABANDON_KEEPS_HOLD -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||mutation: a grant too few replicas acknowledged is given back neither by the call nor by its abandon: (g) must fail"
   "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
+  "mut-presence-hexists|fail:assertion violated \(phantom_==0\)|-DMUT_PRESENCE_HEXISTS $BUG_SPIN|$BUG_CC||40f62d6 put back (PresenceScript refreshes an entry that merely exists): a lapsed head dropped by its live_head is written back into the hash alone, no-phantom must fail"
+  "mut-presence-free|fail:acceptance cycle|-DLIVENESS -DHOLDER_CRASH -DMUT_PRESENCE_FREE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: PresenceScript refreshes ({1}) a waiter first at a free lock: it parks on, everyone behind it refused, (d) must fail"
 )
 # The semaphore (model/semaphore.pml; P = 2 permits, k = 1 or 2 per call).
 # sem-late-try and sem-late-queue were findings of this model against the
@@ -234,6 +236,9 @@ PROBES=(
   "an orphans_ record's hold is released at the owner's next grant"
   "a grant too few replicas acknowledged throws (min_replicas)"
   "an abandon gives back the call's hold a grant carries (a lost try's)"
+  "the watchdog's presence check answers {0} to a waiter first at a free lock"
+  "a presence check at a free lock drops a lapsed head ahead of its live waiter (live_head)"
+  "a presence check finds its waiter's own entry lapsed: {0}, nothing written"
 )
 # Only with --full or by name.
 FULL_CHECKS=(
@@ -282,8 +287,10 @@ for c in "${FULL_CHECKS[@]}"; do
     selected+=("$c")
   fi
 done
+# (grep -q reads from a process substitution, not a pipe: it stops at the
+# first match, and under pipefail the writer's SIGPIPE would fail the test)
 for w in "${wanted[@]}"; do
-  printf '%s\n' "${CHECKS[@]}" "${FULL_CHECKS[@]}" | grep -q "^$w|" ||
+  grep -q "^$w|" < <(printf '%s\n' "${CHECKS[@]}" "${FULL_CHECKS[@]}") ||
     { say "unknown check: $w"; usage; }
 done
 
@@ -314,11 +321,12 @@ narrative() {
     grep -E '^[[:space:]]+(c[0-9]|AcquireFair|Release|hand_off|Abandon|operator|redis|attacker|Sem|sem_|Rw|MultiAcquire|M[12]:|S[01]:)|START OF CYCLE' |
     sed -E 's/^[[:space:]]+/    | /; s/^.*START OF CYCLE.*$/    | ---- the cycle, repeated for ever: ----/')"
   if grep -q -- '---- the cycle' <<<"$lines"; then
-    # (a lost wake earlier in the run, the cause, is shown with its script)
+    # (a lost wake earlier in the run, the cause, is shown with its script;
+    # so are a crashed holder and a key's expiry)
     awk '/---- the cycle/ { c = NR } { l[NR] = $0 }
          END { s = (c > 6 ? c - 6 : 1)
                for (i = 1; i < s; i++)
-                 if (l[i] ~ /not named by the event|wake for its hand-off is lost/) {
+                 if (l[i] ~ /not named by the event|wake for its hand-off is lost|crashes while holding|redis: key of .* expires/) {
                    print "    | ..."
                    for (j = (i > 4 ? i - 4 : 1); j <= i; j++) print l[j]
                  }
@@ -427,13 +435,13 @@ build_probes() {
   (cd "$dir" && spin $flags -a "$pml" >spin.log 2>&1 &&
     gcc -w $SAFE_CC -o pan pan.c >gcc.log 2>&1) || true
 }
-if printf '%s\n' "${selected[@]}" | grep -q '^reach'; then
+if grep -q '^reach' < <(printf '%s\n' "${selected[@]}"); then
   build_probes probe "$MODEL" "$PROBE_SPIN"
 fi
-if printf '%s\n' "${selected[@]}" | grep -q '^rw-reach'; then
+if grep -q '^rw-reach' < <(printf '%s\n' "${selected[@]}"); then
   build_probes rwprobe "$RW_MODEL" "$RW_PROBE_SPIN"
 fi
-if printf '%s\n' "${selected[@]}" | grep -q '^ml-reach'; then
+if grep -q '^ml-reach' < <(printf '%s\n' "${selected[@]}"); then
   build_probes mlprobe "$ML_MODEL" "$ML_PROBE_SPIN"
 fi
 
