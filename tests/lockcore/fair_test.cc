@@ -36,6 +36,9 @@ class Fair : public ConnectedLockTest {
       queued = info.queue[0];
       return true;
     }));
+    // Its refusal counted too (the counters move after Redis queued it).
+    EXPECT_TRUE(
+        WaitUntil([&] { return waiter.stats().contended_attempts >= 1; }));
     return queued;
   }
   int64_t ServerMs() {
@@ -209,7 +212,10 @@ TEST_F(Fair, LostGrantEventIsRecoveredAtTheNextBoundedPark) {
 // still had it queued — never past the key's time to live — until its
 // watchdog's first renewal extends the key to the lease.
 TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
-  auto holder = NewClient();
+  // A claim window as long as the presence window: the waiter, woken by its
+  // watchdog's check up to an interval after the hand-off, still finds most
+  // of its validity left on a loaded machine (not a full attempt).
+  auto holder = NewClient({.claim_window = seconds(3)});
   auto waiter = NewClient();  // not on any bus: the watchdog's check wakes it
   AcquireResult held = holder->TryAcquire("in-full");
   ASSERT_TRUE(held);
@@ -219,6 +225,9 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
   ASSERT_TRUE(
       WaitUntil([&] { return holder->Inspect("in-full").queue.size() == 1; }));
   ASSERT_EQ(holder->Inspect("in-full").queue[0].waiter_id.rfind("g:", 0), 0u);
+  // Its refusal counted (the counters move after Redis queued it).
+  ASSERT_TRUE(
+      WaitUntil([&] { return waiter->stats().contended_attempts >= 1; }));
   const uint64_t attempts = waiter->stats().attempts;
   const uint64_t renewals = waiter->stats().renewals;
   (void)held.lease.Release();
@@ -227,11 +236,11 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
   const Steady::time_point valid = got.lease.valid_until();
   const int64_t pttl = redis_->Execute({"PTTL", LockKey("in-full")}).integer;
   const Steady::time_point read = Steady::now();
-  // Confirmed, not re-entered: the key still has the claim window (2 s),
+  // Confirmed, not re-entered: the key still has the claim window (3 s),
   // not the 30 s lease a full attempt would have set — unless the
   // watchdog's first renewal came first (a loaded machine).
   EXPECT_GT(pttl, 0);
-  EXPECT_TRUE(pttl <= 2000 || waiter->stats().renewals > renewals) << pttl;
+  EXPECT_TRUE(pttl <= 3000 || waiter->stats().renewals > renewals) << pttl;
   EXPECT_LE(valid, read + milliseconds(pttl))
       << "validity past the key's time to live";
   EXPECT_EQ(waiter->stats().attempts, attempts + 1) << "one read";
