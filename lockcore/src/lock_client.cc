@@ -1,6 +1,7 @@
 #include "lockfleet/lockcore/lock_client.h"
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 
 #include "key_slot.h"
@@ -73,6 +74,14 @@ const Reply& Element(const Reply& r, size_t i, const char* what) {
                 std::string("unexpected reply from ") + what);
   }
   return r.elements[i];
+}
+
+std::optional<long long> ParseInteger(std::string_view text) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || at != end) return std::nullopt;
+  return v;
 }
 
 long long IntElement(const Reply& r, size_t i, const char* what) {
@@ -434,26 +443,17 @@ LockCore::Attempt LockCore::ConfirmHandOff(const std::string& name,
   if (holder == nullptr) return out;  // free: a full attempt takes it
   out.holder = holder->str;
   out.ttl_ms = -1;  // not read (as a spin check's)
-  if (out.holder != owner || field(2) == nullptr || field(1) == nullptr)
-    return out;
+  const std::optional<long long> fence =
+      field(1) ? ParseInteger(field(1)->str) : std::nullopt;
+  // Not a token: the full attempt decides.
+  if (out.holder != owner || field(2) == nullptr || !fence) return out;
   // Ours, with our hold: a hand-off in full, made after `checked` with the
   // claim window (its field) as its lease. (A late try of ours that added
   // the hold set our lease, and ran after `checked` too.)
   milliseconds window = lease;
   if (const Reply* claim = field(3)) {
-    long long ms = 0;
-    try {
-      ms = std::stoll(claim->str);
-    } catch (const std::exception&) {
-      ms = 0;
-    }
-    window = std::min(window, milliseconds(std::max(0LL, ms)));
-  }
-  long long fence = 0;
-  try {
-    fence = std::stoll(field(1)->str);
-  } catch (const std::exception&) {
-    return out;  // not a token: the full attempt decides
+    window = std::min(window, milliseconds(std::max(
+                                  0LL, ParseInteger(claim->str).value_or(0))));
   }
   // Too little of it left to be worth holding (a waiter that woke late):
   // the full attempt re-enters it with our own lease instead.
@@ -461,7 +461,7 @@ LockCore::Attempt LockCore::ConfirmHandOff(const std::string& name,
   if (window <= milliseconds(0) ||
       FromNs(ValidUntilNs(checked, window)) - now < window / 4)
     return out;
-  return Granted(name, owner, lease, renew, options, hold_id, fence, checked,
+  return Granted(name, owner, lease, renew, options, hold_id, *fence, checked,
                  window);
 }
 
@@ -693,14 +693,16 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   bool in_outage = false;
   Clock::TimePoint outage_since;
   milliseconds backoff(0);
-  // The latest send time of our own refused attempt that queued us; with
-  // the watchdog's confirmed presence checks, what a hand-off in full
-  // came after (ConfirmHandOff).
-  Clock::TimePoint queued_at = Clock::TimePoint::min();
-  auto confirm = [&] {
-    Clock::TimePoint checked = queued_at;
-    if (queued_at != Clock::TimePoint::min())
-      checked = std::max(checked, PresenceChecked(waiter_id, queued_at).first);
+  // A hand-off in full's read (ConfirmHandOff), once we are queued: its
+  // validity runs from the latest send that found us still queued — our
+  // refused attempt (KeepPresence) or the watchdog's confirmed check, as
+  // the presence record keeps them. None before (or without the record):
+  // the caller makes its usual attempt.
+  auto confirm = [&]() -> std::optional<Attempt> {
+    if (!in_full) return std::nullopt;
+    const Clock::TimePoint checked =
+        PresenceChecked(waiter_id, options_.clock->Now()).first;
+    if (checked == Clock::TimePoint::min()) return std::nullopt;
     return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked);
   };
   for (;;) {
@@ -753,7 +755,6 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // the lock free with us first. Our park keeps its bound (below), but
     // when it ends we park on without a round trip of our own if the
     // watchdog's check is recent (see the loop around ParkSpinning).
-    if (!failed && a.queued) queued_at = attempt_sent;
     const bool kept = fair && !failed && a.queued &&
                       KeepPresence(name, owner, waiter_id, attempt_sent);
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
@@ -791,13 +792,14 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       last_wake = ParkSpinning(
           name, &slot, bound, options.stop, &grant, plan, owner,
           [&] {
-            if (!in_full || queued_at == Clock::TimePoint::min())
+            std::optional<Attempt> read = confirm();
+            if (!read)
               return TryOnce(name, owner, lease, renew, options, waiter_id,
                              hold_id, fresh, false, deadline, &may_hold,
                              /*spin_check=*/true);
             spins_.fetch_add(1, std::memory_order_relaxed);
             if (observer()) observer()->OnSpin(name);
-            return confirm();
+            return std::move(*read);
           },
           &won);
       if (last_wake != WakeCause::kBound || !kept) break;
@@ -838,40 +840,6 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // A spin check gave way to a full attempt (the lock free or ours, Redis
     // out): no wake-up to count.
     if (last_wake == WakeCause::kNone) continue;
-    if (in_full && queued_at != Clock::TimePoint::min() &&
-        (last_wake == WakeCause::kChecked ||
-         (grant.handed && (last_wake == WakeCause::kLocal ||
-                           last_wake == WakeCause::kEvent)))) {
-      // The wake named us as a hand-off's grantee, or the watchdog found us
-      // off the queue (handed the lock, its event lost or late — or dropped
-      // as lapsed): a read confirms the grant (a full attempt follows if it
-      // does not: free, a hand-off to claim from an older client, or a hint
-      // that was wrong).
-      Attempt handed;
-      bool confirmed = false;
-      try {
-        handed = confirm();
-        attempts_.fetch_add(1, std::memory_order_relaxed);
-        confirmed = handed.granted;
-      } catch (const Error& e) {
-        if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
-          throw;
-      }
-      if (confirmed) {
-        (last_wake == WakeCause::kLocal   ? wake_local_
-         : last_wake == WakeCause::kEvent ? wake_event_
-                                          : wake_bound_)
-            .fetch_add(1, std::memory_order_relaxed);
-        if (observer())
-          observer()->OnWakeup(name, last_wake == WakeCause::kLocal
-                                         ? lockfleet::WakeCause::kLocal
-                                     : last_wake == WakeCause::kEvent
-                                         ? lockfleet::WakeCause::kEvent
-                                         : lockfleet::WakeCause::kBound);
-        finish(handed);
-        return result;
-      }
-    }
     if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
       unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {
@@ -894,6 +862,28 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         return result;
       default:
         wake_bound_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (last_wake == WakeCause::kChecked ||
+        (grant.handed &&
+         (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent))) {
+      // The wake named us as a hand-off's grantee, or the watchdog found us
+      // off the queue (handed the lock, its event lost or late — or dropped
+      // as lapsed): a read confirms a grant in full. If it does not (free,
+      // a hand-off to claim from an older client, a wrong hint, Redis out),
+      // the full attempt follows.
+      std::optional<Attempt> handed;
+      try {
+        handed = confirm();
+      } catch (const Error& e) {
+        if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
+          throw;
+      }
+      if (handed) attempts_.fetch_add(1, std::memory_order_relaxed);
+      if (handed && handed->granted) {
+        unused_wake = WakeCause::kNone;  // used: it got us the lock
+        finish(*handed);
+        return result;
+      }
     }
   }
 }

@@ -150,6 +150,10 @@ void CheckPermits(int64_t permits, int64_t low, const char* what);
 const Reply& Element(const Reply& r, size_t i, const char* what);
 long long IntElement(const Reply& r, size_t i, const char* what);
 
+// The whole of `text` as a decimal integer (a number a script wrote as a
+// string: Lua numbers are doubles), or nullopt.
+std::optional<long long> ParseInteger(std::string_view text);
+
 // Redis failures a waiting call rides out (see lock_client.h, outage_grace).
 bool IsOutage(ErrorCode code);
 

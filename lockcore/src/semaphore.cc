@@ -35,12 +35,7 @@ namespace {
 int64_t SetToken(const Reply& r) {
   if (r.type == Reply::Type::kInteger) return r.integer;
   if (r.type == Reply::Type::kString) {
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(r.str, &used);
-      if (used == r.str.size()) return v;
-    } catch (const std::exception&) {
-    }
+    if (std::optional<long long> v = ParseInteger(r.str)) return *v;
   }
   throw Error(ErrorCode::kRedisProtocol,
               "unexpected token from read-write lock acquire");

@@ -217,17 +217,11 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
   // of its validity left on a loaded machine (not a full attempt).
   auto holder = NewClient({.claim_window = seconds(3)});
   auto waiter = NewClient();  // not on any bus: the watchdog's check wakes it
-  AcquireResult held = holder->TryAcquire("in-full");
-  ASSERT_TRUE(held);
-  auto fut = std::async(std::launch::async, [&] {
-    return waiter->AcquireFor("in-full", seconds(60));
-  });
-  ASSERT_TRUE(
-      WaitUntil([&] { return holder->Inspect("in-full").queue.size() == 1; }));
-  ASSERT_EQ(holder->Inspect("in-full").queue[0].waiter_id.rfind("g:", 0), 0u);
-  // Its refusal counted (the counters move after Redis queued it).
-  ASSERT_TRUE(
-      WaitUntil([&] { return waiter->stats().contended_attempts >= 1; }));
+  AcquireResult held;
+  std::future<AcquireResult> fut;
+  const QueuedWaiter queued =
+      HeldWithOneWaiter(*holder, *waiter, "in-full", &held, &fut);
+  ASSERT_EQ(queued.waiter_id.rfind("g:", 0), 0u);
   const uint64_t attempts = waiter->stats().attempts;
   const uint64_t renewals = waiter->stats().renewals;
   (void)held.lease.Release();

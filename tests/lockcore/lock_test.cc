@@ -456,6 +456,14 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
   const int64_t pttl = redis_->Execute({"PTTL", lock}).integer;
   EXPECT_GT(pttl, 0);
   EXPECT_LE(pttl, 2000);
+  // Not the releaser's any more: a retry of C's release answers as the
+  // first try did, another hold of C's is refused, and D's grant stays.
+  EXPECT_EQ(release("C", 1).elements[0].integer, 3);
+  EXPECT_EQ(release("C", 2).elements[0].integer, -1);
+  const Reply kept = redis_->Execute({"HMGET", lock, "owner", "count", "h:D"});
+  EXPECT_EQ(kept.elements[0].str, "D");
+  EXPECT_EQ(kept.elements[1].str, "1");
+  EXPECT_EQ(kept.elements[2].str, "1");
   const int64_t confirmed =
       cost([&] { return confirm("D"); }, 1, "confirm (in full)");
   EXPECT_EQ(confirmed, 1) << last_counted;

@@ -94,6 +94,7 @@ class RetrySafety : public LockTest {
   // `in_full`: W's lease is the watchdog's, so the lock is handed to it in
   // full (its hold), else W has an explicit lease and a hand-off to claim.
   void AbandonWhoseReplyWasLost(bool handed_off, bool in_full = false);
+  void GranteeWhoseReplyWasLostIsOneHold(bool in_full);
 
   std::unique_ptr<ReplyDropProxy> proxy_;
 };
@@ -139,75 +140,63 @@ TEST_F(RetrySafety, ReleaseWhoseReplyWasLostLeavesTheHandOffAlone) {
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
 }
 
-// A grantee handed the lock in full loses its read's reply: the call rides
-// it out with a full attempt, which re-enters the grant with the same hold
-// id — one hold, so one release frees the lock.
-TEST_F(RetrySafety, ConfirmWhoseReplyWasLostIsOneHold) {
-  LoopbackBus bus;
-  auto bus_ptr =
-      std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
-  auto a = NewClient({.publisher = bus_ptr});
-  auto b = NewProxiedClient(
-      LongWindows({.spin_max_hold = std::chrono::milliseconds(0)}));
-  auto inspector = NewClient();
-  const Subscription subscription = Subscribe(bus, b.get());
-
-  AcquireResult held = a->TryAcquire("confirm", {.owner = "retry:a"});
-  ASSERT_TRUE(held);
-  auto waiter = std::async(std::launch::async, [&] {
-    return b->AcquireFor("confirm", seconds(60));  // its own token: in full
-  });
-  ASSERT_TRUE(WaitUntil(
-      [&] { return inspector->Inspect("confirm").queue.size() == 1; }));
-  proxy_->DropNextReply("HMGET");  // B's read of its grant
-  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
-  AcquireResult got = waiter.get();
-  ASSERT_TRUE(got) << got.last_error;
-  EXPECT_EQ(proxy_->dropped(), 1);
-  LockInfo info = inspector->Inspect("confirm");
-  EXPECT_EQ(info.owner, got.lease.owner());
-  EXPECT_EQ(info.hold_count, 1);
-  EXPECT_EQ(info.fence, got.lease.fence());
-  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
-  EXPECT_FALSE(inspector->Inspect("confirm").locked);
-}
-
-// The grantee's claim runs and its reply is lost. The retry finds nothing
-// pending any more and re-enters the grant with the same hold id: one hold,
-// so one release frees the lock (a second hold would keep it for a whole
-// lease, with nobody renewing it).
-TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
+// The grantee's first command after the hand-off loses its reply: the claim
+// (a hand-off to claim, `in_full` false: an explicit lease and a
+// caller-given token) or the read confirming a hand-off in full (the
+// thread's own token and a watchdog lease). A claim's retry finds nothing
+// pending any more, and a lost read is ridden out by a full attempt; either
+// re-enters the grant with the same hold id: one hold, so one release frees
+// the lock (a second hold would keep it for a whole lease, with nobody
+// renewing it).
+void RetrySafety::GranteeWhoseReplyWasLostIsOneHold(bool in_full) {
+  const std::string name = in_full ? "confirm" : "claim";
   LoopbackBus bus;  // A's unlock event wakes B at once
   auto bus_ptr =
       std::shared_ptr<UnlockPublisher>(&bus, [](UnlockPublisher*) {});
   auto a = NewClient({.publisher = bus_ptr});
-  // B claims with the fair acquire (no spinning: its checks would claim
-  // through another script, covered in spin_test). An explicit lease: a
-  // hand-off to claim (a watchdog lease is handed in full: the next test).
+  // No spinning: B's checks would claim through another script, covered in
+  // spin_test.
   auto b = NewProxiedClient(
       LongWindows({.spin_max_hold = std::chrono::milliseconds(0)}));
   auto inspector = NewClient();
   const Subscription subscription = Subscribe(bus, b.get());
 
-  AcquireResult held = a->TryAcquire("claim", {.owner = "retry:a"});
+  AcquireResult held = a->TryAcquire(name, {.owner = "retry:a"});
   ASSERT_TRUE(held);
+  AcquireOptions options;
+  if (!in_full) {
+    options.lease = seconds(60);
+    options.owner = "retry:b";
+  }
   auto waiter = std::async(std::launch::async, [&] {
-    return b->AcquireFor("claim", seconds(60),
-                         {.lease = seconds(60), .owner = "retry:b"});
+    return b->AcquireFor(name, seconds(60), options);
   });
   ASSERT_TRUE(
-      WaitUntil([&] { return inspector->Inspect("claim").queue.size() == 1; }));
-  proxy_->DropNextReply("retry:b");  // B's next command: the claim
+      WaitUntil([&] { return inspector->Inspect(name).queue.size() == 1; }));
+  // B's next command: the read of its grant, or the claim.
+  proxy_->DropNextReply(in_full ? "HMGET" : "retry:b");
   ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
   AcquireResult got = waiter.get();
   ASSERT_TRUE(got) << got.last_error;
   EXPECT_EQ(proxy_->dropped(), 1);
-  LockInfo info = inspector->Inspect("claim");
-  EXPECT_EQ(info.owner, "retry:b");
+  LockInfo info = inspector->Inspect(name);
+  EXPECT_EQ(info.owner, got.lease.owner());
+  if (!in_full) {
+    EXPECT_EQ(info.owner, "retry:b");
+  }
   EXPECT_EQ(info.hold_count, 1);
   EXPECT_TRUE(info.pending_waiter.empty());
+  EXPECT_EQ(info.fence, got.lease.fence());
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
-  EXPECT_FALSE(inspector->Inspect("claim").locked);
+  EXPECT_FALSE(inspector->Inspect(name).locked);
+}
+
+TEST_F(RetrySafety, ConfirmWhoseReplyWasLostIsOneHold) {
+  GranteeWhoseReplyWasLostIsOneHold(/*in_full=*/true);
+}
+
+TEST_F(RetrySafety, ClaimWhoseReplyWasLostIsOneHold) {
+  GranteeWhoseReplyWasLostIsOneHold(/*in_full=*/false);
 }
 
 // Latches: a count-down whose reply was lost, retried, counts once — the

@@ -615,37 +615,38 @@ TEST_F(Safety, FullRedisRefusesGrantsCleanlyAndStillReleases) {
 // A script with a shebang but without `allow-oom` is refused on a full
 // Redis: the holder could not give the lock back, nor hand it on, and it
 // would block everyone for the rest of its lease. The grant must be
-// complete — the waiter's, pending, under a new fence — not a deleted lock
-// with the waiter dequeued and no grant. (A script without any shebang
-// also runs on: Redis refuses a deny-oom command only before a script's
-// first write, and the release writes first, with HDEL.)
-TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
-  // Long windows: neither the waiter's place nor its hand-off lapses while
-  // Redis is full and the waiter cannot refresh or claim.
-  const LockClientOptions windows{.presence_window = seconds(60),
-                                  .claim_window = seconds(30)};
-  auto holder = NewClient(windows);
-  auto waiter = NewClient(windows);
-  auto inspector = NewClient();
-  AcquireResult held = holder->TryAcquire(
+// complete — the waiter's, under a new fence — not a deleted lock with the
+// waiter dequeued and no grant. (A script without any shebang also runs
+// on: Redis refuses a deny-oom command only before a script's first write,
+// and the release writes first, with HDEL.) `in_full`: the waiter's lease
+// is the watchdog's, under its thread's own owner token, so the grant is
+// in full (its hold, count 1, nothing pending) and it confirms it; else an
+// explicit lease and a caller-given token: a hand-off to claim, pending
+// while Redis is full (the claim grows memory and is refused).
+void FullRedisStillHandsAFairLockOn(RedisClient& redis, LockClient& holder,
+                                    LockClient& waiter, LockClient& inspector,
+                                    bool in_full) {
+  AcquireResult held = holder.TryAcquire(
       "full-fair", {.lease = seconds(60), .owner = "full:holder"});
   ASSERT_TRUE(held);
   const int64_t holder_fence = held.lease.fence();
-  // An explicit lease: a hand-off to claim (a watchdog lease is handed in
-  // full: the next test).
+  AcquireOptions options;
+  if (!in_full) {
+    options.lease = seconds(60);
+    options.owner = "full:waiter";
+  }
   auto waiting = std::async(std::launch::async, [&] {
-    return waiter->AcquireFor("full-fair", seconds(60),
-                              {.lease = seconds(60), .owner = "full:waiter"});
+    return waiter.AcquireFor("full-fair", seconds(60), options);
   });
   std::string waiter_id;
   ASSERT_TRUE(WaitUntil([&] {
-    LockInfo info = inspector->Inspect("full-fair");
+    LockInfo info = inspector.Inspect("full-fair");
     if (info.queue.size() != 1) return false;
     waiter_id = info.queue[0].waiter_id;
     return true;
   }));
-  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
-  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});  // full at once
+  redis.Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+  redis.Execute({"CONFIG", "SET", "maxmemory", "1"});  // full at once
   struct Unfill {  // also when an assertion below returns early
     RedisClient& redis;
     ~Unfill() {
@@ -654,82 +655,58 @@ TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
       } catch (...) {
       }
     }
-  } unfill{*redis_};
+  } unfill{redis};
   // Full indeed: a grant that grows memory is refused.
-  EXPECT_THROW(inspector->TryAcquire("probe"), Error);
+  EXPECT_THROW(inspector.TryAcquire("probe"), Error);
 
   EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
-  // Handed off in full, while Redis is still full: the waiter cannot claim
-  // it yet (its fair acquire grows memory and is refused), so the grant is
-  // still pending for exactly that waiter, under a new fence.
-  LockInfo info = inspector->Inspect("full-fair");
+  // Handed off while Redis is still full, under a new fence.
+  LockInfo info = inspector.Inspect("full-fair");
   EXPECT_TRUE(info.locked) << "the release freed the lock without a grant";
-  EXPECT_EQ(info.owner, "full:waiter");
-  EXPECT_EQ(info.pending_waiter, waiter_id);
+  if (in_full) {
+    EXPECT_EQ(info.owner.rfind(waiter.client_id(), 0), 0u) << info.owner;
+    EXPECT_EQ(info.hold_count, 1);
+    EXPECT_TRUE(info.pending_waiter.empty());
+    EXPECT_LE(info.ttl, seconds(30));  // the claim window, not the lease
+  } else {
+    EXPECT_EQ(info.owner, "full:waiter");
+    EXPECT_EQ(info.pending_waiter, waiter_id);
+    EXPECT_EQ(info.hold_count, 0);
+  }
   EXPECT_GT(info.fence, holder_fence);
   EXPECT_EQ(info.fence, info.last_fence);
-  EXPECT_EQ(info.hold_count, 0);
   EXPECT_GT(info.ttl, milliseconds(0));
   EXPECT_TRUE(info.queue.empty());
 
-  // Room again: the waiter claims the grant it was handed.
-  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
+  // Room again: the waiter claims, or confirms, the grant it was handed.
+  redis.Execute({"CONFIG", "SET", "maxmemory", "0"});
   AcquireResult got = waiting.get();
   ASSERT_TRUE(got) << got.last_error;
   EXPECT_EQ(got.lease.fence(), info.fence);
   EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
-  EXPECT_FALSE(inspector->Inspect("full-fair").locked);
+  EXPECT_FALSE(inspector.Inspect("full-fair").locked);
 }
 
-// The same for a waiter whose watchdog renews its lease: handed the lock in
-// full (its hold, count 1, nothing pending), which it then confirms.
-TEST_F(Safety, FullRedisStillHandsAFairLockInFullToAWatchdogWaiter) {
-  const LockClientOptions windows{.presence_window = seconds(60),
-                                  .claim_window = seconds(30)};
-  auto holder = NewClient(windows);
-  auto waiter = NewClient(windows);
+// Long windows: neither the waiter's place nor its hand-off lapses while
+// Redis is full and the waiter cannot refresh or claim.
+LockClientOptions LongWindows() {
+  return {.presence_window = seconds(60), .claim_window = seconds(30)};
+}
+
+TEST_F(Safety, FullRedisStillHandsAFairLockToTheQueuedWaiter) {
+  auto holder = NewClient(LongWindows());
+  auto waiter = NewClient(LongWindows());
   auto inspector = NewClient();
-  AcquireResult held = holder->TryAcquire(
-      "full-fair", {.lease = seconds(60), .owner = "full:holder"});
-  ASSERT_TRUE(held);
-  auto waiting = std::async(std::launch::async, [&] {
-    // The thread's own owner token: a caller-given one may be shared, and
-    // its calls are handed a lock to claim.
-    return waiter->AcquireFor("full-fair", seconds(60));
-  });
-  ASSERT_TRUE(WaitUntil(
-      [&] { return inspector->Inspect("full-fair").queue.size() == 1; }));
-  redis_->Execute({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
-  redis_->Execute({"CONFIG", "SET", "maxmemory", "1"});
-  struct Unfill {
-    RedisClient& redis;
-    ~Unfill() {
-      try {
-        redis.Execute({"CONFIG", "SET", "maxmemory", "0"});
-      } catch (...) {
-      }
-    }
-  } unfill{*redis_};
-  EXPECT_THROW(inspector->TryAcquire("probe"), Error);
+  FullRedisStillHandsAFairLockOn(*redis_, *holder, *waiter, *inspector,
+                                 /*in_full=*/false);
+}
 
-  const int64_t holder_fence = held.lease.fence();
-  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
-  LockInfo info = inspector->Inspect("full-fair");
-  EXPECT_EQ(info.owner.rfind(waiter->client_id(), 0), 0u) << info.owner;
-  EXPECT_EQ(info.hold_count, 1);
-  EXPECT_TRUE(info.pending_waiter.empty());
-  EXPECT_GT(info.fence, holder_fence);
-  EXPECT_EQ(info.fence, info.last_fence);
-  EXPECT_GT(info.ttl, milliseconds(0));
-  EXPECT_LE(info.ttl, seconds(30));  // the claim window, not the lease
-  EXPECT_TRUE(info.queue.empty());
-
-  redis_->Execute({"CONFIG", "SET", "maxmemory", "0"});
-  AcquireResult got = waiting.get();
-  ASSERT_TRUE(got) << got.last_error;
-  EXPECT_EQ(got.lease.fence(), info.fence);
-  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
-  EXPECT_FALSE(inspector->Inspect("full-fair").locked);
+TEST_F(Safety, FullRedisStillHandsAFairLockInFullToAWatchdogWaiter) {
+  auto holder = NewClient(LongWindows());
+  auto waiter = NewClient(LongWindows());
+  auto inspector = NewClient();
+  FullRedisStillHandsAFairLockOn(*redis_, *holder, *waiter, *inspector,
+                                 /*in_full=*/true);
 }
 
 }  // namespace
