@@ -751,10 +751,11 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     // Queued: from now on the watchdog refreshes our queue entry and checks
     // for us (PresenceScript), for all parked waiters of this client in one
     // pipelined round trip, and wakes us (kChecked) when we must try:
-    // handed the lock (its event lost or late), dropped from the queue, or
-    // the lock free with us first. Our park keeps its bound (below), but
-    // when it ends we park on without a round trip of our own if the
-    // watchdog's check is recent (see the loop around ParkSpinning).
+    // handed the lock (its event lost or late), dropped from the queue, the
+    // lock free with us first, or held under our owner token. Our park keeps
+    // its bound (below), but when it ends we park on without a round trip of
+    // our own if the watchdog's check is recent (see the loop around
+    // ParkSpinning).
     const bool kept = fair && !failed && a.queued &&
                       KeepPresence(name, owner, waiter_id, attempt_sent);
     // Bound: remaining wait, the holder's remaining TTL (+1ms so the key has
@@ -863,14 +864,15 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       default:
         wake_bound_.fetch_add(1, std::memory_order_relaxed);
     }
-    if (last_wake == WakeCause::kChecked ||
-        (grant.handed &&
-         (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent))) {
+    if (grant.handed &&
+        (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent ||
+         last_wake == WakeCause::kChecked)) {
       // The wake named us as a hand-off's grantee, or the watchdog found us
       // off the queue (handed the lock, its event lost or late — or dropped
       // as lapsed): a read confirms a grant in full. If it does not (free,
       // a hand-off to claim from an older client, a wrong hint, Redis out),
-      // the full attempt follows.
+      // the full attempt follows. The watchdog's other wake (the lock free
+      // with us first, or held under our owner token) goes straight to it.
       std::optional<Attempt> handed;
       try {
         handed = confirm();

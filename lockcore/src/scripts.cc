@@ -548,18 +548,26 @@ const Script& PresenceScript() {
   static const Script script(Source(kMayGrow, R"lua(
 local wid, presence = ARGV[1], tonumber(ARGV[3])
 local now = now_ms()
--- Only a live entry is kept. None: the waiter was taken off the queue
--- (handed the lock, or dropped as lapsed) and is never put back without its
--- place. A lapsed one (the waiter came back late): left as it is, for the
+-- {0}: off the queue. Only a live entry is kept. None: the waiter was
+-- taken off the queue (handed the lock, or dropped as lapsed) and is never
+-- put back without its place. A lapsed one (the waiter came back late): left as it is, for the
 -- waiter's own attempt to decide (refreshed here, it could be dropped from
 -- the list by live_head below and then put back in the hash alone: a
 -- phantom the waiter's attempts would never queue again).
 if not alive(redis.call('HGET', KEYS[4], wid), now) then return {0} end
--- Free, and nobody to hand it to before us (its holder's lease ran out):
--- the waiter takes it with its own attempt, which refreshes its place too
--- (not refreshed here: a waiter whose thread is stuck must still lapse).
--- live_head drops only lapsed entries, never ours (alive at `now`).
-if redis.call('EXISTS', KEYS[1]) == 0 and live_head(now) == wid then return {0} end
+-- {2}: the waiter's own attempt would be granted now — the lock free and
+-- nobody to hand it to before us (its holder's lease ran out; live_head
+-- drops only lapsed entries, never ours, alive at `now`), or held under
+-- our owner token with nothing pending (a call sharing the token got it
+-- first: the attempt re-enters it and leaves the queue, as
+-- AcquireFairScript's first branch does). Not refreshed here: a waiter
+-- whose thread is stuck must still lapse.
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'count', 'pending')
+if not cur[1] then
+  if live_head(now) == wid then return {2} end
+elseif cur[1] == ARGV[2] and not pending_of(cur[2], cur[3]) then
+  return {2}
+end
 redis.call('HSET', KEYS[4], wid, (now + presence) .. '|' .. ARGV[2])
 -- As AcquireFairScript's refresh: both keys outlive our deadline.
 if redis.call('PTTL', KEYS[3]) < presence * 1.5 then

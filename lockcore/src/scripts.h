@@ -107,10 +107,13 @@ Command HandOffConfirmCommand(const std::string& lock_key,
 // (lockcore.md, "Presence"). KEYS 1-4. ARGV: waiter id, owner, presence ms.
 // Refreshes the waiter's entry only if it is there and live (never makes
 // one, never revives a lapsed one).
-// -> {1} refreshed, nothing for the waiter to do | {0} the waiter must make an
-//    attempt: it is not queued any more (a release handed it the lock — its
-//    event may be lost — or it was dropped as lapsed), its entry lapsed, or
-//    the lock is free and it is the first live waiter.
+// -> {1} refreshed, nothing for the waiter to do | {0} off the queue: a
+//    release handed it the lock (its event may be lost; a "g:" waiter
+//    confirms a grant in full with its read) or it was dropped as lapsed, or
+//    its entry lapsed | {2} its attempt would be granted now: the lock is
+//    free and it is the first live waiter, or the lock is held under its
+//    owner token with nothing pending (a call sharing the token got it).
+//    Neither {0} nor {2} refreshes anything.
 const Script& PresenceScript();
 
 // KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold

@@ -129,12 +129,14 @@ bool WaitTable::HandedOff(const std::string& name, const std::string& waiter_id,
 }
 
 bool WaitTable::WakeWaiter(const std::string& name,
-                           const std::string& waiter_id, WakeCause cause) {
+                           const std::string& waiter_id, WakeCause cause,
+                           bool handed) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);
   if (it == slots_.end()) return false;
   for (Slot* slot : it->second) {
     if (slot->waiter_id != waiter_id) continue;
+    if (handed) slot->handed = true;
     if (slot->woken) return false;  // it will try anyway: keep its cause
     WakeSlotLocked(slot, cause, {});
     return true;

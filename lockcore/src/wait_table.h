@@ -126,10 +126,11 @@ class WaitTable {
                  int64_t fence = 0, bool promote = true);
 
   // Wakes the slot of the fair waiter `waiter_id` on `name` with `cause`,
-  // and no other, unless it is woken already (it tries anyway). Returns
-  // whether it was woken here.
+  // and no other, unless it is woken already (it tries anyway). `handed`:
+  // the waiter may have been handed the lock (DirectGrant::handed; kept
+  // for a slot woken already). Returns whether it was woken here.
   bool WakeWaiter(const std::string& name, const std::string& waiter_id,
-                  WakeCause cause);
+                  WakeCause cause, bool handed = false);
 
   // The fair waiters parked on `name`, longest-waiting first, at most `max`.
   std::vector<LocalWaiter> LocalWaiters(const std::string& name,

@@ -438,7 +438,11 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
   }
   std::unordered_map<std::string, size_t> index;  // waiter id -> its call
   for (size_t i = 0; i < ids.size(); ++i) index.emplace(ids[i], i);
-  std::vector<std::pair<std::string, std::string>> wake;  // name, waiter id
+  struct Wake {
+    std::string name, waiter_id;
+    bool handed;  // off the queue ({0}): maybe handed the lock
+  };
+  std::vector<Wake> wake;
   {
     std::lock_guard lock(mu_);
     const Clock::TimePoint now = options_.clock->Now();
@@ -466,13 +470,13 @@ void LockCore::RefreshPresence(const std::vector<std::string>& waiter_ids) {
         parked.checked = std::max(parked.checked, sent);
         ++parked.confirmed;
       } else {
-        wake.emplace_back(parked.name, id);
+        wake.push_back({parked.name, id, reply->elements[0].integer == 0});
       }
       ParkedDueLocked(id, parked, sent + interval / 2);
     }
   }
-  for (const auto& [name, id] : wake) {
-    if (waits_.WakeWaiter(name, id, WakeCause::kChecked))
+  for (const Wake& w : wake) {
+    if (waits_.WakeWaiter(w.name, w.waiter_id, WakeCause::kChecked, w.handed))
       presence_wakes_.fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -441,6 +441,84 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
   EXPECT_EQ(waiter->stats().wakeups_event, 0u);
 }
 
+// A queued call whose caller-given owner token another call got the lock
+// under (here the call queued ahead, handed it) re-enters that grant, as
+// its own attempt would: its watchdog's check answers "attempt" (not
+// "refreshed"), within an interval, not when the grant's lease runs out.
+TEST_F(Fair, AQueuedCallReentersAGrantItsOwnerTokenGotAtTheWatchdogsCheck) {
+  const LockClientOptions o{.presence_window = milliseconds(1500),
+                            .claim_window = milliseconds(1000),
+                            .spin_max_hold = milliseconds(0)};
+  auto holder = NewClient(o);  // none on a bus: no event wakes anyone
+  auto first = NewClient(o);
+  auto second = NewClient(o);
+  AcquireResult held = holder->TryAcquire("shared-token");  // 30 s lease
+  ASSERT_TRUE(held);
+  auto a = std::async(std::launch::async, [&] {
+    return first->AcquireFor("shared-token", seconds(60), {.owner = "team"});
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return holder->Inspect("shared-token").queue.size() == 1; }));
+  auto b = std::async(std::launch::async, [&] {
+    return second->AcquireFor("shared-token", seconds(60), {.owner = "team"});
+  });
+  ASSERT_TRUE(WaitUntil(
+      [&] { return holder->Inspect("shared-token").queue.size() == 2; }));
+  const uint64_t wakes = second->stats().presence_wakes;
+  ASSERT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+  AcquireResult got_a = a.get();  // handed to claim; claimed: a 30 s lease
+  ASSERT_TRUE(got_a) << got_a.last_error;
+  const Steady::time_point claimed = Steady::now();
+  AcquireResult got_b = b.get();
+  ASSERT_TRUE(got_b) << got_b.last_error;
+  // Not the 30 s of the grant's lease: an interval (500 ms) and its batch.
+  EXPECT_LT(Steady::now() - claimed, seconds(10));
+  EXPECT_GE(second->stats().presence_wakes, wakes + 1);
+  EXPECT_EQ(got_b.lease.fence(), got_a.lease.fence()) << "one grant";
+  LockInfo info = holder->Inspect("shared-token");
+  EXPECT_EQ(info.hold_count, 2);
+  EXPECT_TRUE(info.queue.empty());
+  EXPECT_EQ(got_b.lease.Release(), ReleaseStatus::kStillHeld);
+  EXPECT_EQ(got_a.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(holder->Inspect("shared-token").locked);
+}
+
+// A lock whose holder's lease ran out without a release (its key gone, no
+// event) is taken by the first queued waiter at its watchdog's check: the
+// check tells it to attempt, and it makes that one attempt, without the
+// read a hand-off in full would be confirmed with.
+TEST_F(Fair, AFreeLocksFirstWaiterGoesStraightToItsAttempt) {
+  const LockClientOptions o{.presence_window = milliseconds(1500),
+                            .claim_window = milliseconds(1000),
+                            .spin_max_hold = milliseconds(0)};
+  auto holder = NewClient(o);
+  auto waiter = NewClient(o);
+  AcquireResult held;
+  std::future<AcquireResult> fut;
+  const QueuedWaiter queued =
+      HeldWithOneWaiter(*holder, *waiter, "lapsed", &held, &fut);
+  ASSERT_EQ(queued.waiter_id.rfind("g:", 0), 0u);
+  const LockStats before = waiter->stats();
+  // The holder's lease ran out (its process froze): the key is gone, and
+  // no release announced it. The waiter's own bound is the 30 s lease.
+  ASSERT_EQ(redis_->Execute({"DEL", LockKey("lapsed")}).integer, 1);
+  const Steady::time_point freed = Steady::now();
+  AcquireResult got = fut.get();
+  ASSERT_TRUE(got) << got.last_error;
+  EXPECT_LT(Steady::now() - freed, seconds(10));
+  const LockStats after = waiter->stats();
+  EXPECT_GE(after.presence_wakes, before.presence_wakes + 1);
+  // One attempt (1 + its grant), no confirming read first. A check made
+  // late on a loaded machine may leave the waiter's own bounded park to
+  // end first: an attempt too, and still no read.
+  EXPECT_EQ(after.attempts, before.attempts + 1);
+  EXPECT_EQ(after.spins, before.spins);
+  // The old holder's release touches nothing of the new grant.
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kNotOwner);
+  EXPECT_EQ(holder->Inspect("lapsed").fence, got.lease.fence());
+  EXPECT_EQ(got.lease.Release(), ReleaseStatus::kReleased);
+}
+
 // The watchdog keeps only the places of waiters whose threads are alive: a
 // waiter stuck in its own thread (here in a test hook after its second
 // attempt; in real life in user code, an observer) is no longer refreshed

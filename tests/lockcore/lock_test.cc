@@ -488,24 +488,30 @@ TEST_F(Lock, EachStepOfAContendedFairAcquisitionCostsItsCountedCommands) {
 // The watchdog's presence refresh (PresenceScript) keeps a queued waiter's
 // entry and nothing else: it never puts back a waiter the queue no longer
 // has (handed the lock, or dropped as lapsed) — that waiter would look
-// queued while it is not, and no hand-off would ever reach it — and it
-// tells the waiter to try when the lock is free with it first.
+// queued while it is not, and no hand-off would ever reach it. It tells the
+// waiter off the queue so ({0}: it may have been handed the lock), and to
+// attempt ({2}) when its attempt would be granted: the lock free with it
+// first, or held under its owner token with nothing pending.
 TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
   const std::string lock = LockKey("kept");
   const std::string queue = "lockfleet:{kept}:queue";
   const std::string waiters = "lockfleet:{kept}:waiters";
   const std::vector<std::string> keys{
       lock, internal::FenceCounterKey("lockfleet", lock), queue, waiters};
-  auto fair = [&](const std::string& who) {
+  // `who` waits as "w<who>" with the hold `who`, under `owner` (default:
+  // its own token).
+  auto fair = [&](const std::string& who, std::string owner = "") {
+    if (owner.empty()) owner = who;
     return redis_
         ->Eval(internal::AcquireFairScript(), keys,
-               {who, "30000", who, "w" + who, "3000", "1"})
+               {owner, "30000", who, "w" + who, "3000", "1"})
         .elements[0]
         .integer;
   };
-  auto presence = [&](const std::string& who) {
+  auto presence = [&](const std::string& who, std::string owner = "") {
+    if (owner.empty()) owner = who;
     return redis_
-        ->Eval(internal::PresenceScript(), keys, {"w" + who, who, "3000"})
+        ->Eval(internal::PresenceScript(), keys, {"w" + who, owner, "3000"})
         .elements[0]
         .integer;
   };
@@ -547,7 +553,7 @@ TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
   ASSERT_EQ(fair("C"), 0);         // queued behind the ghost
   EXPECT_EQ(presence("C"), 1);     // held: nothing to do
   redis_->Execute({"DEL", lock});  // its lease ran out
-  EXPECT_EQ(presence("C"), 0);
+  EXPECT_EQ(presence("C"), 2);     // attempt: it would be granted
   EXPECT_EQ(redis_->Execute({"LINDEX", queue, "0"}).str, "wC");
   const long long kept = deadline("C");
   EXPECT_EQ(fair("C"), 1);  // its own attempt takes it
@@ -582,13 +588,41 @@ TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
   EXPECT_EQ(presence("G"), 0);
   EXPECT_EQ(deadline("G"), 1);  // untouched
   EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 2);
-  EXPECT_EQ(presence("H"), 0);  // H is first once G is dropped
+  EXPECT_EQ(presence("H"), 2);  // H is first once G is dropped
   EXPECT_EQ(deadline("G"), -1);
   EXPECT_EQ(redis_->Execute({"LRANGE", queue, "0", "-1"}).elements.size(), 1u);
   EXPECT_EQ(presence("G"), 0);  // and G is not put back
   EXPECT_EQ(deadline("G"), -1);
   EXPECT_EQ(fair("G"), 0);  // G's own attempt queues it again, behind H
   EXPECT_EQ(redis_->Execute({"LINDEX", queue, "1"}).str, "wG");
+  // Held under the waiter's own owner token: J and L queue under the token
+  // T behind K; K's release hands the lock to J (to claim). While that is
+  // pending, L is refreshed (its attempt would be refused); once J claimed
+  // it, L is told to attempt, and its attempt re-enters J's grant.
+  for (const char* key : {lock.c_str(), queue.c_str(), waiters.c_str()})
+    redis_->Execute({"DEL", key});
+  ASSERT_EQ(fair("K"), 1);
+  ASSERT_EQ(fair("J", "T"), 0);
+  ASSERT_EQ(fair("L", "T"), 0);
+  EXPECT_EQ(presence("L", "T"), 1);  // held by K
+  std::vector<std::string> kk = keys;
+  kk.push_back("lockfleet:{kept}:latch:K");
+  ASSERT_EQ(
+      redis_
+          ->Eval(internal::ReleaseScript(), kk, {"K", "", "K", "2000", "10000"})
+          .elements[0]
+          .integer,
+      3);
+  EXPECT_EQ(presence("L", "T"), 1);  // handed to J, not claimed yet
+  EXPECT_EQ(presence("J", "T"), 0);  // off the queue: handed the lock
+  ASSERT_EQ(fair("J", "T"), 1);      // J's claim
+  const long long l_kept = deadline("L");
+  EXPECT_EQ(presence("L", "T"), 2);
+  EXPECT_EQ(deadline("L"), l_kept);  // not refreshed: its attempt does that
+  EXPECT_EQ(fair("L", "T"), 1);      // re-enters J's grant
+  EXPECT_EQ(redis_->Execute({"HGET", lock, "count"}).str, "2");
+  EXPECT_EQ(redis_->Execute({"LLEN", queue}).integer, 0);
+  EXPECT_EQ(deadline("L"), -1);
 }
 
 // Locks whose keys share a hash slot share its fence counter: a multi-lock

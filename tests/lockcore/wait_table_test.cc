@@ -125,6 +125,31 @@ TEST(WaitTable, TargetedWakeReachesOnlyTheNamedWaiter) {
   table.Unregister("a", &second);
 }
 
+// The watchdog's wake (kChecked) says whether the waiter may have been
+// handed the lock (off the queue: it confirms with a read) or is only to
+// attempt; a slot woken already (by an event) keeps its cause but learns
+// the former.
+TEST(WaitTable, AWatchdogWakeTellsWhetherTheWaiterMayHaveBeenHandedTheLock) {
+  WaitTable table;
+  WaitTable::Slot slot;
+  slot.waiter_id = "g:1";
+  table.Register("a", &slot);
+  DirectGrant grant;
+  EXPECT_TRUE(table.WakeWaiter("a", "g:1", WakeCause::kChecked));
+  EXPECT_EQ(table.Park(&slot, seconds(30), {}, &grant), WakeCause::kChecked);
+  EXPECT_FALSE(grant.handed);
+  EXPECT_TRUE(table.WakeWaiter("a", "g:1", WakeCause::kChecked, true));
+  EXPECT_EQ(table.Park(&slot, seconds(30), {}, &grant), WakeCause::kChecked);
+  EXPECT_TRUE(grant.handed);
+  EXPECT_TRUE(table.WakeOne("a", WakeCause::kEvent));
+  EXPECT_FALSE(table.WakeWaiter("a", "g:1", WakeCause::kChecked, true));
+  EXPECT_FALSE(table.WakeWaiter("a", "g:2", WakeCause::kChecked, true));
+  EXPECT_EQ(table.Park(&slot, seconds(30), {}, &grant), WakeCause::kEvent);
+  EXPECT_TRUE(grant.handed);
+  EXPECT_EQ(table.Park(&slot, milliseconds(0), {}), WakeCause::kBound);
+  table.Unregister("a", &slot);
+}
+
 // Direct grants: the grant reaches only its waiter, survives a later hint
 // for the same waiter, and a waiter that leaves with it gets it back from
 // Unregister (to give back) while the next waiter is only told to try.
