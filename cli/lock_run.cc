@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -58,13 +59,20 @@ std::string SignalName(int signal) {
   }
 }
 
-// "host:pid:client-id": unique (client ids are random) and tells an operator
-// reading "held by ..." where the holder runs.
-std::string OwnerToken(const std::string& client_id) {
+// "host:pid:<random 16 hex>", this run's client id. Its owner token is its
+// thread's default ("<client id>:<thread number>"): unique, it tells an
+// operator reading "held by ..." where the holder runs, and, being the
+// thread's own, a fair wait under it is handed the lock in full (no claim,
+// docs/lockcore.md "Hand-off in full").
+std::string ClientIdHere() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
-         std::to_string(getpid()) + ":" + client_id;
+  std::random_device random;
+  std::uniform_int_distribution<int> hex(0, 15);
+  std::string id = std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
+                   std::to_string(getpid()) + ":";
+  for (int i = 0; i < 16; ++i) id += "0123456789abcdef"[hex(random)];
+  return id;
 }
 
 // One run of `lockfleet lock`: acquire, run COMMAND, release. The signal
@@ -178,6 +186,7 @@ int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
                        const std::shared_ptr<notifier::KafkaNotifier>& kafka) {
   LockClientOptions options = request_.locks;
   options.publisher = kafka;
+  if (options.client_id.empty()) options.client_id = ClientIdHere();
   std::unique_ptr<LockClient> client;
   try {
     client = std::make_unique<LockClient>(redis, options);
@@ -198,8 +207,7 @@ int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
 }
 
 int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
-  AcquireOptions options;
-  options.owner = OwnerToken(client.client_id());
+  AcquireOptions options;  // under this thread's own owner token
   options.stop = stop_.get_token();
   options.on_lost = [this](const std::string& name, int64_t fence) {
     OnLost(name, fence);
@@ -210,7 +218,7 @@ int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   if (request_.wait) deadline = start + *request_.wait;
   if (request_.semaphore) return HoldPermits(client, kafka, start, deadline);
   if (request_.rw_mode) {
-    return HoldRw(client, kafka, options.owner, start, deadline);
+    return HoldRw(client, kafka, client.DefaultOwner(), start, deadline);
   }
   if (request_.names.size() == 1) {
     AcquireResult result =

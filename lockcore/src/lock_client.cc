@@ -173,6 +173,13 @@ std::string LockCore::DefaultOwner() const {
   return options_.client_id + ":" + std::to_string(ThreadNumber());
 }
 
+milliseconds LockCore::AttemptBudget(Clock::TimePoint deadline) const {
+  // 0: the command timeout.
+  if (deadline == Clock::TimePoint::max()) return milliseconds(0);
+  return std::max(kMinAttemptBudget, std::chrono::duration_cast<milliseconds>(
+                                         deadline - options_.clock->Now()));
+}
+
 Reply LockCore::EvalRetryOnce(const Script& script,
                               const std::vector<std::string>& keys,
                               const std::vector<std::string>& args,
@@ -186,15 +193,9 @@ Reply LockCore::EvalRetryOnce(const Script& script,
   std::optional<ReplicaWait> wait;
   if (shortfall) wait = ReplicaWanted();
   for (int tries = 1;; ++tries) {
-    milliseconds budget(0);  // 0: the command timeout
-    if (bounded) {
-      budget =
-          std::max(kMinAttemptBudget, std::chrono::duration_cast<milliseconds>(
-                                          deadline - options_.clock->Now()));
-    }
     try {
-      Reply r =
-          redis_->Eval(script, keys, args, budget, wait ? &*wait : nullptr);
+      Reply r = redis_->Eval(script, keys, args, AttemptBudget(deadline),
+                             wait ? &*wait : nullptr);
       if (!reached_.load(std::memory_order_relaxed))
         reached_.store(true, std::memory_order_relaxed);
       if (!Acknowledged(wait)) {
@@ -420,15 +421,14 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
   return out;
 }
 
-LockCore::Attempt LockCore::ConfirmHandOff(const std::string& name,
-                                           const std::string& owner,
-                                           milliseconds lease, bool renew,
-                                           const AcquireOptions& options,
-                                           const std::string& hold_id,
-                                           Clock::TimePoint checked) {
+LockCore::Attempt LockCore::ConfirmHandOff(
+    const std::string& name, const std::string& owner, milliseconds lease,
+    bool renew, const AcquireOptions& options, const std::string& hold_id,
+    Clock::TimePoint checked, Clock::TimePoint deadline) {
   // Read-only: a retry is harmless, and a failure is the caller's outage.
-  const Reply r =
-      redis_->Execute(HandOffConfirmCommand(LockKey(name), hold_id));
+  // A timed wait's read keeps its deadline as an attempt does.
+  const Reply r = redis_->Execute(HandOffConfirmCommand(LockKey(name), hold_id),
+                                  AttemptBudget(deadline));
   if (r.type == Reply::Type::kError)
     throw Error(ErrorReplyCode(r.str, ErrorCode::kRedisProtocol),
                 "HMGET of lock '" + name + "': " + r.str);
@@ -703,7 +703,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     const Clock::TimePoint checked =
         PresenceChecked(waiter_id, options_.clock->Now()).first;
     if (checked == Clock::TimePoint::min()) return std::nullopt;
-    return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked);
+    return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked,
+                          deadline);
   };
   for (;;) {
     Attempt a;

@@ -323,10 +323,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // until checked + min(claim window, lease). Not granted: holder "" (free)
   // or `owner` (ours but not so: a hand-off to claim, or too little
   // validity left) — the caller's full attempt decides — or another holder.
+  // With a `deadline`, the read is bounded as a script call's try is (see
+  // EvalRetryOnce).
   Attempt ConfirmHandOff(const std::string& name, const std::string& owner,
                          std::chrono::milliseconds lease, bool renew,
                          const AcquireOptions& options,
-                         const std::string& hold_id, Clock::TimePoint checked);
+                         const std::string& hold_id, Clock::TimePoint checked,
+                         Clock::TimePoint deadline);
   // Spinning (spin_advisor.h): the plan of a waiter whose fair attempt was
   // refused with `refused` (none unless it is the head, behind another
   // process's grant).
@@ -364,6 +367,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // The four, plus the reply latch of `request_id` (see scripts.h).
   std::vector<std::string> KeysWithLatch(std::string_view name,
                                          const std::string& request_id) const;
+  // A try's time budget for a call with `deadline` (max: none): the time
+  // left, at least kMinAttemptBudget; 0 (the command timeout) without one.
+  std::chrono::milliseconds AttemptBudget(Clock::TimePoint deadline) const;
   // Runs `script`, and once more on a fresh connection if the first try
   // failed on the connection (the first may have run: every script sent
   // through here is retry-safe, see scripts.h). With a `deadline` (on

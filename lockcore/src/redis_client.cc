@@ -399,9 +399,10 @@ RedisClient::RedisClient(RedisOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 RedisClient::~RedisClient() = default;
 
-Reply RedisClient::Execute(const Command& command) {
+Reply RedisClient::Execute(const Command& command,
+                           std::chrono::milliseconds timeout) {
   std::vector<const Command*> one{&command};
-  return std::move(impl_->Run(one).front());
+  return std::move(impl_->Run(one, timeout).front());
 }
 
 std::vector<Reply> RedisClient::Pipeline(const std::vector<Command>& commands) {

@@ -113,7 +113,8 @@ Command HandOffConfirmCommand(const std::string& lock_key,
 //    its entry lapsed | {2} its attempt would be granted now: the lock is
 //    free and it is the first live waiter, or the lock is held under its
 //    owner token with nothing pending (a call sharing the token got it).
-//    Neither {0} nor {2} refreshes anything.
+//    Neither {0} nor {2} refreshes the entry ({2} with the lock free may
+//    drop lapsed heads, as every live_head does).
 const Script& PresenceScript();
 
 // KEYS 1-5. ARGV: owner, fence ("" = whichever grant carries the hold), hold

@@ -47,8 +47,9 @@ enum class WakeCause {
 struct DirectGrant {
   int64_t fence = 0;
   std::chrono::steady_clock::time_point sent;  // the release script's send
-  // Any wake (Park): it came from a hand-off that named this waiter as its
-  // grantee (HandedOff), not from a plain "try" — a hint, as the wake is.
+  // Any wake (Park): the waiter may have been handed the lock — a hand-off
+  // named it as its grantee (HandedOff), or its watchdog found it off the
+  // queue (WakeWaiter) — not a plain "try". A hint, as the wake is.
   bool handed = false;
 };
 
@@ -71,7 +72,7 @@ class WaitTable {
     // with a token no larger is already counted (or older). mu_.
     int64_t place_fence = 0;
     bool promoted = false;  // became the head since its last Park; mu_
-    bool handed = false;    // woken as a hand-off's grantee; mu_
+    bool handed = false;    // DirectGrant::handed, for its next Park; mu_
   };
 
   // A fair waiter parked on a lock, as a release script needs it.

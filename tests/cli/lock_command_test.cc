@@ -554,6 +554,11 @@ TEST_F(LockCommandTest, WaitersAcrossProcessesAreServedInArrivalOrder) {
       return client_.Inspect(kName).queue.size() == size_t(i + 1);
     })) << waiters.back()->Stderr();
   }
+  // Each waits under its own thread's owner token, so the release hands
+  // it the lock in full ("g:"), not to claim.
+  const LockInfo queued = client_.Inspect(kName);
+  for (const QueuedWaiter& w : queued.queue)
+    EXPECT_EQ(w.waiter_id.rfind("g:", 0), 0u) << w.waiter_id;
   ReleaseHolder(*holder);
   for (auto& w : waiters) EXPECT_EQ(w->Wait(), 0) << w->Stderr();
   EXPECT_EQ(SplitLines(ReadFile(log)),

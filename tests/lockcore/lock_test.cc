@@ -617,6 +617,7 @@ TEST_F(Lock, APresenceRefreshNeverPutsBackAWaiterTheQueueLost) {
   EXPECT_EQ(presence("J", "T"), 0);  // off the queue: handed the lock
   ASSERT_EQ(fair("J", "T"), 1);      // J's claim
   const long long l_kept = deadline("L");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(presence("L", "T"), 2);
   EXPECT_EQ(deadline("L"), l_kept);  // not refreshed: its attempt does that
   EXPECT_EQ(fair("L", "T"), 1);      // re-enters J's grant

@@ -456,6 +456,48 @@ TEST_F(SafetyFaults, TimedWaitKeepsItsDeadlineWhileRedisStalls) {
       << std::chrono::duration_cast<milliseconds>(took).count() << " ms";
 }
 
+// A waiter handed the lock in full confirms it with a read: that read keeps
+// a timed wait's deadline too (it took the 5 s command timeout).
+TEST_F(SafetyFaults, AConfirmingReadKeepsTheWaitsDeadlineWhileRedisStalls) {
+  LockClient holder(Redis(seconds(5)));
+  LockClient waiter(Redis(seconds(5)));
+  AcquireResult held = holder.TryAcquire("stall-read");
+  ASSERT_TRUE(held);
+  const auto start = steady_clock::now();
+  auto fut = std::async(std::launch::async, [&] {
+    return waiter.AcquireFor("stall-read", milliseconds(1500));
+  });
+  LockInfo info;
+  ASSERT_TRUE(WaitUntil([&] {
+    info = holder.Inspect("stall-read");
+    return info.queue.size() == 1;
+  }));
+  ASSERT_EQ(info.queue[0].waiter_id.rfind("g:", 0), 0u);
+  ASSERT_TRUE(
+      WaitUntil([&] { return waiter.stats().contended_attempts >= 1; }));
+  server_.Pause();
+  // An event naming it as the grantee (a forged one: the lock is still
+  // held) wakes it to read, with Redis stalled.
+  UnlockEvent e;
+  e.lock = "stall-read";
+  e.client_id = "elsewhere";
+  e.fence = held.lease.fence();
+  e.next_waiter = info.queue[0].waiter_id;
+  e.next_owner = info.queue[0].owner;
+  e.next_fence = e.fence + 1;
+  waiter.DeliverUnlockEvent(e);
+  AcquireResult r = fut.get();
+  const auto took = steady_clock::now() - start;
+  server_.Resume();
+  EXPECT_EQ(r.status, AcquireStatus::kTimedOut);
+  EXPECT_FALSE(r.last_error.empty());
+  // Documented bound: 1.5 s + kMinAttemptBudget + 2 x (kGiveUpBudget +
+  // kMinAttemptBudget), 2.15 s, plus scheduling.
+  EXPECT_LT(took, milliseconds(4000))
+      << std::chrono::duration_cast<milliseconds>(took).count() << " ms";
+  EXPECT_EQ(held.lease.Release(), ReleaseStatus::kReleased);
+}
+
 TEST_F(SafetyFaults, WaitRidesOutAShortOutage) {
   LockClient holder(Redis(seconds(2)));
   LockClient waiter(Redis(seconds(2)));

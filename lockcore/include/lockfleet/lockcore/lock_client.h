@@ -44,13 +44,13 @@
 // presence_window / 3), for all of the client's queued waiters in one
 // pipelined round trip, and in the same script looks for what the waiter
 // must act on — a grant handed to it, a place it lost, the lock free with
-// it first — and wakes it then. The waiter's parks keep their bound, but
-// while the watchdog's checks keep coming it parks on without a round trip
-// of its own; when they stop (the watchdog fell behind), it tries itself.
-// So a lost event costs at most min(park_cap, presence_window / 3), as
-// before, and a queued waiter's place costs one pipelined refresh instead
-// of one attempt per waiter.
-// Barging (fair = false, per client or per call) ignores the queue.
+// it first or held under its owner token — and wakes it then. The waiter's
+// parks keep their bound, but while the watchdog's checks keep coming it parks
+// on without a round trip of its own; when they stop (the watchdog fell
+// behind), it tries itself. So a lost event costs at most min(park_cap,
+// presence_window / 3), as before, and a queued waiter's place costs one
+// pipelined refresh instead of one attempt per waiter. Barging (fair = false,
+// per client or per call) ignores the queue.
 //
 // Spinning. The head of the queue — the waiter the next release will grant
 // to, as its refused attempt and the hand-offs seen since tell — need not

@@ -170,8 +170,9 @@ class RedisClient {
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
-  // One command, one round trip.
-  Reply Execute(const Command& command);
+  // One command, one round trip. `timeout` (> 0) bounds the whole call, as
+  // Eval's does, instead of the options' timeouts.
+  Reply Execute(const Command& command, std::chrono::milliseconds timeout = {});
 
   // Several commands in one round trip on one connection; replies in order.
   std::vector<Reply> Pipeline(const std::vector<Command>& commands);
