@@ -41,6 +41,13 @@ class Fair : public ConnectedLockTest {
         WaitUntil([&] { return waiter.stats().contended_attempts >= 1; }));
     return queued;
   }
+  // Windows short enough for a test to see an interval (I = 500 ms) pass,
+  // and no spinning: what wakes a waiter is its watchdog's check.
+  static LockClientOptions ShortWindowsNoSpin() {
+    return {.presence_window = milliseconds(1500),
+            .claim_window = milliseconds(1000),
+            .spin_max_hold = milliseconds(0)};
+  }
   int64_t ServerMs() {
     Reply t = redis_->Execute({"TIME"});
     return std::stoll(t.elements[0].str) * 1000 +
@@ -258,9 +265,7 @@ TEST_F(Fair, AHandOffInFullIsConfirmedWithinItsClaimWindowThenRenewed) {
 // finds the lock free and takes it anew. Either way its validity is a
 // lease's, and no renewal was needed to get there.
 TEST_F(Fair, AHandOffInFullReadTooLateIsReenteredWithTheWaitersOwnLease) {
-  const LockClientOptions o{.presence_window = milliseconds(1500),
-                            .claim_window = milliseconds(1000),
-                            .spin_max_hold = milliseconds(0)};
+  const LockClientOptions o = ShortWindowsNoSpin();
   auto holder = NewClient(o);
   auto waiter = NewClient(o);
   AcquireResult held = holder->TryAcquire("late-read");
@@ -278,14 +283,7 @@ TEST_F(Fair, AHandOffInFullReadTooLateIsReenteredWithTheWaitersOwnLease) {
     const int64_t fence = held.lease.fence();
     if (held.lease.Release() != ReleaseStatus::kReleased) return;
     std::this_thread::sleep_for(milliseconds(800));
-    UnlockEvent e;
-    e.lock = "late-read";
-    e.client_id = "elsewhere";
-    e.fence = fence;
-    e.next_waiter = info.queue[0].waiter_id;
-    e.next_owner = info.queue[0].owner;
-    e.next_fence = fence + 1;
-    waiter->DeliverUnlockEvent(e);
+    waiter->DeliverUnlockEvent(HandOffEvent("late-read", fence, info.queue[0]));
   });
   const uint64_t renewals = waiter->stats().renewals;
   AcquireResult got = waiter->AcquireFor("late-read", seconds(60));
@@ -408,14 +406,8 @@ TEST_F(Fair, AForgedHandOffEventWakesTheNamedWaiterButGrantsNothing) {
   const uint64_t attempts = waiter->stats().attempts;
   const int64_t fence = held.lease.fence();
   for (int i = 0; i < 3; ++i) {
-    UnlockEvent forged;
-    forged.lock = "forged-handoff";
-    forged.client_id = "someone-else";
-    forged.fence = fence;
-    forged.next_waiter = queued.waiter_id;
-    forged.next_owner = queued.owner;
-    forged.next_fence = fence + 1 + i;
-    waiter->DeliverUnlockEvent(forged);
+    waiter->DeliverUnlockEvent(
+        HandOffEvent("forged-handoff", fence, queued, fence + 1 + i));
     EXPECT_TRUE(WaitUntil([&] {
       return waiter->stats().attempts >= attempts + 2 * (i + 1);
     })) << "a read, then a full attempt that queues it again";
@@ -495,9 +487,7 @@ TEST_F(Fair, TheWatchdogKeepsParkedWaitersPresentInOneRoundTripForAll) {
 // its own attempt would: its watchdog's check answers "attempt" (not
 // "refreshed"), within an interval, not when the grant's lease runs out.
 TEST_F(Fair, AQueuedCallReentersAGrantItsOwnerTokenGotAtTheWatchdogsCheck) {
-  const LockClientOptions o{.presence_window = milliseconds(1500),
-                            .claim_window = milliseconds(1000),
-                            .spin_max_hold = milliseconds(0)};
+  const LockClientOptions o = ShortWindowsNoSpin();
   auto holder = NewClient(o);  // none on a bus: no event wakes anyone
   auto first = NewClient(o);
   auto second = NewClient(o);
@@ -537,9 +527,7 @@ TEST_F(Fair, AQueuedCallReentersAGrantItsOwnerTokenGotAtTheWatchdogsCheck) {
 // check tells it to attempt, and it makes that one attempt, without the
 // read a hand-off in full would be confirmed with.
 TEST_F(Fair, AFreeLocksFirstWaiterGoesStraightToItsAttempt) {
-  const LockClientOptions o{.presence_window = milliseconds(1500),
-                            .claim_window = milliseconds(1000),
-                            .spin_max_hold = milliseconds(0)};
+  const LockClientOptions o = ShortWindowsNoSpin();
   auto holder = NewClient(o);
   auto waiter = NewClient(o);
   AcquireResult held;

@@ -18,6 +18,21 @@
 
 namespace lockfleet::testing {
 
+// The unlock event of a release of `lock` (grant `fence`, by another
+// client) that handed the lock to `next`: what a waiter's process gets.
+inline UnlockEvent HandOffEvent(const std::string& lock, int64_t fence,
+                                const QueuedWaiter& next,
+                                int64_t next_fence = 0) {
+  UnlockEvent e;
+  e.lock = lock;
+  e.client_id = "elsewhere";
+  e.fence = fence;
+  e.next_waiter = next.waiter_id;
+  e.next_owner = next.owner;
+  e.next_fence = next_fence != 0 ? next_fence : fence + 1;
+  return e;
+}
+
 class LockTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new RedisServer(); }

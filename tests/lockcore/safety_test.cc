@@ -478,14 +478,8 @@ TEST_F(SafetyFaults, AConfirmingReadKeepsTheWaitsDeadlineWhileRedisStalls) {
   server_.Pause();
   // An event naming it as the grantee (a forged one: the lock is still
   // held) wakes it to read, with Redis stalled.
-  UnlockEvent e;
-  e.lock = "stall-read";
-  e.client_id = "elsewhere";
-  e.fence = held.lease.fence();
-  e.next_waiter = info.queue[0].waiter_id;
-  e.next_owner = info.queue[0].owner;
-  e.next_fence = e.fence + 1;
-  waiter.DeliverUnlockEvent(e);
+  waiter.DeliverUnlockEvent(
+      HandOffEvent("stall-read", held.lease.fence(), info.queue[0]));
   AcquireResult r = fut.get();
   const auto took = steady_clock::now() - start;
   server_.Resume();
