@@ -104,9 +104,10 @@ class LockRun {
                   Steady::time_point start,
                   std::optional<Steady::time_point> deadline);
   // The read-write form (`lockfleet lock --read|--write`): takes the
-  // read-write lock in request_.rw_mode under `owner` and runs COMMAND.
+  // read-write lock in request_.rw_mode (under the thread's own owner
+  // token) and runs COMMAND.
   int HoldRw(LockClient& client, notifier::KafkaNotifier* kafka,
-             const std::string& owner, Steady::time_point start,
+             Steady::time_point start,
              std::optional<Steady::time_point> deadline);
   // "lock 'X'", "locks 'A', 'B'", "read-write lock 'X' (read)" or
   // "semaphore 'S'": what is waited for.
@@ -218,7 +219,7 @@ int LockRun::Hold(LockClient& client, notifier::KafkaNotifier* kafka) {
   if (request_.wait) deadline = start + *request_.wait;
   if (request_.semaphore) return HoldPermits(client, kafka, start, deadline);
   if (request_.rw_mode) {
-    return HoldRw(client, kafka, client.DefaultOwner(), start, deadline);
+    return HoldRw(client, kafka, start, deadline);
   }
   if (request_.names.size() == 1) {
     AcquireResult result =
@@ -270,11 +271,10 @@ int LockRun::HoldPermits(LockClient& client, notifier::KafkaNotifier* kafka,
 }
 
 int LockRun::HoldRw(LockClient& client, notifier::KafkaNotifier* kafka,
-                    const std::string& owner, Steady::time_point start,
+                    Steady::time_point start,
                     std::optional<Steady::time_point> deadline) {
   const std::string& name = request_.names.front();
   RwOptions options;
-  options.owner = owner;
   options.stop = stop_.get_token();
   options.on_lost = [this](const std::string& lost, int64_t token) {
     OnLost(lost, token);

@@ -706,6 +706,13 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
     return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked,
                           deadline);
   };
+  // Whether the wait ran out at `now` (then counted, and the result says so).
+  auto timed_out = [&](Clock::TimePoint now) {
+    if (now < deadline) return false;
+    timeouts_.fetch_add(1, std::memory_order_relaxed);
+    result.status = AcquireStatus::kTimedOut;
+    return true;
+  };
   for (;;) {
     Attempt a;
     bool failed = false;
@@ -725,12 +732,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         in_outage = true;
         outage_since = now;
       }
-      if (now >= deadline) {
-        // Out of time during an outage: a timeout, with its cause.
-        timeouts_.fetch_add(1, std::memory_order_relaxed);
-        result.status = AcquireStatus::kTimedOut;
-        return result;
-      }
+      // Out of time during an outage: a timeout, with its cause.
+      if (timed_out(now)) return result;
       if (now - outage_since >= options_.outage_grace) throw;
       failed = true;
     }
@@ -744,11 +747,7 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       return result;
     }
     Clock::TimePoint now = options_.clock->Now();
-    if (now >= deadline) {
-      timeouts_.fetch_add(1, std::memory_order_relaxed);
-      result.status = AcquireStatus::kTimedOut;
-      return result;
-    }
+    if (timed_out(now)) return result;
     // Queued: from now on the watchdog refreshes our queue entry and checks
     // for us (PresenceScript), for all parked waiters of this client in one
     // pipelined round trip, and wakes us (kChecked) when we must try:
@@ -840,8 +839,12 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       continue;  // stale (see Granted): the next try re-enters the newer one
     }
     // A spin check gave way to a full attempt (the lock free or ours, Redis
-    // out): no wake-up to count.
-    if (last_wake == WakeCause::kNone) continue;
+    // out): no wake-up to count. Not past the deadline: the check was an
+    // attempt's worth of it.
+    if (last_wake == WakeCause::kNone) {
+      if (timed_out(options_.clock->Now())) return result;
+      continue;
+    }
     if (last_wake == WakeCause::kLocal || last_wake == WakeCause::kEvent)
       unused_wake = last_wake;
     if (observer() && last_wake != WakeCause::kCancelled) {
@@ -880,6 +883,8 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       } catch (const Error& e) {
         if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
           throw;
+        result.last_error = e.what();
+        if (observer()) observer()->OnError(e.code());
       }
       if (handed) attempts_.fetch_add(1, std::memory_order_relaxed);
       if (handed && handed->granted) {
@@ -887,6 +892,9 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
         finish(*handed);
         return result;
       }
+      // The read was our last look if the deadline passed meanwhile (it is
+      // bounded as an attempt is: another attempt would overrun it twice).
+      if (timed_out(options_.clock->Now())) return result;
     }
   }
 }

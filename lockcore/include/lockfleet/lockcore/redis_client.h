@@ -171,7 +171,7 @@ class RedisClient {
   RedisClient& operator=(const RedisClient&) = delete;
 
   // One command, one round trip. `timeout` (> 0) bounds the whole call, as
-  // Eval's does, instead of the options' timeouts.
+  // Eval's does: it shortens the options' timeouts, never lengthens them.
   Reply Execute(const Command& command, std::chrono::milliseconds timeout = {});
 
   // Several commands in one round trip on one connection; replies in order.
