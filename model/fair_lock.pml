@@ -18,6 +18,12 @@
  * call's may_hold set: it is given back when the call ends (replicas
  * themselves are not modelled; the step is the client's).
  *
+ * Hand-off in full (since 2026-12-01): a release hands a "g:<hold id>"
+ * waiter (a call under its thread's own token, the watchdog's lease, no
+ * min_replicas) the lock in full — its hold, count 1, the claim window —
+ * and the grantee confirms with one read (HandOffConfirmCommand,
+ * LockCore::ConfirmHandOff): see hand_off and confirm.
+ *
  * Compile-time switches (spin -D...):
  *   NC=<n>                      clients (default 2)
  *   LIVENESS                    the liveness configuration (properties d,
@@ -93,16 +99,64 @@
  *                               while holding: its hold stays
  *                               until the key expires, which leaves the lock
  *                               free with waiters queued
+ *   CHECK_PRIVATE               property (p) only: no other call re-enters a
+ *                               grant in full before its grantee confirmed it
+ *   FULL_MASK=<m>               clients (bit c) whose calls may be handed the
+ *                               lock in full ("g:" waiters; default all);
+ *                               0: every hand-off is one to claim (the model
+ *                               before the hand-off in full)
+ *   CLAIM_MASK=<m>              (with DISTINCT_OWNERS / LIVENESS) clients
+ *                               whose calls may be "w:" waiters under their
+ *                               own token (an explicit lease, min_replicas;
+ *                               default all). With shared tokens the calls
+ *                               under tokens 1 and 2 are the "w:" ones.
+ *   MUT_CONFIRM_BASE            a mutation: a grantee in full counts its
+ *                               validity from the confirming read instead of
+ *                               from the last send that found it queued; the
+ *                               key (claim window from the hand-off) may then
+ *                               expire while it believes: (a) fails
+ *   MUT_CONFIRM_OWNER_ONLY      a mutation: the confirming read checks the
+ *                               owner only, not the call's h:<hold> field
+ *   MUT_INFULL_SHARED           a mutation: calls under the shared token 1 are
+ *                               handed the lock in full too; another call
+ *                               sharing the token re-enters the grant before
+ *                               its grantee confirms: (p) fails
+ *   PRESENCE_NO_OWNER           PresenceScript before the {2} answer: {0} for
+ *                               a waiter first at a free lock, nothing for a
+ *                               lock held under the waiter's owner token
  *
  * "fresh" (AcquireFairScript ARGV[7]): a client sends 1 when the call uses
  * the thread's own owner token and the client holds nothing of the lock.
  * Each client's token is its own with DISTINCT_OWNERS or LIVENESS, and a
  * client makes one call at a time, so there every try sends 1 (FRESH_TOKENS);
- * shared tokens (the default) stand for AcquireOptions::owner: 0.
+ * with shared tokens (the default) tokens 1 and 2 stand for
+ * AcquireOptions::owner (0), and token 3 + c is client c's own token (its
+ * thread's DefaultOwner(): 1).
+ *
+ * Call kinds (LockCore::AcquireUntil's in_full): a call under its thread's
+ * own token, with the watchdog's lease and no min_replicas, queues as
+ * "g:<hold id>" and is handed the lock in full; any other as "w:<id>" and
+ * claims its hand-off. With shared tokens the calls under token 3 + c are
+ * in full, those under tokens 1 and 2 to claim; with DISTINCT_OWNERS and
+ * LIVENESS a call picks either kind (FULL_MASK, CLAIM_MASK).
  */
 
 #if defined(LIVENESS) || defined(DISTINCT_OWNERS)
 #define FRESH_TOKENS
+#define OWN_TOKEN(o) (true)
+#else
+#define OWN_TOKEN(o) ((o) >= 3)
+#endif
+#ifndef FULL_MASK
+#define FULL_MASK 7
+#endif
+#ifndef CLAIM_MASK
+#define CLAIM_MASK 7
+#endif
+#if FULL_MASK != 0 || defined(MUT_INFULL_SHARED)
+#define INFULL_CALLS   /* some call may be in full: the read steps exist
+                          (left out otherwise: they are never enabled, and
+                          their presence costs partial-order reduction) */
 #endif
 
 #ifndef NC
@@ -112,12 +166,13 @@
 #define UNANSWERED NC
 #endif
 
-#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE) && !defined(CHECK_GIVEBACK)
+#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE) && !defined(CHECK_GIVEBACK) && !defined(CHECK_PRIVATE)
 #define CHECK_MUTEX
 #define CHECK_FENCE
 #define CHECK_HANDOFF
 #define CHECK_NOFALSE
 #define CHECK_GIVEBACK
+#define CHECK_PRIVATE
 #endif
 
 #ifdef LATE_TRY
@@ -129,7 +184,8 @@
 
 /* ---------------------------------------------------------------- Redis */
 /* KEYS[1] lock hash. r_owner == 0: the hash does not exist.              */
-byte r_owner;          /* field owner: owner token 1..2                   */
+byte r_owner;          /* field owner: owner token 1..2 (shared), 3 + c
+                          (client c's own; DISTINCT_OWNERS: c + 1)        */
 byte r_fence;          /* field fence: token of this grant                */
 byte r_pending;        /* waiter id of an unclaimed grant: field pending
                           while count is 0 (the scripts' pending_of; a
@@ -150,6 +206,10 @@ byte r_stale;          /* hold fields nobody will give back (crash, failed
 byte r_leak;           /* ghost: bit c = one of the r_stale holds is a hold
                           of client c's call evicted from orphans_        */
 #endif
+bool r_claim;          /* field claim: the grant was made by a hand-off in
+                          full (the claim window it was granted with; in
+                          Redis it stays until the hash goes, and so here:
+                          a fresh replacement is a new hash)             */
 byte r_kept;           /* ghost: the fence of the grant a "fresh"
                           replacement replaced (0: none). The key keeps
                           max(PTTL, lease), so it outlives the validity of
@@ -162,6 +222,8 @@ byte q[QMAX];
 byte qlen;
 byte w_owner[WMAX + 1];    /* 0: no field for this waiter id              */
 bool w_lapsed[WMAX + 1];   /* its presence deadline has passed            */
+bool w_full[WMAX + 1];     /* the waiter id is "g:<hold id>" (its call is
+                              handed the lock in full), else "w:<id>"     */
 
 /* --------------------------------------------------------------- clients */
 byte cl_owner[NC];     /* owner token of the current call / hold          */
@@ -177,6 +239,21 @@ bool cl_may[NC];       /* may_hold (AcquireUntil): a try of the current
                           orphans_ record of the client is in the lock
                           (then its give-back would change nothing).     */
 byte w_client[WMAX + 1];   /* ghost: which client's call a waiter id is   */
+byte cl_full;          /* bit c: client c's current call is in full ("g:");
+                          0 while no call goes on                        */
+byte cl_kept;          /* bit c: client c's in-full call has a presence
+                          record (KeepPresence after a refused attempt that
+                          queued it): confirm() has a validity base. Not
+                          kept for calls to claim (they never confirm).  */
+#ifdef MUT_CONFIRM_BASE
+byte cl_unbacked;      /* bit c: the mutation's validity, counted from the
+                          confirming read, is not covered by the key's
+                          time to live (the claim window from the hand-off,
+                          which came before the read); a successful
+                          renewal covers it again                       */
+#endif
+#define IS_FULL(c) ((cl_full >> (c)) & 1)
+#define KEPT(c) ((cl_kept >> (c)) & 1)
 #ifdef LATE_TRY
 byte late_st[NC];      /* client c's held-up first try: 0 none yet; 1 in
                           flight, its call still going (or holding the
@@ -200,8 +277,11 @@ byte cl_park[NC];      /* client c's park (AcquireUntil's loop around
                           ParkSpinning, kept = the attempt queued): 0 no
                           check of the watchdog confirmed during this park;
                           1 one was ({1}): at the bound it parks on
-                          without an attempt; 2 woken by a {0} (kChecked):
-                          it attempts. 0 while not parked.               */
+                          without an attempt; 2 an in-full call woken by a
+                          {0} (kChecked, handed): it reads (confirm), and
+                          attempts if the read does not confirm; 3 woken
+                          by a {2}, or a call to claim by a {0}: it
+                          attempts. 0 while not parked.                  */
 byte cl_ttl[NC];       /* the park-on's other limit, ttl_at (the holder's
                           PTTL its last attempt saw, + 1 ms): 0 none (the
                           lock was free: PTTL -2) or not known to have
@@ -235,9 +315,10 @@ byte op_fence;         /* (ghost after the force: its holders are excused
 HIDDEN byte i_, j_, v_, h_, n_, o_, f_, g_res, g_fence, u_;
 HIDDEN byte hk_;   /* acquire_fair(NC, ..): the client whose finished
                       call's hold id the held-up try carries */
+HIDDEN byte k_;    /* hand_off: the head's kind */
 HIDDEN byte phantom_;  /* gc: waiters-hash entries not in the queue */
 HIDDEN byte map_[WMAX + 1], t_owner[WMAX + 1], t_lapsed[WMAX + 1],
-            t_client[WMAX + 1];
+            t_client[WMAX + 1], t_full[WMAX + 1];
 
 /* Reachability probes: spin -DCOVER, and LOCKFLEET_COVER=<k> in pan's
    environment (read once by init), turn probe k into a failing assertion,
@@ -314,7 +395,7 @@ inline add_hold(c) {
 
 inline del_lock() {                    /* DEL KEYS[1] (or its TTL ran out) */
   r_owner = 0; r_fence = 0; r_pending = 0; r_holds = 0; r_orph = 0;
-  r_stale = 0; r_kept = 0;
+  r_stale = 0; r_kept = 0; r_claim = false;
 #if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
   TTL_DEL(0);
 #if NC > 1
@@ -459,7 +540,7 @@ inline gc() {
 #endif
   v_ = 0;
   do
-  :: v_ <= WMAX -> t_owner[v_] = 0; t_lapsed[v_] = 0; t_client[v_] = 0; v_++
+  :: v_ <= WMAX -> t_owner[v_] = 0; t_lapsed[v_] = 0; t_client[v_] = 0; t_full[v_] = 0; v_++
   :: else -> break
   od;
   phantom_ = 0;
@@ -471,6 +552,7 @@ inline gc() {
         t_owner[map_[v_]] = w_owner[v_];
         t_lapsed[map_[v_]] = w_lapsed[v_];
         t_client[map_[v_]] = w_client[v_];
+        t_full[map_[v_]] = w_full[v_];
         if :: w_owner[v_] != 0 -> phantom_++ :: else -> skip fi
      :: else -> assert(w_owner[v_] == 0)   /* no entry of a waiter id nothing
                                               refers to (a phantom too) */
@@ -488,7 +570,7 @@ inline gc() {
   do
   :: v_ <= WMAX ->
      w_owner[v_] = t_owner[v_]; w_lapsed[v_] = t_lapsed[v_];
-     w_client[v_] = t_client[v_]; v_++
+     w_client[v_] = t_client[v_]; w_full[v_] = t_full[v_]; v_++
   :: else -> break
   od;
   i_ = 0;
@@ -538,7 +620,13 @@ inline live_head(h) {
 }
 
 /* hand_off: the lock is free (hash deleted): grant it to the first live
-   waiter, new fence, pending = its waiter id, TTL = claim window. */
+   waiter (pop_live_head: the lapsed ones before it are dropped), new fence,
+   TTL = claim window. A "g:<hold id>" waiter is granted in full: owner =
+   its entry's owner, count 1, its hold h:<hold id>, pending = its id (with
+   count 1 only "handed off": pending_of is nil, r_pending 0 here) and the
+   field claim. A "w:" waiter gets a hand-off to claim: count 0, no hold,
+   pending = its id (r_pending). The hold of a g: waiter whose call is over
+   (a phantom entry, LATE_TRY) is nobody's (r_stale). */
 inline hand_off() {
   live_head(h_);
   if
@@ -548,13 +636,26 @@ inline hand_off() {
      assert(cl_wid[w_client[h_]] == h_);
 #endif
      o_ = w_owner[h_];
+     k_ = w_full[h_];
      q_pop();
      hdel(h_);
      new_fence(f_);
      r_owner = o_; r_fence = f_; r_holds = 0; r_orph = 0; r_stale = 0;
-     r_pending = h_;
-     printf("  hand_off: to the waiter of c%d (that call still waiting: %d), owner %d, fence %d\n",
-            w_client[h_], cl_wid[w_client[h_]] == h_, o_, f_)
+     if
+     :: k_ ->                          /* in full */
+        r_pending = 0;
+        r_claim = true;
+        if
+        :: cl_wid[w_client[h_]] == h_ -> r_holds = 1 << w_client[h_]
+        :: else -> r_stale = 1
+        fi;
+        printf("  hand_off: IN FULL to the waiter g: of c%d (that call still waiting: %d), owner %d, fence %d, its hold, TTL claim window\n",
+               w_client[h_], cl_wid[w_client[h_]] == h_, o_, f_)
+     :: else ->                        /* to claim */
+        r_pending = h_;
+        printf("  hand_off: to claim, to the waiter w: of c%d (that call still waiting: %d), owner %d, fence %d\n",
+               w_client[h_], cl_wid[w_client[h_]] == h_, o_, f_)
+     fi
   :: else -> printf("  hand_off: nobody waiting, lock free\n")
   fi
 }
@@ -578,15 +679,15 @@ inline acquire_fair(c, o, w) {
         this claim alone, for r_owner == o && r_pending == w: a subset of
         this branch, which any waiter may already run at any time. */
      assert(r_pending == 0 || (r_holds == 0 && r_orph == 0 && r_stale == 0));
-#ifdef FRESH_TOKENS
-     /* fresh = 1 and the call's hold id is not in the lock (HEXISTS): a
+     /* fresh = 1 (the call's token is its thread's own: OWN_TOKEN) and the
+        call's hold id is not in the lock (HEXISTS): a
         hold the client does not have (revived by a rollback, given up on,
         or added by a held-up try) — replaced by a new grant: DEL; INCR
         fence; HSET owner count=1 fence h:<hold>; PEXPIRE max(PTTL, lease).
         The hold id of a finished call (c == NC) is in the lock only as
         that client's orphans_ record. */
      if
-     :: r_pending == 0 &&
+     :: OWN_TOKEN(o) && r_pending == 0 &&
         ((c < NC && ((r_holds >> c) & 1) == 0) ||
          (c == NC && ((r_orph >> hk_) & 1) == 0)) ->
 #ifdef MUT_FRESH_SHRINKS
@@ -596,13 +697,31 @@ inline acquire_fair(c, o, w) {
 #endif
         new_fence(g_fence);
         r_fence = g_fence; r_holds = 0; r_orph = 0; r_stale = 0;
+        r_claim = false;               /* (DEL: a new hash) */
 #ifdef BUG_HOLD_PER_TRY
         r_leak = 0;
 #endif
         printf("  AcquireFair(owner %d): fresh, a hold it does not have: replaced, fence %d\n", o, r_fence)
-     :: else -> skip
-     fi;
+     :: else ->
+#ifdef CHECK_PRIVATE
+        /* (p) a grant in full is re-entered by no call but its grantee's
+           before the grantee confirmed it (its call still going with its
+           hold in the grant) */
+        j_ = 0;
+        do
+        :: j_ < NC ->
+           assert(!(r_claim && j_ != c && ((r_holds >> j_) & 1) && cl_wid[j_] != 0));
+           j_++
+        :: else -> break
+        od;
 #endif
+        /* a grantee in full re-enters its grant (its read did not take it:
+           under a quarter of its validity left, or not read) */
+        if
+        :: c < NC && r_claim && ((r_holds >> c) & 1) && cl_wid[c] == w -> REACHED(26)
+        :: else -> skip
+        fi
+     fi;
      add_hold(c);
 #ifndef BUG_PHANTOM_QUEUE
      /* FIX bug 7: LREM KEYS[3] wid; HDEL KEYS[4] wid — not on a claim: the
@@ -651,7 +770,16 @@ inline acquire_fair(c, o, w) {
         fi;
         w_owner[w] = o;
         w_lapsed[w] = false;
-        printf("  AcquireFair(owner %d, waiter of c%d): refused, in the queue\n", o, w_client[w])
+#ifdef COVER
+        u_ = 0;                        /* g: and w: waiters in one queue */
+        i_ = 0;
+        do
+        :: i_ < qlen -> u_ = u_ | (1 << w_full[q[i_]]); i_++
+        :: else -> break
+        od;
+        if :: u_ == 3 -> REACHED(24) :: else -> skip fi;
+#endif
+        printf("  AcquireFair(owner %d, waiter of c%d, g: %d): refused, in the queue\n", o, w_client[w], w_full[w])
      :: else -> skip
      fi
   fi
@@ -712,10 +840,13 @@ inline abandon_script(w, c) {
      REACHED(4); del_lock(); hand_off()
 #ifndef MUT_ABANDON_KEEPS_HOLD
   :: r_owner != 0 && r_pending != w && ((r_holds >> c) & 1) ->
+     /* (a grant in full to w: count 1, so pending_of is nil and the branch
+        above does not fire; this one gives its hold back) */
      REACHED(17);                                      /* {1}/{2}/{3} */
      r_holds = r_holds & (255 - (1 << c));
      count_holds();
-     printf("  Abandon: gave back the call's hold, holds left %d\n", n_);
+     printf("  Abandon: gave back the call's hold (a grant in full: %d), holds left %d\n", r_claim, n_);
+     if :: n_ == 0 && r_claim -> REACHED(23) :: else -> skip fi;
      if :: n_ == 0 -> del_lock(); hand_off() :: else -> skip fi
 #endif
   :: else -> skip                                      /* {0} */
@@ -755,15 +886,21 @@ inline force_script() {
    pipelined batch (LockCore::RefreshPresence). TIME; HGET KEYS[4] wid: a
    missing or lapsed entry (alive(), deadline < now) answers {0} and
    changes nothing — it never makes an entry and never revives a lapsed one
-   (the waiter's own attempt decides). EXISTS KEYS[1]: free, and
-   live_head(now) (which pops lapsed heads first, never our live entry) is
-   w: {0} without refreshing (the waiter takes the lock with its own
-   attempt). Else HSET wid "now+presence|o" — the same owner, a later
+   (the waiter's own attempt decides). HMGET KEYS[1] owner count pending:
+   free, and live_head(now) (which pops lapsed heads first, never our live
+   entry) is w: {2} without refreshing (the waiter takes the lock with its
+   own attempt); held under the waiter's owner token o with nothing pending
+   (pending_of): {2} without refreshing (its attempt re-enters it and
+   leaves the queue). (-DPRESENCE_NO_OWNER: the script before, EXISTS
+   KEYS[1] and {0} for the first case, nothing for the second.) Else HSET wid "now+presence|o" — the same owner, a later
    deadline, which the untimed model does not represent: the entry was
    live and stays so — and the queue's and hash's TTLs (expire_at_least;
-   not modelled) extended: {1}. Result: g_res (1 refreshed). */
+   not modelled) extended: {1}. Result: g_res (0: {0}, 1: {1} refreshed,
+   2: {2}). The client: {0} wakes the waiter "maybe handed" (an in-full
+   call confirms with its read, then makes its full attempt if the read
+   does not confirm); {2} wakes it to make its full attempt. */
 inline presence_script(c, w, o) {
-  g_res = 0;
+  g_res = 0;                           /* 0: {0}, 1: {1}, 2: {2} */
 #ifdef MUT_PRESENCE_HEXISTS
   if                                   /* 40f62d6: HEXISTS KEYS[4] wid */
   :: w_owner[w] != 0 ->
@@ -782,9 +919,22 @@ inline presence_script(c, w, o) {
      fi;
      if
 #ifndef MUT_PRESENCE_FREE
-     :: r_owner == 0 && h_ == w ->     /* free, we are first: {0} */
+     :: r_owner == 0 && h_ == w ->     /* free, we are first: {2} */
         REACHED(18);
-        printf("c%d: watchdog: Presence(waiter of c%d): the lock is free and it is first: {0}, it attempts\n", c, w_client[w])
+#ifdef PRESENCE_NO_OWNER
+        g_res = 0;                     /* (before: {0}) */
+#else
+        g_res = 2;
+#endif
+        printf("c%d: watchdog: Presence(waiter of c%d): the lock is free and it is first: {%d}, it attempts\n", c, w_client[w], g_res)
+#endif
+#ifndef PRESENCE_NO_OWNER
+     :: r_owner != 0 && r_owner == o && r_pending == 0 ->
+        /* held under its owner token, nothing pending (pending_of nil): a
+           call sharing the token has it; its attempt re-enters it: {2} */
+        REACHED(25);
+        g_res = 2;
+        printf("c%d: watchdog: Presence(waiter of c%d): the lock is held under its owner token %d, nothing pending: {2}, it attempts\n", c, w_client[w], o)
 #endif
      :: else ->
         u_ = 0;                        /* (for the trace: still listed?) */
@@ -881,6 +1031,8 @@ inline take_reply(c, got) {
      cl_fence[c] = g_fence;
      cl_wid[c] = 0;                       /* the call returns: granted */
      cl_may[c] = false;                   /* (no give-back) */
+     cl_full = cl_full & (255 - (1 << c));
+     cl_kept = cl_kept & (255 - (1 << c));
      cl_bel[c] = cl_valid[c];             /* lost at once if validity ran
                                              out before the reply came */
      printf("c%d: reply: granted, fence %d, holds it: %d\n", c, g_fence, cl_bel[c]);
@@ -893,11 +1045,60 @@ inline take_reply(c, got) {
   :: else ->
      cl_fence[c] = 0;
      cl_valid[c] = false;
+     /* refused, queued: KeepPresence(attempt_sent), the base of an
+        in-full call's confirm */
+     if :: IS_FULL(c) -> cl_kept = cl_kept | (1 << c) :: else -> skip fi;
 #if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
      cl_ttl[c] = (r_owner != 0);          /* the refusal's PTTL: >= 0 */
 #endif
      got = 0
   fi;
+  gc()
+}
+
+/* ConfirmHandOff: an in-full call's read, HMGET owner fence h:<hold>
+   claim (no script; read-only). Granted iff the owner is the call's and
+   its hold's field is there (-DMUT_CONFIRM_OWNER_ONLY: the owner only);
+   the fence read is its token. Only with a validity base (KEPT: the
+   presence record of a refused attempt that queued it; confirm() returns
+   nullopt without one). Its validity runs from the base — the last send
+   that found the waiter still queued: its refused attempt, or a presence
+   check that answered {1} — for min(claim, lease). The grant came after
+   that send (the hand-off pops the waiter; a send that found it queued ran
+   before), with the claim window to live (or, the call's own try, its
+   lease), so the key outlives that validity: as for every grant here,
+   cl_valid (which may run out at any moment) keeps the key from expiring.
+   With under a quarter of that validity left, the client does not take
+   the grant but makes its full attempt (Refused -> Attempt, always
+   enabled). -DMUT_CONFIRM_BASE: validity counted from the read, which
+   came after the hand-off: not covered by the key (cl_unbacked). */
+#ifdef MUT_CONFIRM_OWNER_ONLY
+#define CONFIRM_READ(c) (r_owner != 0 && r_owner == cl_owner[c])
+#else
+#define CONFIRM_READ(c) (r_owner != 0 && r_owner == cl_owner[c] && ((r_holds >> (c)) & 1))
+#endif
+#define CONFIRM_OK(c) (IS_FULL(c) && KEPT(c) && CONFIRM_READ(c))
+inline confirm(c) {
+  REACHED(21);
+  g_fence = r_fence;
+  printf("c%d: confirm: HMGET owner, fence, h:<hold>, claim -> owner %d, fence %d, its hold: %d, claim: %d; granted in full, holds it\n",
+         c, r_owner, r_fence, (r_holds >> c) & 1, r_claim);
+  cl_fence[c] = r_fence;
+  cl_wid[c] = 0;                         /* the call returns: granted */
+  cl_may[c] = false;
+  cl_full = cl_full & (255 - (1 << c));
+  cl_kept = cl_kept & (255 - (1 << c));
+  cl_valid[c] = true;                    /* from the base: still running */
+  cl_bel[c] = true;
+#ifdef MUT_CONFIRM_BASE
+  cl_unbacked = cl_unbacked | (1 << c);  /* from the read */
+  printf("c%d: (the mutation: its validity counted from this read, after the hand-off)\n", c);
+#endif
+  check_mutex(c);
+  release_orphans(c);                    /* Granted: ReleaseOrphans */
+#if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
+  cl_ttl[c] = 0;
+#endif
   gc()
 }
 
@@ -1006,10 +1207,15 @@ inline end_hold(c) {
   cl_valid[c] = false;
   cl_fence[c] = 0;
   cl_owner[c] = 0;
+#ifdef MUT_CONFIRM_BASE
+  cl_unbacked = cl_unbacked & (255 - (1 << c));
+#endif
   gc()
 }
 
-inline new_call(c, o) {
+/* A new call under owner token o, in full (f: waiter id "g:<hold id>") or
+   to claim ("w:<id>"). */
+inline new_call(c, o, f) {
 #ifdef LIVENESS
   cs_done[c] = false;
 #endif
@@ -1018,8 +1224,14 @@ inline new_call(c, o) {
   cl_may[c] = false;
   alloc_wid(v_);
   w_client[v_] = c;
+  w_full[v_] = f;
   cl_wid[c] = v_;
-  printf("c%d: acquire call (new waiter id, new hold id), owner %d\n", c, o);
+  if
+  :: f -> cl_full = cl_full | (1 << c)
+  :: else -> cl_full = cl_full & (255 - (1 << c))
+  fi;
+  cl_kept = cl_kept & (255 - (1 << c));
+  printf("c%d: acquire call (new waiter id, new hold id), owner %d, in full (g:): %d\n", c, o, f);
   gc()
 }
 
@@ -1034,6 +1246,8 @@ inline end_call(c) {                     /* the call returns: not granted */
   cl_wid[c] = 0;
   cl_owner[c] = 0;
   cl_may[c] = false;
+  cl_full = cl_full & (255 - (1 << c));
+  cl_kept = cl_kept & (255 - (1 << c));
 #ifdef BUG_HOLD_PER_TRY
   r_leak = r_leak & (255 - (1 << c));
 #endif
@@ -1093,12 +1307,22 @@ Idle:
      for this call (every try of the call sends both) */
 #if defined(LIVENESS) || defined(DISTINCT_OWNERS)
   if                                     /* (the label may not be on a d_step) */
-  :: d_step { new_call(c, c + 1) }       /* distinct owner tokens */
+  :: d_step { (CLAIM_MASK >> c) & 1;     /* distinct owner tokens: an */
+              new_call(c, c + 1, 0) }    /* explicit lease, min_replicas */
+  :: d_step { (FULL_MASK >> c) & 1;      /* the watchdog's lease: */
+              new_call(c, c + 1, 1) }    /* in full */
   fi;
 #else
+#ifdef MUT_INFULL_SHARED
+#define SHARED_FULL 1
+#else
+#define SHARED_FULL 0
+#endif
   if                                     /* either of two tokens: clients */
-  :: d_step { new_call(c, 1) }           /* may share one */
-  :: d_step { new_call(c, 2) }           /* (AcquireOptions::owner) */
+  :: d_step { new_call(c, 1, SHARED_FULL) } /* may share one */
+  :: d_step { new_call(c, 2, 0) }        /* (AcquireOptions::owner): to claim */
+  :: d_step { (FULL_MASK >> c) & 1;      /* the thread's own token: */
+              new_call(c, c + 3, 1) }    /* in full */
   fi;
 #endif
 
@@ -1110,9 +1334,9 @@ Attempt:
               acquire_fair(c, cl_owner[c], cl_wid[c]); take_reply(c, got) };
      goto Answered
 #ifdef LIVENESS
-  :: d_step { c != 0;
+  :: d_step { c != 0 && !IS_FULL(c);     /* min_replicas: never in full */
 #else
-  :: d_step { c < UNANSWERED;
+  :: d_step { c < UNANSWERED && !IS_FULL(c);
 #endif
               start_attempt(c); printf("c%d: attempt (WAIT after it)\n", c);
               acquire_fair(c, cl_owner[c], cl_wid[c]);
@@ -1171,25 +1395,52 @@ Refused:
      take refresh steps for ever instead of its bound under weak fairness;
      a {0} that comes later than it could changes nothing for (d). The
      bound leads to an attempt past ttl_at (cl_ttl: the key the last
-     attempt saw has expired). */
+     attempt saw has expired). A {0} wakes the waiter "maybe handed": an
+     in-full call reads (confirm), and attempts if the read does not
+     confirm; a call to claim attempts (confirm() is nullopt), as after a
+     {2}. For an in-full call the {0} of a missing entry is kept (its
+     reaction, the read, is not the bound's). */
   if
   :: d_step { cl_park[c] != 1 || cl_ttl[c] == 2;  /* woken, or the bound */
               cl_park[c] = 0 };                   /* with nothing confirmed */
      goto Attempt                                 /* or past ttl_at */
+#ifdef INFULL_CALLS
+  :: d_step { cl_park[c] == 2 && CONFIRM_OK(c);   /* woken by {0}: the read */
+              cl_park[c] = 0; confirm(c) };       /* confirms a grant in full */
+     goto Hold
+#endif
   :: d_step { cl_park[c] == 1 && cl_ttl[c] != 2;  /* the bound: parks on */
               cl_park[c] = 0;
               printf("c%d: park bound: the watchdog confirmed a check: parks on\n", c) };
      goto Refused
-  :: d_step { cl_park[c] == 0 && w_owner[cl_wid[c]] != 0;
+  :: d_step { cl_park[c] == 0 && (w_owner[cl_wid[c]] != 0 || IS_FULL(c));
               presence_script(c, cl_wid[c], cl_owner[c]);
-              if :: g_res -> cl_park[c] = 1 :: else -> cl_park[c] = 2 fi;
+              if
+              :: g_res == 1 -> cl_park[c] = 1
+              :: g_res == 0 && IS_FULL(c) -> cl_park[c] = 2  /* maybe handed */
+              :: else -> cl_park[c] = 3                     /* attempt */
+              fi;
               gc() };
      goto Refused
   :: d_step { c != 0; cl_park[c] = 0 }; goto GiveUp   /* client 0 never gives up */
   fi;
 #else
+  /* An in-full call's read (ConfirmHandOff), at any moment while parked:
+     after a wake naming it as a hand-off's grantee (event or local), after
+     the watchdog's {0}, or as the queue head's spin check. Enabled where it
+     confirms (a read that does not changes nothing: the full attempt, or
+     the park going on, follows; COVER: probe 22). */
   if
   :: goto Attempt
+#ifdef INFULL_CALLS
+  :: d_step { CONFIRM_OK(c) -> confirm(c) }; goto Hold
+#endif
+#ifdef COVER
+  :: d_step { IS_FULL(c) && KEPT(c) && !CONFIRM_READ(c) ->
+              printf("c%d: confirm: the read does not confirm (owner %d): the full attempt\n", c, r_owner);
+              REACHED(22) };
+     goto Attempt
+#endif
 #ifdef LIVENESS
   :: c != 0 -> goto GiveUp               /* client 0 never gives up */
 #else
@@ -1266,6 +1517,9 @@ Hold:
      d_step {
        renew_script(c);
        printf("c%d: Renew(owner %d, fence %d) = %d\n", c, cl_owner[c], cl_fence[c], g_res);
+#ifdef MUT_CONFIRM_BASE
+       if :: g_res -> cl_unbacked = cl_unbacked & (255 - (1 << c)) :: else -> skip fi;
+#endif
        if :: !g_res -> REACHED(6); revoke(c) :: else -> skip fi
      };
      if :: cl_bel[c] -> goto Hold :: else -> goto Lost fi
@@ -1333,7 +1587,12 @@ Release:
 /* The lock key may expire only when no client is inside its validity for
    that grant: validity is measured from before the send, Redis's TTL from
    the script's execution (the timing assumption of every lease lock). */
-#define VALID_ON(k) (cl_valid[k] && (cl_fence[k] == r_fence || (r_kept != 0 && cl_fence[k] == r_kept)))
+#ifdef MUT_CONFIRM_BASE
+#define BACKED(k) (((cl_unbacked >> (k)) & 1) == 0)
+#else
+#define BACKED(k) (true)
+#endif
+#define VALID_ON(k) (cl_valid[k] && BACKED(k) && (cl_fence[k] == r_fence || (r_kept != 0 && cl_fence[k] == r_kept)))
 #if NC == 1
 #define GRANT_VALID (VALID_ON(0))
 #elif NC == 2
@@ -1409,14 +1668,16 @@ inline late_run(k) {
    entry with the same owner and a later deadline, nothing in the untimed
    model, or a {0} that changes nothing: left out (they only add
    transitions back to the same state), except in the probe build, where
-   the {0} branches are probes 18 and 20. */
-#if defined(MUT_PRESENCE_HEXISTS) || defined(COVER)
-#define PRESENCE_ACTS(w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w]))
+   the {0} / {2} branches are probes 18, 20 and 25. */
+#if defined(COVER)
+#define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w] || r_owner == cl_owner[k]))
+#elif defined(MUT_PRESENCE_HEXISTS)
+#define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w]))
 #else
-#define PRESENCE_ACTS(w) (w_owner[w] != 0 && !w_lapsed[w] && r_owner == 0 && w_lapsed[q[0]])
+#define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && !w_lapsed[w] && r_owner == 0 && w_lapsed[q[0]])
 #endif
 #define PRESENCE(k) \
-  :: d_step { cl_wid[k] != 0 && PRESENCE_ACTS(cl_wid[k]) -> \
+  :: d_step { cl_wid[k] != 0 && PRESENCE_ACTS(k, cl_wid[k]) -> \
               presence_script(k, cl_wid[k], cl_owner[k]); gc() }
 #endif
 
@@ -1436,6 +1697,15 @@ active proctype Env() {
        r_owner != 0 && !GRANT_VALID && EXPIRY_OK;
        printf("redis: key of owner %d, fence %d expires\n", r_owner, r_fence);
        if :: r_holds != 0 -> REACHED(7) :: else -> skip fi;    /* held */
+#ifdef COVER
+       j_ = 0;                         /* an unconfirmed grant in full */
+       do
+       :: j_ < NC ->
+          if :: r_claim && ((r_holds >> j_) & 1) && cl_wid[j_] != 0 -> REACHED(27) :: else -> skip fi;
+          j_++
+       :: else -> break
+       od;
+#endif
        if :: r_pending != 0 -> REACHED(11) :: else -> skip fi; /* unclaimed */
 #if defined(LIVENESS) && defined(WATCHDOG_PRESENCE)
        TTL_END(0);                     /* ttl_at passed for whoever saw it */

@@ -12,8 +12,9 @@
 #   CHECK    names from --list (default: all but the --full ones)
 #   --list   print the checks and exit
 #   --keep   keep the work dir (pan builds, trails) and print its path
-#   --full   also the big runs (3 clients with shared owner tokens: about
-#            33 million states, 1.5-3 min and 2.6 GB; not for CI)
+#   --full   also the big runs (3 clients with shared owner tokens:
+#            safety3-shared now past its 4 GB bound, see model/README.md;
+#            safety3-infull 12 million states, 2-4 min, 2 GB; not for CI)
 #
 # Every pan is built and run in a temporary directory, never in the repo;
 # the reachability probes share one build (LOCKFLEET_COVER picks the probe;
@@ -56,31 +57,46 @@ SAFE_CC="-O0 -DSAFETY -DMEMLIM=2048"
 BUG_SPIN="-DTRACE -DNOHIDDEN"
 BUG_CC="-O0 -DSAFETY -DBFS -DMEMLIM=1024"
 LIVE_CC="-O0 -DNFAIR=3 -DMEMLIM=2048"
+# Call kinds (the hand-off in full): with shared tokens (the default) a
+# call under token 1 or 2 (AcquireOptions::owner) queues "w:" and claims
+# its hand-off; a call under its client's own token (DefaultOwner) queues
+# "g:" and is handed the lock in full — for the clients in FULL_MASK (bit
+# c; default all). With DISTINCT_OWNERS and in the liveness runs a call
+# under the client's own token is in full (FULL_MASK) or to claim
+# (CLAIM_MASK: an explicit lease, min_replicas). The five one-property
+# runs below have shared tokens only (FULL_MASK=0: every hand-off to
+# claim); infull2 adds each client's own token, so its state space holds
+# theirs, and checks all the properties at once.
+F0="-DFULL_MASK=0"
 CHECKS=(
-  "mutex|pass|-DCHECK_MUTEX|$SAFE_CC|-m400000|(a) mutual exclusion; 2 clients, shared owner tokens, all faults"
-  "fence|pass|-DCHECK_FENCE|$SAFE_CC|-m400000|(b) each grant's fence exceeds every fence in use; 2 clients"
-  "handoff|pass|-DCHECK_HANDOFF|$SAFE_CC|-m400000|(c) no grant to a waiter that has left; 2 clients"
-  "nofalse|pass|-DCHECK_NOFALSE|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
-  "giveback|pass|-DCHECK_GIVEBACK|$SAFE_CC|-m400000|(g) a call that returns without the lock leaves no hold of its own; 2 clients"
-  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1|-O2 -DSAFETY -DMEMLIM=2048|-m2000000|(a)(b)(c)(e)(g) together; 3 clients, one owner token each, client 0's tries may go unanswered"
-  "live2|pass|-DLIVENESS -DATTACKER -DHOLDER_CRASH -DLAPSE_ONCE|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness; parks on while the watchdog confirms, unlock events lost; a holder may crash and a waiting entry lapse, once); 2 clients"
-  "live3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above (parks on while the watchdog confirms, unlock events lost); 3 clients"
+  "mutex|pass|-DCHECK_MUTEX $F0|$SAFE_CC|-m400000|(a) mutual exclusion; 2 clients, shared owner tokens (hand-offs to claim), all faults"
+  "fence|pass|-DCHECK_FENCE $F0|$SAFE_CC|-m400000|(b) each grant's fence exceeds every fence in use; 2 clients"
+  "handoff|pass|-DCHECK_HANDOFF $F0|$SAFE_CC|-m400000|(c) no grant to a waiter that has left; 2 clients"
+  "nofalse|pass|-DCHECK_NOFALSE $F0|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
+  "giveback|pass|-DCHECK_GIVEBACK $F0|$SAFE_CC|-m400000|(g) a call that returns without the lock leaves no hold of its own; 2 clients"
+  "infull2|pass||-O2 -DSAFETY -DMEMLIM=2048|-m400000|(a)(b)(c)(e)(g)(p) together; 2 clients, shared tokens (to claim) and each client's own token (hand-offs in full), all faults"
+  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1 -DFULL_MASK=1 -DCLAIM_MASK=6|-O2 -DSAFETY -DMEMLIM=3072|-m2000000|(a)(b)(c)(e)(g)(p) together; 3 clients, one owner token each (client 0 in full, 1 and 2 to claim), client 0's tries may go unanswered"
+  "live2|pass|-DLIVENESS -DATTACKER -DHOLDER_CRASH -DLAPSE_ONCE|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness; parks on while the watchdog confirms, unlock events lost; a holder may crash and a waiting entry lapse, once; calls in full or to claim); 2 clients"
+  "live3|pass|-DLIVENESS -DATTACKER -DNC=3 -DFULL_MASK=3 -DCLAIM_MASK=5|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above (client 0 in full or to claim, 1 in full, 2 to claim); 3 clients"
   "work2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N work0|(f) a call that does not give up gets its work done, whatever force events arrive; 2 clients"
-  "work3|pass|-DLIVENESS -DATTACKER -DNC=3|$LIVE_CC|-a -f -m1000000 -N work0|(f) as above; 3 clients"
+  "work3|pass|-DLIVENESS -DATTACKER -DNC=3 -DFULL_MASK=1 -DCLAIM_MASK=6|$LIVE_CC|-a -f -m1000000 -N work0|(f) as above (client 0 in full, 1 and 2 to claim); 3 clients"
   "bug1|fail:assertion violated +!\(\(\(\(r_owner!=0\)|-DBUG_FORCE_EVENT_REVOKES -DCHECK_NOFALSE $BUG_SPIN|$BUG_CC||bug 1 put back (a force event marks the hold lost): (e) must fail"
   "bug1-work|fail:acceptance cycle|-DLIVENESS -DATTACKER -DBUG_FORCE_EVENT_REVOKES -DCHECK_MUTEX|$LIVE_CC|-a -f -m1000000 -N work0|bug 1 put back, replayed force events: (f) must fail"
   "bug2|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DBUG_FORCE_NOT_IDEMPOTENT -DCHECK_MUTEX $BUG_SPIN|$BUG_CC||bug 2 put back (force-unlock deletes any grant): (a) must fail"
-  "bug7|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DBUG_PHANTOM_QUEUE -DCHECK_HANDOFF $BUG_SPIN|$BUG_CC||bug 7 put back (phantom queue entry): (c) must fail"
+  "bug7|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DBUG_PHANTOM_QUEUE -DCHECK_HANDOFF -DFULL_MASK=0 $BUG_SPIN|$BUG_CC||bug 7 put back (phantom queue entry): (c) must fail"
   "bug-pertry|fail:assertion violated .*r_leak|-DBUG_HOLD_PER_TRY -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||the client before cdf7a39 put back (a hold id per try, bounded orphans_): (g) must fail"
   "late|fail:assertion violated +!\(\(\(late_st\[[0-9]\]==2\)|-DLATE_TRY -DCHECK_GIVEBACK -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try runs after its call gave its hold back: (g) fails (bound: the lease)"
   "late-queue|fail:assertion violated \(cl_wid\[w_client\[h_\]\]==h_\)|-DLATE_TRY -DCHECK_HANDOFF -DNO_OPERATOR $BUG_SPIN|$BUG_CC||known limit: a held-up try queues a waiter id after its call: (c) fails (bound: presence + claim window)"
-  "late-fresh|pass|-DLATE_TRY -DDISTINCT_OWNERS -DCHECK_MUTEX -DCHECK_FENCE -DNO_OPERATOR|-O2 -DSAFETY -DMEMLIM=2048|-m400000|(a)(b) with held-up tries and fresh replacements (one owner token per client): a replaced grant's key outlives its holder's validity; 2 clients"
+  "late-fresh|pass|-DLATE_TRY -DDISTINCT_OWNERS -DCHECK_MUTEX -DCHECK_FENCE -DNO_OPERATOR -DFULL_MASK=1 -DCLAIM_MASK=2|$SAFE_CC|-m400000|(a)(b) with held-up tries and fresh replacements (one owner token per client; client 0 in full, 1 to claim): a replaced grant's key outlives its holder's validity; 2 clients"
   "mut-fresh|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DLATE_TRY -DDISTINCT_OWNERS -DMUT_FRESH_SHRINKS -DCHECK_MUTEX -DNO_OPERATOR $BUG_SPIN|$BUG_CC||mutation: a fresh replacement sets the lease, not max(PTTL, lease): a held-up try cuts a later call's key short, (a) must fail"
   "mut-fence|fail:assertion violated .*g_fence>|-DMUT_FENCE_RESET -DCHECK_FENCE $BUG_SPIN|$BUG_CC||mutation: fence counter deleted with the lock: (b) must fail"
   "mut-unacked|fail:assertion violated .*r_holds|-DBUG_UNACKED_KEPT -DMUT_ABANDON_KEEPS_HOLD -DCHECK_GIVEBACK $BUG_SPIN|$BUG_CC||mutation: a grant too few replicas acknowledged is given back neither by the call nor by its abandon: (g) must fail"
   "mut-requeue|fail:acceptance cycle|-DLIVENESS -DNC=3 -DMUT_REQUEUE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: a refresh requeues at the tail: (d) must fail"
   "mut-presence-hexists|fail:assertion violated \(phantom_==0\)|-DMUT_PRESENCE_HEXISTS $BUG_SPIN|$BUG_CC||40f62d6 put back (PresenceScript refreshes an entry that merely exists): a lapsed head dropped by its live_head is written back into the hash alone, no-phantom must fail"
   "mut-presence-free|fail:acceptance cycle|-DLIVENESS -DHOLDER_CRASH -DMUT_PRESENCE_FREE|$LIVE_CC|-a -f -m1000000 -N live0|mutation: PresenceScript refreshes ({1}) a waiter first at a free lock: it parks on, everyone behind it refused, (d) must fail"
+  "mut-confirm-base|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DMUT_CONFIRM_BASE -DCHECK_MUTEX $BUG_SPIN|$BUG_CC||mutation: a grantee in full counts its validity from its confirming read, not from the last send that found it queued: the claim window ends while it believes, (a) must fail"
+  "mut-confirm-owner-only|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DMUT_CONFIRM_OWNER_ONLY -DMUT_INFULL_SHARED -DCHECK_MUTEX -DNO_OPERATOR $F0 $BUG_SPIN|-O0 -DSAFETY -DMEMLIM=1024|-m60|mutation: the confirming read checks the owner only, not the call's hold (with calls under a shared token in full): a grant of another call of the token is taken, (a) must fail (depth-bounded DFS: not the shortest)"
+  "mut-infull-shared|fail:assertion violated +!\(\(\(\(r_claim|-DMUT_INFULL_SHARED -DCHECK_PRIVATE $BUG_SPIN|$BUG_CC||mutation: calls under a shared token are handed the lock in full: another call of the token re-enters the grant before its grantee confirms, (p) must fail"
 )
 # The semaphore (model/semaphore.pml; P = 2 permits, k = 1 or 2 per call).
 # sem-late-try and sem-late-queue were findings of this model against the
@@ -239,10 +255,22 @@ PROBES=(
   "the watchdog's presence check answers {0} to a waiter first at a free lock"
   "a presence check at a free lock drops a lapsed head ahead of its live waiter (live_head)"
   "a presence check finds its waiter's own entry lapsed: {0}, nothing written"
+  "a grantee in full confirms its grant with the read (ConfirmHandOff)"
+  "an in-full waiter's read does not confirm (free, another grant, a hand-off to claim): the full attempt follows"
+  "an abandon gives back the hold of a grant in full, the last: DEL and hand-off to the next"
+  "a g: waiter and a w: waiter side by side in one queue"
+  "a presence check finds the lock held under its waiter's owner token, nothing pending: {2} (shared tokens)"
+  "a grantee in full re-enters its grant with its full attempt (its read did not take it)"
+  "an unconfirmed grant in full expires (claim window)"
 )
 # Only with --full or by name.
+# safety3-shared: shared tokens only (hand-offs to claim), with the
+# operator. safety3-infull: client 0's own token too (in full); without
+# the operator, which with client 0's third token grows the search past
+# 50 million states and 4 GB (model/README.md).
 FULL_CHECKS=(
-  "safety3-shared|pass|-DNC=3 -DUNANSWERED=0|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g) together; 3 clients, shared owner tokens, every retry answered (big)"
+  "safety3-shared|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=0|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g) together; 3 clients, shared owner tokens, every retry answered (big)"
+  "safety3-infull|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=1 -DNO_OPERATOR|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g)(p) together; 3 clients, shared owner tokens (to claim) and client 0's own token (in full), every retry answered, no operator (big)"
 )
 # The probes share one build (spin -DCOVER); LOCKFLEET_COVER=<n> picks one.
 PROBE_SPIN="-DCOVER"
@@ -412,8 +440,10 @@ run_check() {
         echo "     counter-example (shortest):"
       elif [[ "$name" == sem-* || "$name" == rw-* ]]; then
         echo "     counter-example (shortest unless a cycle; ids renamed):"
-      elif [[ "$spin_flags" == *TRACE* ]]; then
+      elif [[ "$spin_flags" == *TRACE* && "$cc_flags" == *BFS* ]]; then
         echo "     counter-example (shortest; fence numbers as issued):"
+      elif [[ "$spin_flags" == *TRACE* ]]; then
+        echo "     counter-example (depth-bounded search, not the shortest; fence numbers as issued):"
       else
         echo "     counter-example (fence numbers renamed, order kept):"
       fi
