@@ -304,6 +304,7 @@ lockfleet bench --processes 8 --hold-ms 1 --seconds 5            # table
 lockfleet bench --mode floor --processes 8 --repeat 3            # the floor
 lockfleet bench --kafka kafka-local --processes 8 --repeat 3
 bench/make-report.sh                                             # this report, ~25 min
+bench/profile.sh --real                                          # where the CPU goes (perf, P = 32)
 ```
 
 Modes: **floor** (the physical reference and **not a lock**: one token per
