@@ -1,7 +1,5 @@
 #include "fleet.h"
 
-#include <cstdio>
-#include <random>
 #include <utility>
 
 #include "lockfleet/config/duration.h"
@@ -20,13 +18,6 @@ namespace {
 
 // The config module cannot see the notifier's minimum: keep them one.
 static_assert(config::kMinEventKeyBytes == notifier::kMinEventKeyBytes);
-
-std::string RandomSuffix() {
-  std::random_device random;
-  char text[9];
-  std::snprintf(text, sizeof(text), "%08x", random());
-  return text;
-}
 
 }  // namespace
 
@@ -68,7 +59,7 @@ Fleet::Fleet(const config::Config& config, const FleetOverrides& overrides,
   // two processes given the same --id (a copied template, a restarted
   // container with the same hostname and pid) would share holds. The worker
   // id stays readable in front.
-  lock_options.client_id = worker_id_ + "/" + RandomSuffix();
+  lock_options.client_id_prefix = worker_id_ + "/";
   if (config.kafka) {
     notifier::KafkaOptions kafka = KafkaOptionsFrom(*config.kafka);
     kafka.log = logger_.NotifierSink("kafka");

@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -59,20 +58,16 @@ std::string SignalName(int signal) {
   }
 }
 
-// "host:pid:<random 16 hex>", this run's client id. Its owner token is its
-// thread's default ("<client id>:<thread number>"): unique, it tells an
+// "host:pid:", in front of this run's random client id. Its owner token is
+// its thread's default ("<client id>:<thread number>"): unique, it tells an
 // operator reading "held by ..." where the holder runs, and, being the
 // thread's own, a fair wait under it is handed the lock in full (no claim,
 // docs/lockcore.md "Hand-off in full").
-std::string ClientIdHere() {
+std::string HostPidPrefix() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::random_device random;
-  std::uniform_int_distribution<int> hex(0, 15);
-  std::string id = std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
-                   std::to_string(getpid()) + ":";
-  for (int i = 0; i < 16; ++i) id += "0123456789abcdef"[hex(random)];
-  return id;
+  return std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
+         std::to_string(getpid()) + ":";
 }
 
 // One run of `lockfleet lock`: acquire, run COMMAND, release. The signal
@@ -187,7 +182,7 @@ int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
                        const std::shared_ptr<notifier::KafkaNotifier>& kafka) {
   LockClientOptions options = request_.locks;
   options.publisher = kafka;
-  if (options.client_id.empty()) options.client_id = ClientIdHere();
+  if (options.client_id.empty()) options.client_id_prefix = HostPidPrefix();
   std::unique_ptr<LockClient> client;
   try {
     client = std::make_unique<LockClient>(redis, options);

@@ -61,8 +61,10 @@ LockClientOptions Validate(LockClientOptions o) {
     bad("replica_timeout must be positive");
   if (o.spin_max_hold < milliseconds(0))
     bad("spin_max_hold must not be negative");
+  if (!o.client_id.empty() && !o.client_id_prefix.empty())
+    bad("set client_id or client_id_prefix, not both");
   if (!o.clock) o.clock = SteadyClock();
-  if (o.client_id.empty()) o.client_id = RandomClientId();
+  if (o.client_id.empty()) o.client_id = o.client_id_prefix + RandomClientId();
   return o;
 }
 
@@ -424,7 +426,7 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
 LockCore::Attempt LockCore::ConfirmHandOff(
     const std::string& name, const std::string& owner, milliseconds lease,
     bool renew, const AcquireOptions& options, const std::string& hold_id,
-    Clock::TimePoint checked, Clock::TimePoint deadline) {
+    Clock::TimePoint checked, Clock::TimePoint deadline, bool spin_check) {
   // Read-only: a retry is harmless, and a failure is the caller's outage.
   // A timed wait's read keeps its deadline as an attempt does.
   const Reply r = redis_->Execute(HandOffConfirmCommand(LockKey(name), hold_id),
@@ -432,6 +434,12 @@ LockCore::Attempt LockCore::ConfirmHandOff(
   if (r.type == Reply::Type::kError)
     throw Error(ErrorReplyCode(r.str, ErrorCode::kRedisProtocol),
                 "HMGET of lock '" + name + "': " + r.str);
+  if (spin_check) {
+    spins_.fetch_add(1, std::memory_order_relaxed);
+    if (observer()) observer()->OnSpin(name);
+  } else {
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+  }
   const auto field = [&](size_t i) -> const Reply* {
     if (r.type != Reply::Type::kArray || i >= r.elements.size() ||
         r.elements[i].type == Reply::Type::kNil)
@@ -698,13 +706,13 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   // refused attempt (KeepPresence) or the watchdog's confirmed check, as
   // the presence record keeps them. None before (or without the record):
   // the caller makes its usual attempt.
-  auto confirm = [&]() -> std::optional<Attempt> {
+  auto confirm = [&](bool spin_check) -> std::optional<Attempt> {
     if (!in_full) return std::nullopt;
     const Clock::TimePoint checked =
         PresenceChecked(waiter_id, options_.clock->Now()).first;
     if (checked == Clock::TimePoint::min()) return std::nullopt;
     return ConfirmHandOff(name, owner, lease, renew, options, hold_id, checked,
-                          deadline);
+                          deadline, spin_check);
   };
   // Whether the wait ran out at `now` (then counted, and the result says so).
   auto timed_out = [&](Clock::TimePoint now) {
@@ -793,13 +801,11 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       last_wake = ParkSpinning(
           name, &slot, bound, options.stop, &grant, plan, owner,
           [&] {
-            std::optional<Attempt> read = confirm();
+            std::optional<Attempt> read = confirm(/*spin_check=*/true);
             if (!read)
               return TryOnce(name, owner, lease, renew, options, waiter_id,
                              hold_id, fresh, false, deadline, &may_hold,
                              /*spin_check=*/true);
-            spins_.fetch_add(1, std::memory_order_relaxed);
-            if (observer()) observer()->OnSpin(name);
             return std::move(*read);
           },
           &won);
@@ -879,14 +885,13 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
       // with us first, or held under our owner token) goes straight to it.
       std::optional<Attempt> handed;
       try {
-        handed = confirm();
+        handed = confirm(/*spin_check=*/false);
       } catch (const Error& e) {
         if (!IsOutage(e.code()) || !reached_.load(std::memory_order_relaxed))
           throw;
         result.last_error = e.what();
         if (observer()) observer()->OnError(e.code());
       }
-      if (handed) attempts_.fetch_add(1, std::memory_order_relaxed);
       if (handed && handed->granted) {
         unused_wake = WakeCause::kNone;  // used: it got us the lock
         finish(*handed);

@@ -324,12 +324,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // or `owner` (ours but not so: a hand-off to claim, or too little
   // validity left) — the caller's full attempt decides — or another holder.
   // With a `deadline`, the read is bounded as a script call's try is (see
-  // EvalRetryOnce).
+  // EvalRetryOnce). Counted as TryOnce counts: a spin check (`spin_check`,
+  // in spins and OnSpin) or an attempt.
   Attempt ConfirmHandOff(const std::string& name, const std::string& owner,
                          std::chrono::milliseconds lease, bool renew,
                          const AcquireOptions& options,
                          const std::string& hold_id, Clock::TimePoint checked,
-                         Clock::TimePoint deadline);
+                         Clock::TimePoint deadline, bool spin_check);
   // Spinning (spin_advisor.h): the plan of a waiter whose fair attempt was
   // refused with `refused` (none unless it is the head, behind another
   // process's grant).

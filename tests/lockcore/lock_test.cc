@@ -837,6 +837,11 @@ TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
             }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { LockClient(nullptr); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              LockClient(NewRedis(),
+                         {.client_id = "mine", .client_id_prefix = "host:1:"});
+            }),
+            ErrorCode::kInvalidArgument);
   // Fair-mode windows: a claim must outlast a park (presence/3) and not
   // outlast the presence window (a dead waiter costs one window at most).
   EXPECT_EQ(code_of([&] {
@@ -849,6 +854,18 @@ TEST_F(Lock, BadNamesAndOptionsAreInvalidArguments) {
                                       .claim_window = milliseconds(3001)});
             }),
             ErrorCode::kInvalidArgument);
+}
+
+TEST_F(Lock, AClientIdPrefixStaysInFrontOfItsRandomPart) {
+  LockClient a(NewRedis(), {.client_id_prefix = "host-7:42:"});
+  LockClient b(NewRedis(), {.client_id_prefix = "host-7:42:"});
+  EXPECT_EQ(a.client_id().rfind("host-7:42:", 0), 0u) << a.client_id();
+  EXPECT_EQ(a.client_id().size(), std::string("host-7:42:").size() + 16);
+  EXPECT_NE(a.client_id(), b.client_id());  // the same prefix, still unique
+  AcquireResult r = a.TryAcquire("prefixed");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(a.Inspect("prefixed").owner.rfind(a.client_id() + ":", 0), 0u);
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
 }
 
 TEST_F(Lock, FakeClockDecidesValidityWithoutSleeping) {

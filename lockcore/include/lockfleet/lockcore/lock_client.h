@@ -139,8 +139,12 @@ struct LockClientOptions {
   std::shared_ptr<UnlockPublisher> publisher;  // Default: none
   // Must be unique among live clients: owner tokens and hold ids derive
   // from it, so two clients given the same id would share holds. Default:
-  // random 16 hex.
+  // client_id_prefix followed by 16 random hex digits.
   std::string client_id;
+  // Readable text in front of the default client id (say "host:pid:", so an
+  // operator reading "held by ..." sees where the holder runs); the random
+  // part keeps it unique. Only with client_id empty.
+  std::string client_id_prefix;
   std::shared_ptr<LockObserver> observer;  // Default: none (metrics)
   // How long a waiting acquisition keeps trying through one Redis outage
   // (see "Time bounds and Redis faults"). >= 0; 0 = never.
