@@ -576,12 +576,11 @@ AcquireResult LockCore::AcquireUntil(std::string_view name_view,
   // to wait for, is handed the lock in full: its waiter id "g:<hold id>"
   // tells the releasing script which hold to grant (scripts.h,
   // ReleaseScript), and a read confirms it (ConfirmHandOff). Only under
-  // the calling thread's own owner token (given or not: the multi-lock
-  // passes it): no other call can re-enter such a grant before its grantee
-  // confirms it (another token may be shared, and a call sharing it would
-  // re-enter the grant of a grantee that died, holding the lock for a
-  // whole lease instead of the claim window). Any other call queues as
-  // "w:<id>" and claims its hand-off.
+  // the calling thread's own owner token (given or not): no other call can
+  // re-enter such a grant before its grantee confirms it (another token may be
+  // shared, and a call sharing it would re-enter the grant of a grantee that
+  // died, holding the lock for a whole lease instead of the claim window). Any
+  // other call queues as "w:<id>" and claims its hand-off.
   const bool in_full =
       fair && renew && options_.min_replicas == 0 && owner == DefaultOwner();
   const std::string request_id = NextRequestId();

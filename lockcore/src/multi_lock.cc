@@ -323,9 +323,11 @@ AcquireAllResult LockClient::AcquireAllUntil(
       return ended(result);
     }
   }
-  // One owner for all of them: the caller's, or this thread's default.
-  AcquireOptions each = options;
-  if (each.owner.empty()) each.owner = DefaultOwner();
+  // One owner for all of them: the caller's, or (none given) this thread's
+  // default, which each wait takes as a single wait does — "fresh" (a grant
+  // under it that this client does not hold is replaced, not re-entered)
+  // and handed the lock in full.
+  const AcquireOptions& each = options;
   std::vector<Lease> taken;
   taken.reserve(sorted.size());
   auto give_back = [&taken] { GiveBackQuietly(std::move(taken)); };

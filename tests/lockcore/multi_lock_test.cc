@@ -381,5 +381,31 @@ TEST_F(MultiLock, ARevivedGrantUnderTheThreadsTokenIsReplaced) {
   EXPECT_FALSE(client->Inspect("v:1").locked) << "the stray hold kept it";
 }
 
+// The same when the call waits: the one-script try is refused (another
+// client holds v:2), and the lock-by-lock waits run under the thread's own
+// token as a single wait does, "fresh" too.
+TEST_F(MultiLock, AWaitingCallReplacesARevivedGrantUnderTheThreadsToken) {
+  auto client = Connected();
+  auto other = Connected();
+  AcquireResult held = other->TryAcquire("v:2");
+  ASSERT_TRUE(held);
+  redis_->Execute({"HSET", "lockfleet:{v:1}:lock", "owner",
+                   client->DefaultOwner(), "count", "1", "fence", "5",
+                   "h:stray", "1"});
+  redis_->Execute({"PEXPIRE", "lockfleet:{v:1}:lock", "60000"});
+  std::thread releaser([&] {
+    // Until v:1 is taken, while the call waits for v:2.
+    WaitUntil([&] { return client->Inspect("v:1").fence > 5; }, seconds(20));
+    held.lease.Release();
+  });
+  AcquireAllResult r = client->AcquireAllFor({"v:2", "v:1"}, seconds(30));
+  releaser.join();
+  ASSERT_TRUE(r) << r.blocked_on;
+  EXPECT_GT(r.lease.lease("v:1").fence(), 5) << "the revived grant re-entered";
+  EXPECT_EQ(client->Inspect("v:1").hold_count, 1);
+  EXPECT_EQ(r.lease.Release(), ReleaseStatus::kReleased);
+  EXPECT_FALSE(client->Inspect("v:1").locked) << "the stray hold kept it";
+}
+
 }  // namespace
 }  // namespace lockfleet::testing
