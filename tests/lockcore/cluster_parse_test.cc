@@ -3,6 +3,9 @@
 // the slot map.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "cluster.h"
 #include "key_slot.h"
 #include "lockfleet/lockcore/error.h"
@@ -10,6 +13,29 @@
 
 namespace lockfleet::internal {
 namespace {
+
+// Redis Cluster's CRC16 (the spec's check value: "123456789" -> 0x31C3),
+// hash tags, and the fence counters' slot tags, which are part of the key
+// layout: each the smallest decimal number hashing to its slot.
+TEST(ClusterParse, KeySlotsAndSlotTags) {
+  EXPECT_EQ(KeySlot("123456789"), 0x31C3 % kSlots);
+  EXPECT_EQ(KeySlot("foo"), 12182);  // CLUSTER KEYSLOT foo
+  EXPECT_EQ(KeySlot("somekey"), 11058);
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("user1000"));
+  EXPECT_EQ(SlotTag(0), "3560");
+  EXPECT_EQ(SlotTag(5), "460");
+  EXPECT_EQ(SlotTag(16383), "39296");
+  std::vector<bool> taken(kSlots);
+  size_t found = 0;
+  for (uint64_t n = 0; found < kSlots; ++n) {
+    const std::string tag = std::to_string(n);
+    const uint16_t slot = KeySlot(tag);
+    if (taken[slot]) continue;
+    taken[slot] = true;
+    ++found;
+    ASSERT_EQ(SlotTag(slot), tag) << slot;
+  }
+}
 
 TEST(ClusterParse, MovedAndAsk) {
   std::optional<Redirect> moved =
