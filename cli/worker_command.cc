@@ -203,8 +203,18 @@ Subcommand AddWorkerCommand(CLI::App& parent, HelpFormatter& formatter) {
       ->type_name("FILE");
   app->add_option("--id", args->overrides.worker_id,
                   "This worker's name in logs, lock owners and schedule "
-                  "history. Default: HOST:PID")
-      ->type_name("ID");
+                  "history, 1 to 128 bytes. Default: HOST:PID")
+      ->type_name("ID")
+      ->check(CLI::Validator(
+          [](const std::string& id) -> std::string {
+            // Lock owner tokens ("<id>/<16 hex>:<n>", job holds
+            // "...:job:<n>") must fit the hold journal's 256 bytes.
+            if (id.empty() || id.size() > 128)
+              return "--id must be 1 to 128 bytes (got " +
+                     std::to_string(id.size()) + ")";
+            return "";
+          },
+          "1-128 bytes"));
   app->add_option("--metrics-listen", args->overrides.metrics_listen,
                   "Serve /metrics here instead of metrics.listen (port 0: any)")
       ->type_name("HOST:PORT");

@@ -327,7 +327,6 @@ AcquireAllResult LockClient::AcquireAllUntil(
   // default, which each wait takes as a single wait does — "fresh" (a grant
   // under it that this client does not hold is replaced, not re-entered)
   // and handed the lock in full.
-  const AcquireOptions& each = options;
   std::vector<Lease> taken;
   taken.reserve(sorted.size());
   auto give_back = [&taken] { GiveBackQuietly(std::move(taken)); };
@@ -338,7 +337,7 @@ AcquireAllResult LockClient::AcquireAllUntil(
       // one attempt, as TryAcquire does.
       AcquireResult r;
       try {
-        r = AcquireUntil(name, deadline, each);
+        r = AcquireUntil(name, deadline, options);
       } catch (...) {  // a Redis failure mid-way
         give_back();
         throw;

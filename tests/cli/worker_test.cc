@@ -460,6 +460,18 @@ TEST_F(WorkerCliTest, BadConfigFailsFastNamingTheProblem) {
       << typo_result.err;
 }
 
+// A worker id long enough to push its lock owners past the hold journal's
+// limit is refused up front, not found out at the first journaled hold.
+TEST_F(WorkerCliTest, AnOverlongWorkerIdIsAUsageError) {
+  const CliResult result =
+      RunCli({"worker", "--config", WriteConfig(kScheduled), "--id",
+              std::string(129, 'w')});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("--id must be 1 to 128 bytes (got 129)"),
+            std::string::npos)
+      << result.err;
+}
+
 // Issue 14 item 3: worker.state_dir serves one worker at a time, and a
 // worker restarted on it after a SIGKILL gives back the lock its crashed
 // predecessor held, instead of the fleet waiting out its 60 s lease.

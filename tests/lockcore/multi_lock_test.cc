@@ -393,13 +393,16 @@ TEST_F(MultiLock, AWaitingCallReplacesARevivedGrantUnderTheThreadsToken) {
                    client->DefaultOwner(), "count", "1", "fence", "5",
                    "h:stray", "1"});
   redis_->Execute({"PEXPIRE", "lockfleet:{v:1}:lock", "60000"});
-  std::thread releaser([&] {
+  std::jthread releaser([&] {
     // Until v:1 is taken, while the call waits for v:2.
     WaitUntil([&] { return client->Inspect("v:1").fence > 5; }, seconds(20));
     held.lease.Release();
   });
   AcquireAllResult r = client->AcquireAllFor({"v:2", "v:1"}, seconds(30));
   releaser.join();
+  // Both under the thread's own token, as one owner.
+  EXPECT_EQ(client->Inspect("v:1").owner, client->DefaultOwner());
+  EXPECT_EQ(client->Inspect("v:2").owner, client->DefaultOwner());
   ASSERT_TRUE(r) << r.blocked_on;
   EXPECT_GT(r.lease.lease("v:1").fence(), 5) << "the revived grant re-entered";
   EXPECT_EQ(client->Inspect("v:1").hold_count, 1);

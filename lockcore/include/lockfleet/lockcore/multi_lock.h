@@ -26,8 +26,11 @@
 // reply whose retry is refused: the first try's grants are given back
 // before the call returns). A lock counts as
 // free as for a single acquisition: fair mode (the default) does not take a
-// free lock past a live waiter queued on it, and a lock the caller's owner
-// token holds is re-entered. Refused, a call that may wait takes the locks
+// free lock past a live waiter queued on it, a lock this client holds under
+// the caller's owner token is re-entered, and a grant under the thread's
+// own token that this client does not hold (revived by a rollback, given
+// up on) is replaced by a new one, in the one-script try and in the waits
+// below alike. Refused, a call that may wait takes the locks
 // one by one in the canonical order, queueing as any acquisition does.
 // While it waits for the i-th lock it holds the ones before it, as any
 // lock-ordering scheme does: waiters on those wait behind it.
