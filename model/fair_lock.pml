@@ -124,6 +124,20 @@
  *   PRESENCE_NO_OWNER           PresenceScript before the {2} answer: {0} for
  *                               a waiter first at a free lock, nothing for a
  *                               lock held under the waiter's owner token
+ *   CHECK_WAKE                  property (w) only (it is one of the
+ *                               default "all"): a {2} of PresenceScript is
+ *                               true when answered (the waiter's attempt
+ *                               would be granted then). The safety runs
+ *                               then run the script also where it changes
+ *                               nothing: at a free lock with the waiter
+ *                               first, and at a lock held under the
+ *                               waiter's owner token
+ *   MUT_PRESENCE_PENDING        a mutation: PresenceScript's owner case does
+ *                               not read pending_of: {2} for a lock held
+ *                               under the waiter's owner token although a
+ *                               hand-off is pending to another waiter (its
+ *                               attempt is refused; the next check answers
+ *                               {2} again): (w) fails
  *
  * "fresh" (AcquireFairScript ARGV[7]): a client sends 1 when the call uses
  * the thread's own owner token and the client holds nothing of the lock.
@@ -166,13 +180,14 @@
 #define UNANSWERED NC
 #endif
 
-#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE) && !defined(CHECK_GIVEBACK) && !defined(CHECK_PRIVATE)
+#if !defined(CHECK_MUTEX) && !defined(CHECK_FENCE) && !defined(CHECK_HANDOFF) && !defined(CHECK_NOFALSE) && !defined(CHECK_GIVEBACK) && !defined(CHECK_PRIVATE) && !defined(CHECK_WAKE)
 #define CHECK_MUTEX
 #define CHECK_FENCE
 #define CHECK_HANDOFF
 #define CHECK_NOFALSE
 #define CHECK_GIVEBACK
 #define CHECK_PRIVATE
+#define CHECK_WAKE
 #endif
 
 #ifdef LATE_TRY
@@ -663,11 +678,16 @@ inline hand_off() {
 /* ------------------------------------------------- AcquireFairScript */
 /* ARGV: owner o, hold id (client c's call's; c == NC: nobody's, see
    add_hold), waiter id w, enqueue = 1. Result: g_res (1 granted), g_fence. */
+/* AcquireFairScript's grant conditions (also (w) in presence_script):
+   branch ours, for owner o and waiter id w; branch free (with r_owner 0),
+   h being live_head's answer. */
+#define ACQ_OURS(o, w) (r_owner == (o) && (r_pending == 0 || r_pending == (w)))
+#define ACQ_FREE(h, w) ((h) == 0 || (h) == (w))
 inline acquire_fair(c, o, w) {
   g_res = 0;
   g_fence = 0;
   if
-  :: r_owner == o && (r_pending == 0 || r_pending == w) ->
+  :: ACQ_OURS(o, w) ->
      /* branch "ours": a reentrant hold, a retry, a later try of the same
         call (one hold id per call), or the claim of our hand-off.
         HSETNX h:<hold> (count +1 only if new); PEXPIRE lease (claim:
@@ -742,7 +762,7 @@ inline acquire_fair(c, o, w) {
      :: r_owner == 0 ->
         live_head(h_);
         if
-        :: h_ == 0 || h_ == w ->
+        :: ACQ_FREE(h_, w) ->
            /* branch "free, nobody live ahead of us": LPOP; HDEL wid;
               INCR fence; HSET owner count=1 fence h:<hold>; PEXPIRE lease */
            if :: h_ != 0 -> q_pop(); hdel(w) :: else -> skip fi;
@@ -891,14 +911,16 @@ inline force_script() {
    entry) is w: {2} without refreshing (the waiter takes the lock with its
    own attempt); held under the waiter's owner token o with nothing pending
    (pending_of): {2} without refreshing (its attempt re-enters it and
-   leaves the queue). (-DPRESENCE_NO_OWNER: the script before, EXISTS
+   leaves the queue; -DMUT_PRESENCE_PENDING: pending_of not read).
+   (-DPRESENCE_NO_OWNER: the script before, EXISTS
    KEYS[1] and {0} for the first case, nothing for the second.) Else HSET wid "now+presence|o" — the same owner, a later
    deadline, which the untimed model does not represent: the entry was
    live and stays so — and the queue's and hash's TTLs (expire_at_least;
    not modelled) extended: {1}. Result: g_res (0: {0}, 1: {1} refreshed,
    2: {2}). The client: {0} wakes the waiter "maybe handed" (an in-full
    call confirms with its read, then makes its full attempt if the read
-   does not confirm); {2} wakes it to make its full attempt. */
+   does not confirm); {2} wakes it to make its full attempt. (w): a {2}
+   is true when answered (CHECK_WAKE, at the end). */
 inline presence_script(c, w, o) {
   g_res = 0;                           /* 0: {0}, 1: {1}, 2: {2} */
 #ifdef MUT_PRESENCE_HEXISTS
@@ -929,12 +951,16 @@ inline presence_script(c, w, o) {
         printf("c%d: watchdog: Presence(waiter of c%d): the lock is free and it is first: {%d}, it attempts\n", c, w_client[w], g_res)
 #endif
 #ifndef PRESENCE_NO_OWNER
+#ifdef MUT_PRESENCE_PENDING
+     :: r_owner != 0 && r_owner == o ->  /* mutation: pending_of not read */
+#else
      :: r_owner != 0 && r_owner == o && r_pending == 0 ->
+#endif
         /* held under its owner token, nothing pending (pending_of nil): a
            call sharing the token has it; its attempt re-enters it: {2} */
         REACHED(25);
         g_res = 2;
-        printf("c%d: watchdog: Presence(waiter of c%d): the lock is held under its owner token %d, nothing pending: {2}, it attempts\n", c, w_client[w], o)
+        printf("c%d: watchdog: Presence(waiter of c%d): the lock is held under its owner token %d, pending to another waiter: %d: {2}, it attempts\n", c, w_client[w], o, r_pending != 0)
 #endif
      :: else ->
         u_ = 0;                        /* (for the trace: still listed?) */
@@ -952,7 +978,19 @@ inline presence_script(c, w, o) {
   :: else ->                           /* missing or lapsed: {0}, untouched */
      if :: w_owner[w] != 0 -> REACHED(20) :: else -> skip fi;
      printf("c%d: watchdog: Presence(waiter of c%d): no live entry: {0}, it attempts\n", c, w_client[w])
-  fi
+  fi;
+#ifdef CHECK_WAKE
+  /* (w) a {2} is true when answered: the waiter's attempt, run at that
+     moment, would be granted by AcquireFairScript — branch ours
+     (ACQ_OURS), or branch free (ACQ_FREE; h_ is live_head, computed above
+     for a free lock: acquire_fair's live_head would find the same, having
+     nothing more to pop). A {2} that is not wakes the waiter into a
+     refused attempt, and the next check answers {2} again while the state
+     stays: a wake -> refuse loop of round trips. */
+  assert(g_res != 2 || ACQ_OURS(o, w) || (r_owner == 0 && ACQ_FREE(h_, w)))
+#else
+  skip
+#endif
 }
 
 /* ------------------------------------------------------- client side */
@@ -1668,11 +1706,20 @@ inline late_run(k) {
    entry with the same owner and a later deadline, nothing in the untimed
    model, or a {0} that changes nothing: left out (they only add
    transitions back to the same state), except in the probe build, where
-   the {0} / {2} branches are probes 18, 20 and 25. */
+   the {0} / {2} branches are probes 18, 20 and 25, and where (w) is
+   checked (CHECK_WAKE, so in every run of all properties): there also the
+   {2} answers and the owner case's {1} (a hand-off pending), back to the
+   same state too (about 1-3 % more transitions). */
 #if defined(COVER)
 #define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w] || r_owner == cl_owner[k]))
 #elif defined(MUT_PRESENCE_HEXISTS)
 #define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && (r_owner == 0 || w_lapsed[w]))
+#elif defined(CHECK_WAKE)
+/* (w) checks every {2}: also where the answer changes nothing — the
+   waiter first at a free lock, and the lock held under its owner token
+   (the {2} of the owner case, or its {1} while a hand-off is pending) */
+#define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && !w_lapsed[w] && \
+                             ((r_owner == 0 && (w_lapsed[q[0]] || q[0] == w)) || r_owner == cl_owner[k]))
 #else
 #define PRESENCE_ACTS(k, w) (w_owner[w] != 0 && !w_lapsed[w] && r_owner == 0 && w_lapsed[q[0]])
 #endif

@@ -74,8 +74,8 @@ CHECKS=(
   "handoff|pass|-DCHECK_HANDOFF $F0|$SAFE_CC|-m400000|(c) no grant to a waiter that has left; 2 clients"
   "nofalse|pass|-DCHECK_NOFALSE $F0|$SAFE_CC|-m400000|(e) no false revocation; 2 clients"
   "giveback|pass|-DCHECK_GIVEBACK $F0|$SAFE_CC|-m400000|(g) a call that returns without the lock leaves no hold of its own; 2 clients"
-  "infull2|pass||-O2 -DSAFETY -DMEMLIM=2048|-m400000|(a)(b)(c)(e)(g)(p) together; 2 clients, shared tokens (to claim) and each client's own token (hand-offs in full), all faults"
-  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1 -DFULL_MASK=1 -DCLAIM_MASK=6|-O2 -DSAFETY -DMEMLIM=3072|-m2000000|(a)(b)(c)(e)(g)(p) together; 3 clients, one owner token each (client 0 in full, 1 and 2 to claim), client 0's tries may go unanswered"
+  "infull2|pass||-O2 -DSAFETY -DMEMLIM=2048|-m400000|(a)(b)(c)(e)(g)(p)(w) together; 2 clients, shared tokens (to claim) and each client's own token (hand-offs in full), all faults"
+  "safety3|pass|-DNC=3 -DDISTINCT_OWNERS -DUNANSWERED=1 -DFULL_MASK=1 -DCLAIM_MASK=6|-O2 -DSAFETY -DMEMLIM=3072|-m2000000|(a)(b)(c)(e)(g)(p)(w) together; 3 clients, one owner token each (client 0 in full, 1 and 2 to claim), client 0's tries may go unanswered"
   "live2|pass|-DLIVENESS -DATTACKER -DHOLDER_CRASH -DLAPSE_ONCE|$LIVE_CC|-a -f -m1000000 -N live0|(d) a waiter that does not give up is granted (weak fairness; parks on while the watchdog confirms, unlock events lost; a holder may crash and a waiting entry lapse, once; calls in full or to claim); 2 clients"
   "live3|pass|-DLIVENESS -DATTACKER -DNC=3 -DFULL_MASK=3 -DCLAIM_MASK=5|$LIVE_CC|-a -f -m1000000 -N live0|(d) as above (client 0 in full or to claim, 1 in full, 2 to claim); 3 clients"
   "work2|pass|-DLIVENESS -DATTACKER|$LIVE_CC|-a -f -m1000000 -N work0|(f) a call that does not give up gets its work done, whatever force events arrive; 2 clients"
@@ -97,6 +97,7 @@ CHECKS=(
   "mut-confirm-base|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DMUT_CONFIRM_BASE -DCHECK_MUTEX $BUG_SPIN|$BUG_CC||mutation: a grantee in full counts its validity from its confirming read, not from the last send that found it queued: the claim window ends while it believes, (a) must fail"
   "mut-confirm-owner-only|fail:assertion violated .*cl_owner\[j_\]==cl_owner\[c\]|-DMUT_CONFIRM_OWNER_ONLY -DMUT_INFULL_SHARED -DCHECK_MUTEX -DNO_OPERATOR $F0 $BUG_SPIN|-O0 -DSAFETY -DMEMLIM=1024|-m60|mutation: the confirming read checks the owner only, not the call's hold (with calls under a shared token in full): a grant of another call of the token is taken, (a) must fail (depth-bounded DFS: not the shortest)"
   "mut-infull-shared|fail:assertion violated +!\(\(\(\(r_claim|-DMUT_INFULL_SHARED -DCHECK_PRIVATE $BUG_SPIN|$BUG_CC||mutation: calls under a shared token are handed the lock in full: another call of the token re-enters the grant before its grantee confirms, (p) must fail"
+  "mut-presence-pending|fail:assertion violated \(\(\(g_res!=2\)|-DMUT_PRESENCE_PENDING -DCHECK_WAKE $BUG_SPIN|$BUG_CC||mutation: PresenceScript's owner case does not read pending_of: {2} for a lock held under the waiter's owner token while a hand-off is pending to another waiter, whose attempt is refused (a wake -> refuse loop), (w) must fail (infull2's configuration)"
 )
 # The semaphore (model/semaphore.pml; P = 2 permits, k = 1 or 2 per call).
 # sem-late-try and sem-late-queue were findings of this model against the
@@ -269,8 +270,8 @@ PROBES=(
 # the operator, which with client 0's third token grows the search past
 # 50 million states and 4 GB (model/README.md).
 FULL_CHECKS=(
-  "safety3-shared|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=0|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g) together; 3 clients, shared owner tokens, every retry answered (big)"
-  "safety3-infull|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=1 -DNO_OPERATOR|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g)(p) together; 3 clients, shared owner tokens (to claim) and client 0's own token (in full), every retry answered, no operator (big)"
+  "safety3-shared|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=0|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g)(w) together; 3 clients, shared owner tokens, every retry answered (big)"
+  "safety3-infull|pass|-DNC=3 -DUNANSWERED=0 -DFULL_MASK=1 -DNO_OPERATOR|-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=4096|-m5000000 -w27|(a)(b)(c)(e)(g)(p)(w) together; 3 clients, shared owner tokens (to claim) and client 0's own token (in full), every retry answered, no operator (big)"
 )
 # The probes share one build (spin -DCOVER); LOCKFLEET_COVER=<n> picks one.
 PROBE_SPIN="-DCOVER"
