@@ -70,6 +70,13 @@ struct Shared {
   }
 };
 
+// A wait's time limit: the run's end, and a second past it. The end stops
+// the wait (Shared::stop) before its own deadline can: a deadline reached
+// first would count the waiter's last attempt and its giving up in the run.
+nanoseconds UntilRunEnd(const Shared& shared) {
+  return nanoseconds(shared.end_ns - WallClockNs()) + std::chrono::seconds(1);
+}
+
 // One attempt loop of --mode poll: TryAcquire, else sleep the interval.
 AcquireResult Poll(Shared& shared, const std::string& name, bool& waited) {
   const milliseconds interval(shared.args.poll_interval_ms);
@@ -181,7 +188,7 @@ void Contend(Shared& shared, int thread, RecordWriter& records) {
         continue;
       }
       if (args.primitive != Primitive::kLock) {
-        const nanoseconds left(shared.end_ns - WallClockNs());
+        const nanoseconds left = UntilRunEnd(shared);
         const uint64_t trips_before = shared.redis.round_trips();
         if (args.primitive == Primitive::kRwLock) {
           const bool write = share(random) >= args.read_share;
@@ -221,8 +228,8 @@ void Contend(Shared& shared, int thread, RecordWriter& records) {
       if (args.mode == BenchMode::kPoll) {
         result = Poll(shared, names[lock], waited);
       } else {
-        result = shared.locks.AcquireFor(
-            names[lock], nanoseconds(shared.end_ns - WallClockNs()), options);
+        result =
+            shared.locks.AcquireFor(names[lock], UntilRunEnd(shared), options);
         waited = result.attempts > 1;
       }
       if (!result) continue;  // the run ended while waiting
@@ -366,11 +373,17 @@ int RunContender(const BenchArgs& args, const Context& context) {
   const notifier::NotifierStats kafka_before =
       kafka ? kafka->stats() : notifier::NotifierStats{};
 
+  // The run's end stops the contenders, as a signal does: the costs are
+  // counted up to it (below), and a wait it cuts short is cancelled then,
+  // not left to reach its deadline first.
+  std::stop_source run_over;
+  std::stop_callback forward(stop.get_token(),
+                             [&run_over] { run_over.request_stop(); });
   Shared shared{.args = args,
                 .redis = *redis,
                 .locks = *locks,
                 .end_ns = end_ns,
-                .stop = stop.get_token()};
+                .stop = run_over.get_token()};
   std::vector<std::thread> threads;
   for (int t = 0; t < args.threads; ++t) {
     threads.emplace_back([&, t] { Contend(shared, t, *records[t]); });
@@ -384,18 +397,29 @@ int RunContender(const BenchArgs& args, const Context& context) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   report.warm = SampleResources();
+  // The costs are counted over the run's window, as Redis's commands are
+  // (the parent reads them at its end): a waiter parked when the run ends
+  // then makes a last attempt and gives its place up, which is no
+  // acquisition's cost.
+  while (WallClockNs() < end_ns && !stop.stop_requested()) {
+    std::this_thread::sleep_for(std::min<nanoseconds>(
+        milliseconds(10), nanoseconds(end_ns - WallClockNs())));
+  }
+  const LockStats stats = locks->stats();
+  const uint64_t trips_end = redis->round_trips();
+  run_over.request_stop();
   for (std::thread& thread : threads) thread.join();
   report.end = SampleResources();
   for (auto& writer : records) writer->Close();
 
-  const LockStats stats = locks->stats();
+  const LockStats stats_after = locks->stats();
   report.acquisitions = shared.acquisitions.load();
   report.attempts = args.mode == BenchMode::kFloor ? shared.token_takes.load()
                     : args.primitive == Primitive::kRwLock ||
                             args.primitive == Primitive::kSemaphore
                         ? shared.primitive_attempts.load()
                         : stats.attempts - stats_before.attempts;
-  report.round_trips = redis->round_trips() - trips_before;
+  report.round_trips = trips_end - trips_before;
   if (args.mode == BenchMode::kPoll) {
     report.wakeups["poll"] = shared.poll_sleeps.load();
   } else if (args.mode == BenchMode::kFloor) {
@@ -417,9 +441,9 @@ int RunContender(const BenchArgs& args, const Context& context) {
     }
   }
   report.errors = shared.errors;
-  if (stats.release_failures > stats_before.release_failures) {
+  if (stats_after.release_failures > stats_before.release_failures) {
     report.errors["release_failed"] +=
-        stats.release_failures - stats_before.release_failures;
+        stats_after.release_failures - stats_before.release_failures;
   }
   if (kafka) {
     const notifier::NotifierStats kafka_after = kafka->stats();

@@ -538,10 +538,13 @@ int Bench::Run() {
         100.0 * static_cast<double>(host_after->busy - host_before->busy) /
         static_cast<double>(host_after->total - host_before->total);
   }
+  // At the window's end, as the contenders count their round trips: the
+  // last attempts of waiters the run's end leaves parked are no
+  // acquisition's cost.
   const std::optional<double> cpu_after = CpuSeconds(*redis_);
+  const std::optional<long long> commands_after = Commands(*redis_);
   WaitForContenders(end_ns);
   if (interrupted_) return kExitSignalBase + SIGINT;
-  const std::optional<long long> commands_after = Commands(*redis_);
   Collect();
   DropTokens();
 
