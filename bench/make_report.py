@@ -326,7 +326,9 @@ and show the median of each figure (the *runs* column).
 Definitions: *hand-off gap* = next acquire − previous release on the same
 lock (wall clock, both in the same machine); *cross-process* = the next
 holder is another process; *same-process* = another thread of the releaser's
-process; *round trips* are counted by each client (a pipeline counts once);
+process; *round trips* are counted by each client (a pipeline counts once) over
+the run's window (the end cancels the waits it cuts short: their giving up
+is no acquisition's cost), as are *commands* and wake-ups;
 *commands* are the server's `INFO commandstats` delta, commands inside Lua
 scripts included; *Redis CPU* is `used_cpu_user + used_cpu_sys` over the run,
 in % of one core; *Jain* is Jain's index over per-contender acquisitions;

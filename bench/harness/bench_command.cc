@@ -28,7 +28,8 @@ taken with BLPOP and given back with RPUSH (no lease, no owner token, no
 fencing), the fastest hand-off Redis can do. Every thread loops: wait for
 one of --locks locks (picked at random), hold it --hold-ms, release, think
 --think-ms. All start on a common barrier after warm-up and stop after
---seconds.
+--seconds; the costs (round trips, commands, wake-ups, Redis CPU) are
+counted over that window, and a wait the end cuts short is cancelled.
 
 --primitive rwlock: the threads take one read-write lock per pick (a read
 with probability --read-share %, else a write); --primitive semaphore: one
