@@ -31,6 +31,7 @@
 #include "lockfleet/lockcore/redis_client.h"
 #include "lockfleet/lockcore/rwlock.h"
 #include "lockfleet/notifier/kafka_notifier.h"
+#include "lockfleet/worker/runner.h"
 
 namespace lockfleet::cli {
 namespace {
@@ -56,18 +57,6 @@ std::string SignalName(int signal) {
     default:
       return "signal " + std::to_string(signal);
   }
-}
-
-// "host:pid:", in front of this run's random client id. Its owner token is
-// its thread's default ("<client id>:<thread number>"): unique, it tells an
-// operator reading "held by ..." where the holder runs, and, being the
-// thread's own, a fair wait under it is handed the lock in full (no claim,
-// docs/lockcore.md "Hand-off in full").
-std::string HostPidPrefix() {
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return std::string(host[0] != '\0' ? host : "unknown-host") + ":" +
-         std::to_string(getpid()) + ":";
 }
 
 // One run of `lockfleet lock`: acquire, run COMMAND, release. The signal
@@ -182,7 +171,13 @@ int LockRun::RunClient(const std::shared_ptr<RedisClient>& redis,
                        const std::shared_ptr<notifier::KafkaNotifier>& kafka) {
   LockClientOptions options = request_.locks;
   options.publisher = kafka;
-  if (options.client_id.empty()) options.client_id_prefix = HostPidPrefix();
+  // "host:pid:" in front of the random client id. Its owner token is its
+  // thread's default ("<client id>:<thread number>"): unique, it tells an
+  // operator reading "held by ..." where the holder runs, and, being the
+  // thread's own, a fair wait under it is handed the lock in full (no
+  // claim, docs/lockcore.md "Hand-off in full").
+  if (options.client_id.empty())
+    options.client_id_prefix = worker::DefaultWorkerId() + ":";
   std::unique_ptr<LockClient> client;
   try {
     client = std::make_unique<LockClient>(redis, options);

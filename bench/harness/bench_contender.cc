@@ -401,10 +401,8 @@ int RunContender(const BenchArgs& args, const Context& context) {
   // (the parent reads them at its end): a waiter parked when the run ends
   // then makes a last attempt and gives its place up, which is no
   // acquisition's cost.
-  while (WallClockNs() < end_ns && !stop.stop_requested()) {
-    std::this_thread::sleep_for(std::min<nanoseconds>(
-        milliseconds(10), nanoseconds(end_ns - WallClockNs())));
-  }
+  SleepUnlessStopped(stop.get_token(),
+                     nanoseconds(std::max<int64_t>(0, end_ns - WallClockNs())));
   const LockStats stats = locks->stats();
   const uint64_t trips_end = redis->round_trips();
   run_over.request_stop();
