@@ -301,12 +301,7 @@ LockCore::Attempt LockCore::TryOnce(
                  std::to_string(options_.presence_window.count()),
                  enqueue ? "1" : "0", fresh ? "1" : "0"},
                 deadline, may_hold, &shortfall);
-  if (spin_check) {
-    spins_.fetch_add(1, std::memory_order_relaxed);
-    if (observer()) observer()->OnSpin(name);
-  } else {
-    attempts_.fetch_add(1, std::memory_order_relaxed);
-  }
+  CountTry(name, spin_check);
   Attempt out;
   if (Element(r, 0, "acquire").integer != 1) {
     if (!spin_check) contended_.fetch_add(1, std::memory_order_relaxed);
@@ -423,6 +418,15 @@ LockCore::Attempt LockCore::Granted(const std::string& name,
   return out;
 }
 
+void LockCore::CountTry(const std::string& name, bool spin_check) {
+  if (spin_check) {
+    spins_.fetch_add(1, std::memory_order_relaxed);
+    if (observer()) observer()->OnSpin(name);
+  } else {
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 LockCore::Attempt LockCore::ConfirmHandOff(
     const std::string& name, const std::string& owner, milliseconds lease,
     bool renew, const AcquireOptions& options, const std::string& hold_id,
@@ -434,12 +438,7 @@ LockCore::Attempt LockCore::ConfirmHandOff(
   if (r.type == Reply::Type::kError)
     throw Error(ErrorReplyCode(r.str, ErrorCode::kRedisProtocol),
                 "HMGET of lock '" + name + "': " + r.str);
-  if (spin_check) {
-    spins_.fetch_add(1, std::memory_order_relaxed);
-    if (observer()) observer()->OnSpin(name);
-  } else {
-    attempts_.fetch_add(1, std::memory_order_relaxed);
-  }
+  CountTry(name, spin_check);
   const auto field = [&](size_t i) -> const Reply* {
     if (r.type != Reply::Type::kArray || i >= r.elements.size() ||
         r.elements[i].type == Reply::Type::kNil)

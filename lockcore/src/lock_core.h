@@ -324,13 +324,15 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // or `owner` (ours but not so: a hand-off to claim, or too little
   // validity left) — the caller's full attempt decides — or another holder.
   // With a `deadline`, the read is bounded as a script call's try is (see
-  // EvalRetryOnce). Counted as TryOnce counts: a spin check (`spin_check`,
-  // in spins and OnSpin) or an attempt.
+  // EvalRetryOnce). Counted as TryOnce counts (CountTry).
   Attempt ConfirmHandOff(const std::string& name, const std::string& owner,
                          std::chrono::milliseconds lease, bool renew,
                          const AcquireOptions& options,
                          const std::string& hold_id, Clock::TimePoint checked,
                          Clock::TimePoint deadline, bool spin_check);
+  // One answered try of TryOnce or ConfirmHandOff: a spin check (spins and
+  // OnSpin) or an attempt.
+  void CountTry(const std::string& name, bool spin_check);
   // Spinning (spin_advisor.h): the plan of a waiter whose fair attempt was
   // refused with `refused` (none unless it is the head, behind another
   // process's grant).
